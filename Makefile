@@ -1,0 +1,108 @@
+# gpureduce -- build the Lua module (build/gpureduce/core.so), run the main job and the specs.
+#
+#   make                 the module; CUDA kernels when nvcc is on the PATH, a CPU-only module otherwise
+#   make run             the main job (experiments/), on the GPU if there is one, else the CPU backend
+#   make test            the busted specs (GPU specs pending without a device)
+#   make bench           the GPU benchmarks against CUB
+#   make CUDA_ARCH=90    build for one architecture only (default: 80 and 90, plus PTX of the highest)
+
+LUA        ?= lua5.4
+BUSTED     ?= $(shell command -v busted 2>/dev/null)
+LUA_INCDIR ?= /usr/include/lua5.4
+LUA_LIBDIR ?=
+NVCC       ?= $(shell command -v nvcc 2>/dev/null)
+CUDA_ARCH  ?= 80 90
+CC         ?= cc
+
+BUILD   ?= build
+OBJ     := $(BUILD)/obj
+MODULE  := $(BUILD)/gpureduce/core.so
+
+# Our flags live apart from CFLAGS, which luarocks and users set on the command line.
+CFLAGS        ?= -O2
+GR_CFLAGS     := -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS)
+HIGHEST_ARCH  := $(lastword $(sort $(CUDA_ARCH)))
+GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+                 -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
+NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
+
+ENGINE_SRC := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(OBJ)/%.o)
+BINDING_OBJ := $(OBJ)/lua/lgpureduce.o
+CUDA_SRC   := $(wildcard cuda/*.cu)
+CUDA_OBJ   := $(CUDA_SRC:%.cu=$(OBJ)/%.o)
+
+ifeq ($(NVCC),)
+  DEVICE_OBJ := $(OBJ)/engine/device_none.o
+  LINK       := $(CC) -shared
+  LINK_LIBS  := -lpthread -lm
+  HOST_LINK  := $(CC)
+else
+  DEVICE_OBJ := $(CUDA_OBJ)
+  LINK       := $(NVCC) -shared $(GENCODE)
+  LINK_LIBS  := -lpthread -lm -ldl -lrt
+  HOST_LINK  := $(NVCC) $(GENCODE)
+endif
+
+LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR) -Wl$(comma)-rpath$(comma)$(LUA_LIBDIR)) -llua5.4
+comma := ,
+
+# The module and facade from this checkout, ahead of anything installed.
+LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
+
+.PHONY: all run test bench clean deps install readme
+all: $(MODULE) $(BUILD)/embed_host $(BUILD)/c_api_host
+
+$(MODULE): $(ENGINE_OBJ) $(BINDING_OBJ) $(DEVICE_OBJ)
+	@mkdir -p $(dir $@)
+	$(LINK) -o $@ $^ $(LINK_LIBS)
+
+$(OBJ)/engine/%.o: engine/%.c engine/gr.h engine/internal.h engine/gen_element.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GR_CFLAGS) -c $< -o $@
+
+$(BINDING_OBJ): lua/lgpureduce.c engine/gr.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GR_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
+
+$(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) engine/gr.h engine/internal.h engine/gen_element.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API.
+HOST_CFLAGS := $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(dir $(NVCC))../include)
+$(BUILD)/embed_host: spec/host/embed_host.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -I$(LUA_INCDIR) -c $< -o $(OBJ)/embed_host.o
+	$(HOST_LINK) -o $@ $(OBJ)/embed_host.o $(LUA_LINK) $(LINK_LIBS)
+
+$(BUILD)/c_api_host: spec/host/c_api_host.c $(ENGINE_OBJ) $(DEVICE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(GR_CFLAGS) -c $< -o $(OBJ)/c_api_host.o
+	$(HOST_LINK) -o $@ $(OBJ)/c_api_host.o $(ENGINE_OBJ) $(DEVICE_OBJ) $(LINK_LIBS)
+
+deps:
+	@sh scripts/ensure-deps.sh
+
+run: deps all
+	$(LUA_ENV) $(LUA) experiments/demo.lua
+
+test: deps all
+	$(LUA) $(BUSTED) -o spec/support/summary_output.lua
+
+bench: deps all
+	$(LUA_ENV) $(LUA) experiments/bench.lua
+
+readme: $(MODULE)
+	$(LUA_ENV) $(LUA) scripts/update_readme.lua README.md
+
+# luarocks (build.type = "make") installs with INST_LIBDIR and INST_LUADIR.
+INST_LIBDIR ?= /usr/local/lib/lua/5.4
+INST_LUADIR ?= /usr/local/share/lua/5.4
+install: $(MODULE)
+	mkdir -p $(INST_LIBDIR)/gpureduce $(INST_LUADIR)/gpureduce
+	cp $(MODULE) $(INST_LIBDIR)/gpureduce/core.so
+	cp lua/gpureduce/init.lua $(INST_LUADIR)/gpureduce/init.lua
+
+clean:
+	rm -rf $(BUILD)

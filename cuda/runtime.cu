@@ -1,0 +1,110 @@
+/*
+ * runtime.cu -- the engine's device interface (engine/internal.h, gr_dev_*) on the CUDA runtime.
+ *
+ * The engine is plain C and never includes a CUDA header: every runtime call it needs passes through
+ * here, returning the cudaError_t as an int (0 = success) so the engine can name it in its messages.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../engine/internal.h"
+
+static char launch_site[160];
+
+extern "C" void gr_dev_note_site(const char *file, int line) {
+    snprintf(launch_site, sizeof launch_site, "%s:%d", file, line);
+}
+
+extern "C" int gr_dev_present(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();     /* clear it: no driver is not an error of ours */
+        return 0;
+    }
+    return count > 0;
+}
+
+extern "C" int gr_dev_init(gr_device_info *info) {
+    const char *env = getenv("GPUREDUCE_DEVICE");
+    int dev = env ? atoi(env) : 0;
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess) return e;
+    cudaDeviceProp p;
+    if ((e = cudaGetDeviceProperties(&p, dev)) != cudaSuccess) return e;
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->sms = p.multiProcessorCount;
+    info->memory = p.totalGlobalMem;
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->l2 = (size_t)p.l2CacheSize;
+    info->max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, dev);
+    info->clock_khz = v;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, dev);
+    info->mem_clock_khz = v;
+    cudaDeviceGetAttribute(&v, cudaDevAttrGlobalMemoryBusWidth, dev);
+    info->bus_width = v;
+    cudaRuntimeGetVersion(&info->runtime_version);
+    cudaDriverGetVersion(&info->driver_version);
+    return cudaFree(0);     /* creates the primary context now, not inside the first timed call */
+}
+
+extern "C" const char *gr_dev_error_name(int code) { return cudaGetErrorName((cudaError_t)code); }
+
+/* The runtime's description, with the kernel launch site when a launcher recorded one. */
+extern "C" const char *gr_dev_error_string(int code) {
+    static char buf[256];
+    const char *s = cudaGetErrorString((cudaError_t)code);
+    if (!launch_site[0]) return s;
+    snprintf(buf, sizeof buf, "%s; launched at %s", s, launch_site);
+    launch_site[0] = '\0';
+    return buf;
+}
+
+extern "C" int gr_dev_error_is_oom(int code) { return code == cudaErrorMemoryAllocation; }
+
+/* A failed allocation leaves an error that the next cudaGetLastError() would report against an
+ * innocent launch: clear it here. */
+extern "C" int gr_dev_malloc(void **p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }
+    return e;
+}
+extern "C" int gr_dev_free(void *p) { return cudaFree(p); }
+extern "C" int gr_dev_host_alloc(void **p, size_t bytes) {
+    cudaError_t e = cudaHostAlloc(p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+    if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }
+    return e;
+}
+extern "C" int gr_dev_host_free(void *p) { return cudaFreeHost(p); }
+extern "C" int gr_dev_memset(void *p, int v, size_t bytes, void *stream) {
+    return cudaMemsetAsync(p, v, bytes, (cudaStream_t)stream);
+}
+extern "C" int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream) {
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+}
+extern "C" int gr_dev_stream_create(void **s) {
+    return cudaStreamCreateWithFlags((cudaStream_t *)s, cudaStreamNonBlocking);
+}
+extern "C" int gr_dev_stream_destroy(void *s) { return cudaStreamDestroy((cudaStream_t)s); }
+extern "C" int gr_dev_stream_sync(void *s) { return cudaStreamSynchronize((cudaStream_t)s); }
+extern "C" int gr_dev_event_create(void **e, int timing) {
+    return cudaEventCreateWithFlags((cudaEvent_t *)e, timing ? cudaEventDefault : cudaEventDisableTiming);
+}
+extern "C" int gr_dev_event_destroy(void *e) { return cudaEventDestroy((cudaEvent_t)e); }
+extern "C" int gr_dev_event_record(void *e, void *stream) {
+    return cudaEventRecord((cudaEvent_t)e, (cudaStream_t)stream);
+}
+extern "C" int gr_dev_event_sync(void *e) { return cudaEventSynchronize((cudaEvent_t)e); }
+extern "C" int gr_dev_event_query(void *e) {
+    cudaError_t r = cudaEventQuery((cudaEvent_t)e);
+    return r == cudaSuccess ? 0 : r == cudaErrorNotReady ? 1 : (int)r;
+}
+extern "C" int gr_dev_event_elapsed(float *ms, void *start, void *end) {
+    return cudaEventElapsedTime(ms, (cudaEvent_t)start, (cudaEvent_t)end);
+}
+extern "C" int gr_dev_stream_wait_event(void *stream, void *e) {
+    return cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)e, 0);
+}

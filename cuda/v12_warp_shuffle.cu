@@ -1,0 +1,56 @@
+/*
+ * v12_warp_shuffle.cu -- grid-stride loads, several 16-byte loads in flight per thread, warp shuffles.
+ *
+ * What it does: a grid of at most one resident wave of blocks (SMs x blocks per SM) walks the input
+ * with a grid-stride loop; each thread keeps UNROLL independent 16-byte loads in flight and folds them
+ * into one register accumulator. Each warp then reduces its 32 values with __shfl_down_sync (no shared
+ * memory, no barriers), the warps' values meet in a 32-slot shared array, and one warp finishes.
+ *
+ * What changed from the unrolled kernels before it, and why it is faster: the classic kernels give each
+ * thread one to eight elements, so the grid has n / (8 * block) blocks and the partials need another
+ * pass per factor of a few thousand; their in-block tree runs log2(block) steps through shared memory
+ * with a barrier each. Here the work per thread grows with n instead of the grid, loads are 16 bytes
+ * wide (one instruction moves 4 floats or 16 bytes), enough are in flight to cover DRAM latency, and
+ * the in-block tree costs five shuffles per warp plus one barrier. One pass leaves at most a few
+ * thousand partials, which one more block (finish "device") or the last block of this same launch
+ * (finish "single", the default of "auto") combines.
+ *
+ * Needs: a power-of-two block of 32..1024 threads (whole warps). Works on any alignment (the slice's
+ * unaligned head and the tail are taken one element at a time) and any n up to 2^64.
+ * Reproduces: "v7 shuffle", the optimised reduction of the multi-pass tutorials and of
+ * "Faster Parallel Reductions on Kepler" (grid-stride loop + warp shuffle).
+ */
+#include "dispatch.cuh"
+
+namespace {
+
+constexpr int kUnroll = 4;
+
+template <class Op, class In>
+__global__ void warp_shuffle_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
+                                    unsigned *counter, typename Op::acc_t *final_out) {
+    typename Op::acc_t v = gr::thread_accumulate<Op, In, kUnroll>(in, n);
+    v = gr::block_reduce<Op>(v);
+    if (final_out) {
+        gr::finish_last_block<Op>(v, partials, counter, final_out);
+    } else if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+    }
+}
+
+}  // namespace
+
+extern "C" size_t gr_grid_warp_shuffle(size_t n, int block, gr_dtype t, const gr_device_info *dev) {
+    return gr::grid_for(n, size_t(block) * (16 / gr_dtype_size(t)) * kUnroll, block, dev);
+}
+
+extern "C" int gr_launch_warp_shuffle(const gr_launch *L) {
+    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+        using Op = decltype(op);
+        using In = typename decltype(in_tag)::type;
+        using Acc = typename Op::acc_t;
+        warp_shuffle_kernel<Op, In><<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(
+            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+        return GR_CHECK_LAUNCH();
+    });
+}

@@ -1,0 +1,257 @@
+/*
+ * buffer.c -- buffers: allocation, wrapping, views, host transfers and generated contents.
+ *
+ * A buffer handle is a view (offset, count, dtype) of a reference-counted storage. Slices and queued
+ * reductions hold references, so memory never goes while something can still read it; anything that
+ * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int on_gpu(const gr_context *ctx) { return ctx->backend == GR_BACKEND_CUDA; }
+
+static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_storage **out) {
+    gr_storage *st = calloc(1, sizeof *st);
+    if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    st->bytes = bytes;
+    st->where = where;
+    st->owned = 1;
+    st->refs = 1;
+    size_t alloc = bytes ? bytes : 1;
+    int rc = 0;
+    if (!on_gpu(ctx)) {
+        st->ptr = aligned_alloc(64, (alloc + 63) / 64 * 64);
+        if (!st->ptr) {
+            free(st);
+            return gr_fail(ctx, GR_ENOMEM, "out of host memory: %zu bytes", bytes);
+        }
+        memset(st->ptr, 0, bytes);
+    } else if (where == GR_HOST) {
+        rc = gr_dev_host_alloc(&st->ptr, alloc);
+        if (rc == 0) memset(st->ptr, 0, bytes);
+    } else {
+        rc = gr_dev_malloc(&st->ptr, alloc);
+        if (rc == 0) rc = gr_dev_memset(st->ptr, 0, bytes, ctx->stream);
+        if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    }
+    if (rc != 0) {
+        if (st->ptr) where == GR_HOST ? gr_dev_host_free(st->ptr) : gr_dev_free(st->ptr);
+        free(st);
+        char what[96];
+        snprintf(what, sizeof what, "allocation of %zu bytes (%s)", bytes,
+                 where == GR_HOST ? "pinned host" : "device");
+        return gr_fail_dev(ctx, rc, what);
+    }
+    *out = st;
+    return GR_OK;
+}
+
+static void storage_unref(gr_context *ctx, gr_storage *st) {
+    if (--st->refs > 0) return;
+    gr_storage_quiesce(ctx, st);
+    if (st->last_read) gr_dev_event_destroy(st->last_read);
+    if (st->owned) {
+        if (!on_gpu(ctx)) free(st->ptr);
+        else if (st->where == GR_HOST) gr_dev_host_free(st->ptr);
+        else gr_dev_free(st->ptr);
+    }
+    free(st);
+}
+
+gr_status gr_storage_quiesce(gr_context *ctx, gr_storage *st) {
+    if (!st->last_read) return GR_OK;
+    int rc = gr_dev_event_sync(st->last_read);
+    return rc ? gr_fail_dev(ctx, rc, "waiting for reductions of the buffer") : GR_OK;
+}
+
+static gr_status handle_new(gr_context *ctx, gr_storage *st, size_t offset, size_t n, gr_dtype t,
+                            gr_buffer **out) {
+    gr_buffer *b = calloc(1, sizeof *b);
+    if (!b) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    b->st = st;
+    b->offset = offset;
+    b->n = n;
+    b->dtype = t;
+    *out = b;
+    return GR_OK;
+}
+
+static gr_status check_dtype(gr_context *ctx, gr_dtype t) {
+    if ((unsigned)t >= GR_DTYPE_COUNT)
+        return gr_fail(ctx, GR_EINVAL, "dtype: unknown dtype (accepted: %s)", gr_dtype_names());
+    return GR_OK;
+}
+
+gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
+    *out = NULL;
+    gr_status s = check_dtype(ctx, t);
+    if (s != GR_OK) return s;
+    size_t es = gr_dtype_size(t);
+    if (n > SIZE_MAX / es) return gr_fail(ctx, GR_EINVAL, "size: %zu elements overflow", n);
+    gr_storage *st = NULL;
+    if ((s = storage_new(ctx, n * es, where, &st)) != GR_OK) return s;
+    if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) storage_unref(ctx, st);
+    return s;
+}
+
+gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_where where,
+                         gr_buffer **out) {
+    *out = NULL;
+    gr_status s = check_dtype(ctx, t);
+    if (s != GR_OK) return s;
+    if (!ptr && n) return gr_fail(ctx, GR_EINVAL, "wrap: NULL pointer for %zu elements", n);
+    gr_storage *st = calloc(1, sizeof *st);
+    if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL};
+    if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) free(st);
+    return s;
+}
+
+gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out) {
+    *out = NULL;
+    if (offset > b->n || count > b->n - offset)
+        return gr_fail(ctx, GR_EINVAL, "slice: elements %zu..%zu are outside the buffer (size %zu)",
+                       offset + 1, offset + count, b->n);
+    gr_status s = handle_new(ctx, b->st, b->offset + offset, count, b->dtype, out);
+    if (s == GR_OK) b->st->refs++;
+    return s;
+}
+
+void gr_buffer_free(gr_context *ctx, gr_buffer *b) {
+    if (!b) return;
+    storage_unref(ctx, b->st);
+    free(b);
+}
+
+size_t gr_buffer_size(const gr_buffer *b) { return b->n; }
+gr_dtype gr_buffer_dtype(const gr_buffer *b) { return b->dtype; }
+gr_where gr_buffer_where(const gr_buffer *b) { return b->st->where; }
+void *gr_buffer_data(const gr_buffer *b) {
+    return (char *)b->st->ptr + b->offset * gr_dtype_size(b->dtype);
+}
+
+/* Host-side access is plain memory on the cpu backend and for pinned buffers. */
+static int host_visible(const gr_context *ctx, const gr_buffer *b) {
+    return !on_gpu(ctx) || b->st->where == GR_HOST;
+}
+
+static gr_status check_range(gr_context *ctx, const gr_buffer *b, size_t offset, size_t n, const char *what) {
+    if (offset > b->n || n > b->n - offset)
+        return gr_fail(ctx, GR_EINVAL, "%s: %zu elements at offset %zu do not fit in a buffer of %zu",
+                       what, n, offset + 1, b->n);
+    return GR_OK;
+}
+
+gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n) {
+    gr_status s = check_range(ctx, b, offset, n, "set");
+    if (s != GR_OK || n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    size_t es = gr_dtype_size(b->dtype);
+    char *dst = (char *)gr_buffer_data(b) + offset * es;
+    if (host_visible(ctx, b)) {
+        memcpy(dst, src, n * es);
+        return GR_OK;
+    }
+    int rc = gr_dev_copy(dst, src, n * es, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy to the device") : GR_OK;
+}
+
+gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, void *dst, size_t n) {
+    gr_status s = check_range(ctx, b, offset, n, "read");
+    if (s != GR_OK || n == 0) return s;
+    size_t es = gr_dtype_size(b->dtype);
+    const char *src = (const char *)gr_buffer_data(b) + offset * es;
+    if (host_visible(ctx, b)) {
+        memcpy(dst, src, n * es);
+        return GR_OK;
+    }
+    int rc = gr_dev_copy(dst, src, n * es, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy from the device") : GR_OK;
+}
+
+/* ---- generated contents -------------------------------------------------------------------------- */
+
+/* A scalar in the form the generators take: a double for float dtypes, 64 two's-complement bits for
+ * integer dtypes (checked to fit the dtype). */
+static gr_status normalize(gr_context *ctx, gr_scalar in, gr_dtype t, const char *what, gr_scalar *out) {
+    union { int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; double f; float f32; } e;
+    gr_status s = gr_scalar_store(ctx, in, t, &e, what);
+    if (s != GR_OK) return s;
+    switch (t) {
+    case GR_FLOAT32:
+        /* keep the double: iota and random compute in double and round once */
+        out->kind = GR_SCALAR_FLOAT;
+        out->v.f = in.kind == GR_SCALAR_FLOAT ? in.v.f : in.kind == GR_SCALAR_UINT ? (double)in.v.u : (double)in.v.i;
+        break;
+    case GR_FLOAT64: out->kind = GR_SCALAR_FLOAT; out->v.f = e.f; break;
+    case GR_INT8: out->kind = GR_SCALAR_INT; out->v.i = e.i8; break;
+    case GR_UINT8: out->kind = GR_SCALAR_UINT; out->v.u = e.u8; break;
+    case GR_INT32: out->kind = GR_SCALAR_INT; out->v.i = e.i32; break;
+    case GR_UINT32: out->kind = GR_SCALAR_UINT; out->v.u = e.u32; break;
+    case GR_INT64: out->kind = GR_SCALAR_INT; out->v.i = e.i64; break;
+    default: out->kind = GR_SCALAR_UINT; out->v.u = e.u64; break;
+    }
+    return GR_OK;
+}
+
+gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
+    gr_scalar v;
+    gr_status s = normalize(ctx, value, b->dtype, "fill", &v);
+    if (s != GR_OK || b->n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        union { uint64_t u; double f; } elem;
+        gr_scalar_store(ctx, v, b->dtype, &elem, "fill");
+        gr_cpu_fill(gr_buffer_data(b), b->n, b->dtype, &elem);
+        return GR_OK;
+    }
+    int rc = gr_dev_fill(gr_buffer_data(b), b->n, b->dtype, v, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "fill") : GR_OK;
+}
+
+gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scalar step) {
+    gr_scalar a, d;
+    gr_status s = normalize(ctx, start, b->dtype, "iota start", &a);
+    if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "iota step", &d);
+    else if (s == GR_OK) {
+        /* an integer step may be negative for an unsigned dtype: it wraps like the values do */
+        if (step.kind == GR_SCALAR_FLOAT) s = normalize(ctx, step, GR_INT64, "iota step", &d);
+        else d = step;
+    }
+    if (s != GR_OK || b->n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, a, d);
+        return GR_OK;
+    }
+    int rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, a, d, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "iota") : GR_OK;
+}
+
+gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi) {
+    gr_scalar l, h;
+    gr_status s = normalize(ctx, lo, b->dtype, "random lo", &l);
+    if (s == GR_OK) s = normalize(ctx, hi, b->dtype, "random hi", &h);
+    if (s != GR_OK) return s;
+    int bad = gr_dtype_is_float(b->dtype) ? !(l.v.f < h.v.f)
+            : l.kind == GR_SCALAR_INT ? l.v.i > h.v.i : l.v.u > h.v.u;
+    if (bad)
+        return gr_fail(ctx, GR_EINVAL, "random: lo must be %s hi",
+                       gr_dtype_is_float(b->dtype) ? "less than" : "at most");
+    if (b->n == 0) return GR_OK;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, seed, l, h);
+        return GR_OK;
+    }
+    int rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, 0, l, h, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "random") : GR_OK;
+}

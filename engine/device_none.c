@@ -1,0 +1,41 @@
+/*
+ * device_none.c -- the device interface of a CPU-only build (no nvcc at build time).
+ *
+ * gr_dev_present() says no, so the context never selects the cuda backend and none of the other entry
+ * points is reached; they answer "no device" all the same rather than trusting that.
+ */
+#include "internal.h"
+
+enum { NO_DEVICE = 100 };   /* the CUDA runtime's cudaErrorNoDevice, for uniform messages */
+
+int gr_dev_present(void) { return 0; }
+int gr_dev_init(gr_device_info *info) { (void)info; return NO_DEVICE; }
+const char *gr_dev_error_name(int code) { (void)code; return "cudaErrorNoDevice"; }
+const char *gr_dev_error_string(int code) { (void)code; return "this build of gpureduce has no CUDA support"; }
+int gr_dev_error_is_oom(int code) { (void)code; return 0; }
+int gr_dev_malloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
+int gr_dev_free(void *p) { (void)p; return NO_DEVICE; }
+int gr_dev_host_alloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
+int gr_dev_host_free(void *p) { (void)p; return NO_DEVICE; }
+int gr_dev_memset(void *p, int v, size_t bytes, void *stream) { (void)p; (void)v; (void)bytes; (void)stream; return NO_DEVICE; }
+int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream) { (void)dst; (void)src; (void)bytes; (void)stream; return NO_DEVICE; }
+int gr_dev_stream_create(void **s) { (void)s; return NO_DEVICE; }
+int gr_dev_stream_destroy(void *s) { (void)s; return NO_DEVICE; }
+int gr_dev_stream_sync(void *s) { (void)s; return NO_DEVICE; }
+int gr_dev_event_create(void **e, int timing) { (void)e; (void)timing; return NO_DEVICE; }
+int gr_dev_event_destroy(void *e) { (void)e; return NO_DEVICE; }
+int gr_dev_event_record(void *e, void *stream) { (void)e; (void)stream; return NO_DEVICE; }
+int gr_dev_event_sync(void *e) { (void)e; return NO_DEVICE; }
+int gr_dev_event_query(void *e) { (void)e; return NO_DEVICE; }
+int gr_dev_event_elapsed(float *ms, void *start, void *end) { (void)ms; (void)start; (void)end; return NO_DEVICE; }
+int gr_dev_stream_wait_event(void *stream, void *e) { (void)stream; (void)e; return NO_DEVICE; }
+int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream) {
+    (void)p; (void)n; (void)t; (void)v; (void)stream; return NO_DEVICE;
+}
+int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream) {
+    (void)p; (void)n; (void)t; (void)start; (void)step; (void)stream; return NO_DEVICE;
+}
+int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo, gr_scalar hi,
+                  void *stream) {
+    (void)p; (void)n; (void)t; (void)seed; (void)first; (void)lo; (void)hi; (void)stream; return NO_DEVICE;
+}

@@ -1,0 +1,234 @@
+/*
+ * gr.h -- the public C API of the gpureduce engine.
+ *
+ * Plain C, no Lua types and no CUDA types: a C or C++ host application can embed the engine directly,
+ * and the Lua binding (lua/lgpureduce.c) is just one client of this header.
+ *
+ * Conventions:
+ *   - every fallible function returns a gr_status; GR_OK is 0. On failure the context keeps a message
+ *     (gr_errmsg) that names what went wrong; failures of the CUDA runtime carry the CUDA error name.
+ *   - sizes and indices are size_t (64-bit): buffers of more than 2^31 elements are ordinary.
+ *   - the engine never calls exit() or abort().
+ */
+#ifndef GR_H
+#define GR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GR_VERSION "0.1.0"
+
+typedef enum gr_status {
+    GR_OK = 0,
+    GR_EINVAL,       /* misuse: bad argument, unknown name, size mismatch */
+    GR_EFREED,       /* the buffer was freed */
+    GR_ENOMEM,       /* out of host or device memory */
+    GR_ENODEV,       /* the operation needs the cuda backend */
+    GR_ECUDA,        /* any other failure reported by the CUDA runtime */
+    GR_EEMPTY        /* min/max of an empty buffer: there is no identity */
+} gr_status;
+
+typedef enum gr_dtype {
+    GR_INT8, GR_UINT8, GR_INT32, GR_UINT32, GR_INT64, GR_UINT64, GR_FLOAT32, GR_FLOAT64,
+    GR_DTYPE_COUNT
+} gr_dtype;
+
+typedef enum gr_op { GR_SUM, GR_PROD, GR_MIN, GR_MAX, GR_AND, GR_OR, GR_OP_COUNT } gr_op;
+
+typedef enum gr_backend { GR_BACKEND_CPU, GR_BACKEND_CUDA } gr_backend;
+
+typedef enum gr_where { GR_DEVICE, GR_HOST } gr_where;
+
+/* What happens to the per-block partials (DESIGN.md, "Variants and finishing modes"). */
+typedef enum gr_finish {
+    GR_FINISH_AUTO,      /* the variant's or the planner's choice */
+    GR_FINISH_DEVICE,    /* more device passes until one value remains */
+    GR_FINISH_HYBRID,    /* device passes until at most `threshold` partials remain, then the CPU */
+    GR_FINISH_HOST,      /* one device pass, every partial finished on the CPU */
+    GR_FINISH_SINGLE,    /* one kernel: the last block to finish combines the partials */
+    GR_FINISH_COUNT
+} gr_finish;
+
+typedef struct gr_context gr_context;
+typedef struct gr_buffer gr_buffer;
+typedef struct gr_stream gr_stream;
+typedef struct gr_pending gr_pending;
+
+/* ---- names and tables -------------------------------------------------------------------------- */
+
+const char *gr_dtype_name(gr_dtype t);
+size_t gr_dtype_size(gr_dtype t);
+int gr_dtype_is_float(gr_dtype t);
+int gr_dtype_is_signed(gr_dtype t);
+int gr_dtype_from_name(const char *name);        /* -1 when unknown */
+const char *gr_op_name(gr_op op);
+int gr_op_from_name(const char *name);           /* accepts "and"/"all", "or"/"any"; -1 when unknown */
+const char *gr_finish_name(gr_finish f);
+int gr_finish_from_name(const char *name);       /* -1 when unknown */
+/* "int8, uint8, ..." -- for error messages that list what is accepted */
+const char *gr_dtype_names(void);
+const char *gr_op_names(void);
+const char *gr_finish_names(void);
+
+/* ---- context -------------------------------------------------------------------------------------- */
+
+/* Creates a context on the first usable CUDA device, or a CPU-only context when there is none
+ * (or when the environment variable GPUREDUCE_BACKEND is "cpu"). Never fails for lack of a GPU. */
+gr_status gr_context_create(gr_context **out);
+void gr_context_destroy(gr_context *ctx);
+gr_backend gr_context_backend(const gr_context *ctx);
+const char *gr_errmsg(const gr_context *ctx);
+
+typedef struct gr_device_info {
+    char name[256];
+    int sms;                    /* multiprocessor count */
+    size_t memory;              /* total global memory, bytes */
+    int cc_major, cc_minor;     /* compute capability */
+    size_t l2;                  /* L2 cache, bytes */
+    int clock_khz, mem_clock_khz, bus_width;
+    int runtime_version, driver_version;
+    int max_threads_per_sm;
+} gr_device_info;
+/* GR_ENODEV on the cpu backend. */
+gr_status gr_device_info_get(gr_context *ctx, gr_device_info *info);
+
+/* ---- buffers -------------------------------------------------------------------------------------- */
+
+/* n elements of dtype, zero-filled. GR_HOST gives pinned host memory (plain memory on the cpu backend);
+ * GR_DEVICE gives device memory (host memory standing in for it on the cpu backend). */
+gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype dtype, gr_where where, gr_buffer **out);
+/* Wraps memory the caller owns (device memory on cuda, host memory on cpu); no copy, never freed by the
+ * engine. The caller keeps it alive until gr_buffer_free of this buffer and of all its slices. */
+gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype dtype, gr_where where,
+                         gr_buffer **out);
+/* A view of count elements starting at offset; keeps the underlying memory alive. */
+gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out);
+/* Releases this handle; the memory goes when the last view of it is released and no queued work reads it.
+ * Idempotent through the handle's own flag: gr_buffer_free(NULL) is a no-op. */
+void gr_buffer_free(gr_context *ctx, gr_buffer *b);
+
+size_t gr_buffer_size(const gr_buffer *b);
+gr_dtype gr_buffer_dtype(const gr_buffer *b);
+gr_where gr_buffer_where(const gr_buffer *b);
+void *gr_buffer_data(const gr_buffer *b);        /* first element of the view (device address on cuda) */
+
+/* Writes from host memory: n elements of the buffer's dtype at element offset. */
+gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n);
+/* Reads n elements from element offset into host memory. */
+gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, void *dst, size_t n);
+
+/* A scalar in the widest form of its kind; which member is valid follows the dtype. */
+typedef struct gr_scalar {
+    enum { GR_SCALAR_INT, GR_SCALAR_UINT, GR_SCALAR_FLOAT, GR_SCALAR_BOOL } kind;
+    union { int64_t i; uint64_t u; double f; int b; } v;
+} gr_scalar;
+
+/* Converts a scalar to one element of dtype t at out. GR_EINVAL, with a message that starts with
+ * `what`, when it is not integral for an integer dtype or does not fit. */
+gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what);
+
+gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value);
+/* b[i] = start + i * step, computed in double for floats and in 64-bit wrapping arithmetic for integers. */
+gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scalar step);
+/* Reproducible by seed on both backends (a counter-based hash of seed and index): floats uniform in
+ * [lo, hi), integers uniform in [lo, hi] inclusive. */
+gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi);
+
+/* ---- streams -------------------------------------------------------------------------------------- */
+
+/* On the cpu backend a stream exists and syncs trivially. */
+gr_status gr_stream_new(gr_context *ctx, gr_stream **out);
+gr_status gr_stream_sync(gr_context *ctx, gr_stream *s);
+void gr_stream_free(gr_context *ctx, gr_stream *s);
+
+/* ---- reductions ----------------------------------------------------------------------------------- */
+
+typedef struct gr_options {
+    gr_op op;
+    int variant;            /* index into the registry (gr_variant_find); -1 = auto */
+    int block;              /* threads per block; 0 = the variant's default */
+    gr_finish finish;
+    size_t threshold;       /* hybrid: element count at or below which the CPU finishes; 0 = default */
+    int acc;                /* accumulator dtype override (a gr_dtype), -1 = default */
+    size_t grid;            /* blocks of the first pass; 0 = the planner's choice */
+    gr_stream *stream;      /* NULL = the context's own stream */
+} gr_options;
+
+void gr_options_init(gr_options *o, gr_op op);
+
+/* The result as a tagged scalar: integers exact (sum and product of integer types wrap in 64 bits;
+ * unsigned results are returned bit-for-bit in v.u), floats as double, and/or as bool. */
+gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_scalar *result);
+
+/* Starts the reduction and returns at once; gr_pending_wait gives the value. The pending holds the
+ * buffer's memory until it is done. */
+gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out);
+int gr_pending_ready(gr_context *ctx, gr_pending *p);              /* 1 done, 0 not yet */
+gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_scalar *result);   /* may be called again */
+void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for unfinished work first */
+
+/* ---- planning ------------------------------------------------------------------------------------- */
+
+#define GR_PLAN_MAX_PASSES 16
+typedef struct gr_pass {
+    size_t elements;        /* inputs of this pass */
+    size_t blocks;          /* blocks launched; 0 for a pass done on the CPU */
+    int block;              /* threads per block */
+    gr_dtype in_dtype;      /* the input of this pass (the accumulator type after the first) */
+    int on_host;            /* 1 when the CPU does this pass */
+} gr_pass;
+
+typedef struct gr_plan {
+    int variant;
+    gr_finish finish;       /* resolved, never GR_FINISH_AUTO */
+    gr_dtype acc;           /* accumulator dtype */
+    size_t threshold;
+    size_t scratch;         /* extra device scratch the variant asked for, bytes */
+    int npasses;
+    gr_pass pass[GR_PLAN_MAX_PASSES];
+} gr_plan;
+
+/* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */
+gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_plan *plan);
+
+/* ---- the variant registry ------------------------------------------------------------------------- */
+
+enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
+
+typedef struct gr_variant {
+    const char *name;
+    int ordinal;             /* teaching order */
+    const char *origin;      /* the textbook step it reproduces */
+    const char *summary;     /* one line */
+    unsigned finishes;       /* bit (1u << gr_finish) for each supported finishing mode */
+    gr_finish default_finish;
+    int block_min, block_max, block_default;
+    unsigned needs;          /* GR_NEEDS_* */
+} gr_variant;
+
+int gr_variant_count(void);
+const gr_variant *gr_variant_get(int i);
+int gr_variant_find(const char *name);          /* index, or -1 */
+/* "auto, cpu, warp_shuffle, ..." */
+const char *gr_variant_names(void);
+
+/* ---- timing --------------------------------------------------------------------------------------- */
+
+typedef struct gr_bench_result {
+    double ms, ms_min, ms_max;   /* median, minimum and maximum of the timed repetitions */
+    int reps, warmup;
+    double gbps;                 /* bytes read by the first pass / median time */
+} gr_bench_result;
+
+/* Times `reps` reductions after `warmup` untimed ones: device events on cuda, the monotonic clock on cpu. */
+gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
+                   gr_bench_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

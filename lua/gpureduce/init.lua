@@ -1,0 +1,51 @@
+--- gpureduce: reductions on the GPU from Lua.
+--
+-- The native part (gpureduce.core, lua/lgpureduce.c) does the work; this facade adds what is better
+-- written in Lua: printing plans and looking things up in the registry. Every name of the DESIGN.md
+-- contract is a field of this table.
+local core = require "gpureduce.core"
+
+local gr = {}
+for name, value in pairs(core) do gr[name] = value end
+
+--- The registry entry of a variant by name, or nil.
+function gr.variant(name)
+  for _, v in ipairs(core.variants()) do
+    if v.name == name then return v end
+  end
+  return nil
+end
+
+--- The names of the variants usable on this backend, in teaching order.
+function gr.variant_names(opts)
+  local all = opts and opts.all
+  local list = core.variants()
+  table.sort(list, function(a, b) return a.ordinal < b.ordinal end)
+  local names = {}
+  for _, v in ipairs(list) do
+    if all or v.available then names[#names + 1] = v.name end
+  end
+  return names
+end
+
+--- A plan (from gr.plan) as lines of text, like the multi-pass tutorial's output:
+-- "Pass 1: 10000000 elements, 39063 blocks of 256 threads (device)".
+function gr.format_plan(plan)
+  local lines = {
+    string.format("variant %s, finish %s, accumulator %s", plan.variant, plan.finish, plan.acc),
+  }
+  for i, p in ipairs(plan.passes) do
+    if p.where == "host" then
+      lines[#lines + 1] = string.format("Pass %d: %d %s partials finished on the CPU", i, p.elements, p.dtype)
+    else
+      lines[#lines + 1] = string.format("Pass %d: %d elements, %d blocks of %d threads (device)",
+        i, p.elements, p.blocks, p.block)
+    end
+  end
+  if plan.finish == "single" then
+    lines[#lines + 1] = "The last block of pass 1 combines the partials in the same kernel."
+  end
+  return table.concat(lines, "\n")
+end
+
+return gr

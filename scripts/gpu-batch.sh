@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One batch on an offline GPU host: Lua and busted from .debs/, a build for the local GPU, the specs,
+# the benchmarks, and (with SANITIZE=1) compute-sanitizer over every variant. Logs go under $OUT
+# (default results/gpu); a short summary is printed last.
+#   scripts/gpu-batch.sh [test] [bench] [sanitize]     (default: test bench)
+set -uo pipefail
+OUT=${OUT:-results/gpu}
+mkdir -p "$OUT"
+steps=${*:-test bench}
+
+. scripts/offline-env.sh .debs /tmp/gpureduce-prefix >/dev/null || exit 1
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+start=$(date +%s)
+if ! make -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" > "$OUT/build.log" 2>&1; then
+    tail -40 "$OUT/build.log"
+    echo "build FAILED"
+    exit 1
+fi
+echo "build: $(( $(date +%s) - start )) s" > "$OUT/summary.txt"
+
+for step in $steps; do
+    t0=$(date +%s)
+    case $step in
+    test) make test > "$OUT/test.log" 2>&1; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
+    *) echo "unknown step $step" >> "$OUT/summary.txt" ;;
+    esac
+done
+
+# failures first, then the summary
+grep -E "^[0-9]+\) (FAIL|ERROR)" -A4 "$OUT/test.log" 2>/dev/null | head -60
+[ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
+echo "== $(cat "$OUT/gpu.txt")"
+cat "$OUT/summary.txt"

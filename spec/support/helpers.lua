@@ -1,0 +1,168 @@
+--- Shared by the specs: backend detection, GPU gating, case generation and the Lua reference.
+local gr = require "gpureduce"
+
+local M = {}
+
+M.has_gpu = gr.backend() == "cuda"
+
+-- busted's `it` and `pending` live in each spec file's environment, not in _G: a spec hands them over.
+local it, pending
+
+--- Binds the helpers to the calling spec's busted functions (its `it`, and a function that calls its
+-- `pending` from inside a running test).
+function M.bind(spec_it, spec_pending)
+  it, pending = spec_it, spec_pending
+  return M
+end
+
+--- An `it` that runs only with a CUDA device and is reported pending (never passed) without one.
+function M.gpu_it(title, fn)
+  it(title .. " #gpu", function()
+    if not M.has_gpu then
+      pending("gpu: no CUDA device")
+      return
+    end
+    fn()
+  end)
+end
+
+--- `it` for a variant: GPU variants are gated, host variants always run.
+function M.variant_it(variant, title, fn)
+  if variant.available or not M.has_gpu and not M.needs_cuda(variant) then
+    it(title, fn)
+  elseif M.needs_cuda(variant) then
+    M.gpu_it(title, fn)
+  end
+end
+
+function M.needs_cuda(variant)
+  for _, need in ipairs(variant.needs) do
+    if need == "cuda" then return true end
+  end
+  return false
+end
+
+--- Every variant of the registry, in teaching order (the specs never list variants by hand).
+function M.variants()
+  local list = gr.variants()
+  table.sort(list, function(a, b) return a.ordinal < b.ordinal end)
+  return list
+end
+
+M.edge_sizes = { 0, 1, 31, 32, 33, 1023, 1024, 1025, 4096, 65536, 65537, 1000003, 1048576 }
+
+M.int_range = {
+  int8 = { -128, 127 }, uint8 = { 0, 255 }, int32 = { -2147483648, 2147483647 },
+  uint32 = { 0, 4294967295 }, int64 = { math.mininteger, math.maxinteger }, uint64 = { 0, -1 },
+}
+
+function M.is_float(dtype) return dtype == "float32" or dtype == "float64" end
+function M.is_unsigned(dtype) return dtype:sub(1, 1) == "u" end
+
+--- The data one case reduces: random, with a range that keeps the op meaningful (products near 1
+-- for floats, small magnitudes so and/or see both values), plus one zero placed for and/or.
+function M.fill_case(b, dtype, op, seed)
+  local n = #b
+  if M.is_float(dtype) then
+    if op == "prod" then b:random(seed, 0.999, 1.001)
+    elseif op == "and" or op == "or" then b:random(seed, 0, 1)
+    else b:random(seed, -1, 1) end
+  else
+    if op == "and" or op == "or" then b:random(seed, 0, 3)
+    elseif op == "prod" then b:random(seed, 1, 3)
+    else b:random(seed) end           -- the dtype's whole range: sums wrap, exactly
+  end
+  if (op == "and" or op == "or") and n > 0 then
+    -- float data in [0, 1) is never exactly 0; make "all" false and "any" hinge on real work
+    b:set({ 0 }, (seed * 7919) % n + 1)
+  end
+  return b
+end
+
+local function ult_min(a, b) return math.ult(b, a) and b or a end
+local function ult_max(a, b) return math.ult(a, b) and b or a end
+
+--- The expected result, computed in Lua from the elements: integers exactly (Lua integers wrap
+-- like the engine's 64-bit accumulators), floats in double with Neumaier's compensated sum.
+function M.reference(values, dtype, op)
+  local n = #values
+  if op == "and" or op == "or" then
+    local all, any = true, false
+    for i = 1, n do
+      local nz = values[i] ~= 0
+      all = all and nz
+      any = any or nz
+    end
+    return op == "and" and all or (op == "or" and any)
+  end
+  if n == 0 then
+    if op == "sum" then return M.is_float(dtype) and 0.0 or 0 end
+    if op == "prod" then return M.is_float(dtype) and 1.0 or 1 end
+    return nil
+  end
+  local float = M.is_float(dtype)
+  if op == "sum" and float then
+    local s, c, mag = 0.0, 0.0, 0.0
+    for i = 1, n do
+      local x = values[i]
+      local t = s + x
+      if math.abs(s) >= math.abs(x) then c = c + ((s - t) + x) else c = c + ((x - t) + s) end
+      s = t
+      mag = mag + math.abs(x)
+    end
+    return s + c, mag
+  end
+  local acc = values[1]
+  if op == "sum" then
+    for i = 2, n do acc = acc + values[i] end
+  elseif op == "prod" then
+    for i = 2, n do acc = acc * values[i] end
+  elseif op == "min" then
+    local nan = false
+    for i = 1, n do
+      local x = values[i]
+      if x ~= x then nan = true break end
+      if dtype == "uint64" then acc = ult_min(acc, x) elseif x < acc then acc = x end
+    end
+    if nan then return 0 / 0 end
+  elseif op == "max" then
+    local nan = false
+    for i = 1, n do
+      local x = values[i]
+      if x ~= x then nan = true break end
+      if dtype == "uint64" then acc = ult_max(acc, x) elseif x > acc then acc = x end
+    end
+    if nan then return 0 / 0 end
+  end
+  return acc
+end
+
+--- Relative tolerance of a float result, by dtype, op and accumulator: relative to the summed
+-- magnitude for sums (signed data cancels), to the value for products; 0 = exact.
+function M.tolerance(dtype, op, acc)
+  if not M.is_float(dtype) or op ~= "sum" and op ~= "prod" then return 0 end
+  if dtype == "float64" or acc == "float64" then return 1e-12 end
+  return op == "prod" and 1e-3 or 2e-5
+end
+
+--- Asserts a result against the expected value, exactly or within rtol of `magnitude` (default
+-- the expected value's own size).
+function M.assert_close(got, want, rtol, label, magnitude)
+  if type(want) == "number" and want ~= want then
+    assert(got ~= got, label .. ": expected NaN, got " .. tostring(got))
+    return
+  end
+  if rtol == 0 or math.type(want) == "integer" or type(want) == "boolean" then
+    assert(got == want and math.type(got) == math.type(want),
+      string.format("%s: got %s (%s), expected %s (%s)", label, tostring(got), math.type(got) or type(got),
+        tostring(want), math.type(want) or type(want)))
+    return
+  end
+  local scale = math.max(magnitude or math.abs(want), 1e-300)
+  local err = math.abs(got - want)
+  assert(math.type(got) == "float" and err <= rtol * scale,
+    string.format("%s: got %.17g, expected %.17g (error %.3g > %.3g relative)", label, got, want,
+      err / scale, rtol))
+end
+
+return M
