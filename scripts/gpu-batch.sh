@@ -2,7 +2,7 @@
 # One batch on an offline GPU host: Lua and busted from .debs/, a build for the local GPU, the specs,
 # the benchmarks, and (with SANITIZE=1) compute-sanitizer over every variant. Logs go under $OUT
 # (default results/gpu); a short summary is printed last.
-#   scripts/gpu-batch.sh [test] [bench] [sanitize]     (default: test bench)
+#   scripts/gpu-batch.sh [test] [run] [bench] [sanitize]     (default: test bench)
 set -uo pipefail
 OUT=${OUT:-results/gpu}
 mkdir -p "$OUT"
@@ -22,6 +22,7 @@ for step in $steps; do
     t0=$(date +%s)
     case $step in
     test) make test > "$OUT/test.log" 2>&1; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    run) make run > "$OUT/run.log" 2>&1; echo "run: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     *) echo "unknown step $step" >> "$OUT/summary.txt" ;;
@@ -30,6 +31,7 @@ done
 
 # failures first, then the summary
 grep -E "^[0-9]+\) (FAIL|ERROR)" -A4 "$OUT/test.log" 2>/dev/null | head -60
+[ -f "$OUT/run.log" ] && tail -30 "$OUT/run.log"
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
 echo "== $(cat "$OUT/gpu.txt")"
 cat "$OUT/summary.txt"
