@@ -44,8 +44,8 @@ else
   HOST_LINK  := $(NVCC) $(GENCODE)
 endif
 
-LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR) -Wl$(comma)-rpath$(comma)$(LUA_LIBDIR)) -llua5.4
-comma := ,
+# liblua for the host program that embeds Lua (offline hosts find it through LD_LIBRARY_PATH)
+LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"

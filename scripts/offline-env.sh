@@ -79,6 +79,7 @@ _gr_main() {
     # busted's shebang names a lua the host may lack: run it as "$LUA $BUSTED".
     export BUSTED="$_gr_prefix/usr/bin/busted"
     export LUA_INCDIR="$_gr_prefix/usr/include/lua5.4"
+    export LUA_LIBDIR="$_gr_prefix/usr/lib/x86_64-linux-gnu"   # liblua5.4.so, for the C host programs
     case ":$PATH:" in *":$_gr_prefix/usr/bin:"*) ;; *) PATH="$_gr_prefix/usr/bin:$PATH" ;; esac
     export PATH
     # lua5.4 needs liblua5.4.so.0 (usr/lib) and libreadline.so.8 (bookworm
