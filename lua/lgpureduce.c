@@ -809,9 +809,13 @@ static const luaL_Reg module_funcs[] = {
     {"min", l_min}, {"ops", l_ops}, {"plan", l_plan}, {"prod", l_prod}, {"reduce", l_reduce},
     {"stream", l_stream}, {"sum", l_sum}, {"variants", l_variants}, {"wrap", l_wrap}, {NULL, NULL}};
 
-/* A metatable whose functions all see the context (at stack index ctx_idx) as upvalue 1. */
+/* A metatable whose functions all see the context (at stack index ctx_idx) as upvalue 1; made once
+ * per state. */
 static void new_type(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta, int ctx_idx) {
-    luaL_newmetatable(L, name);
+    if (!luaL_newmetatable(L, name)) {
+        lua_pop(L, 1);
+        return;
+    }
     lua_pushvalue(L, ctx_idx);
     luaL_setfuncs(L, meta, 1);
     lua_newtable(L);
@@ -821,14 +825,27 @@ static void new_type(lua_State *L, const char *name, const luaL_Reg *methods, co
     lua_pop(L, 1);
 }
 
-int luaopen_gpureduce_core(lua_State *L) {
+/* One context per Lua state, kept in the registry: a second load of the module (busted reloads modules
+ * for every spec file) shares it, so objects made under either load stay valid. It is collected only
+ * when the state closes, and last, since it was the first object given a finalizer. */
+#define CONTEXT_KEY "gpureduce.context"
+
+static void push_context(lua_State *L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY) == LUA_TUSERDATA) return;
+    lua_pop(L, 1);
     lcontext *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->ctx = NULL;
     luaL_newmetatable(L, CONTEXT_MT);
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
-    if (gr_context_create(&u->ctx) != GR_OK) return luaL_error(L, "gpureduce: cannot create a context");
+    if (gr_context_create(&u->ctx) != GR_OK) luaL_error(L, "gpureduce: cannot create a context");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY);
+}
+
+int luaopen_gpureduce_core(lua_State *L) {
+    push_context(L);
     int ctx_idx = lua_gettop(L);
     new_type(L, BUFFER_MT, buffer_methods, buffer_meta, ctx_idx);
     new_type(L, STREAM_MT, stream_methods, stream_meta, ctx_idx);

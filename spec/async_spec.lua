@@ -94,3 +94,31 @@ describe("async reductions", function()
     assert.has_error(function() gr.sum(b, { stream = s }) end)
   end)
 end)
+
+describe("the end of a Lua state", function()
+  -- a separate interpreter: work left in flight, the module loaded twice, nothing freed by hand
+  local script = [[
+    local gr = require "gpureduce"
+    local keep = {}
+    for i = 1, 8 do
+      local b = gr.buffer(1 << 20, "float32"):random(i)
+      keep[#keep + 1] = gr.sum(b, { async = true, stream = gr.stream() })
+      keep[#keep + 1] = b:slice(1, 10)
+    end
+    package.loaded["gpureduce"], package.loaded["gpureduce.core"] = nil, nil
+    local again = require "gpureduce"
+    keep[#keep + 1] = again.max(again.buffer(1000):random(1), { async = true })
+    print("left " .. #keep .. " objects alive")
+  ]]
+
+  it("closes cleanly with reductions in flight and the module loaded twice", function()
+    local lua = arg and arg[-1] or "lua5.4"
+    local cmd = string.format("LUA_PATH='lua/?.lua;lua/?/init.lua;%s' LUA_CPATH='build/?.so;%s' %s -e %q 2>&1",
+      package.path, package.cpath, lua, script)
+    local f = assert(io.popen(cmd))
+    local out = f:read("a")
+    local ok, _, code = f:close()
+    assert(ok and code == 0, "interpreter exited with " .. tostring(code) .. ": " .. out)
+    assert.matches("left 17 objects alive", out)
+  end)
+end)
