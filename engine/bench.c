@@ -26,58 +26,132 @@ static void summarise(double *ms, int reps, gr_bench_result *out) {
     out->ms = reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
 }
 
-gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
-                   gr_bench_result *out) {
-    if (reps < 1) return gr_fail(ctx, GR_EINVAL, "opts.reps: must be at least 1 (got %d)", reps);
+/* Times `reps` calls of run(ctx, arg) after `warmup` untimed ones. With a stream, device events bracket
+ * the work run() queues there, and complete(), if given, finishes each call after the closing event is
+ * queued (so host-side waiting stays out of the figure); without one, the monotonic clock times
+ * run() and complete() together. */
+typedef gr_status (*timed_fn)(gr_context *ctx, void *arg);
+
+static gr_status time_reps(gr_context *ctx, timed_fn run, timed_fn complete, void *arg, void *stream,
+                           int warmup, int reps, double bytes, gr_bench_result *out) {
     if (warmup < 0) return gr_fail(ctx, GR_EINVAL, "opts.warmup: must be at least 0 (got %d)", warmup);
-    gr_plan plan;
-    gr_status st = gr_plan_make(ctx, b, o, &plan);
-    if (st != GR_OK) return st;
+    if (reps < 1) return gr_fail(ctx, GR_EINVAL, "opts.reps: must be at least 1 (got %d)", reps);
     double *ms = malloc((size_t)reps * sizeof *ms);
     if (!ms) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    gr_scalar value;
-    for (int i = 0; i < warmup && st == GR_OK; i++) st = gr_reduce(ctx, b, o, &value);
-
-    int device_timed = plan.npasses > 0 && !plan.pass[0].on_host;
+    gr_status st = GR_OK;
+    for (int i = 0; i < warmup && st == GR_OK; i++) {
+        st = run(ctx, arg);
+        if (st == GR_OK && complete) st = complete(ctx, arg);
+    }
     void *start = NULL, *stop = NULL;
-    if (st == GR_OK && device_timed) {
+    if (st == GR_OK && stream) {
         int rc = gr_dev_event_create(&start, 1);
         if (rc == 0) rc = gr_dev_event_create(&stop, 1);
         if (rc) st = gr_fail_dev(ctx, rc, "bench events");
     }
-    void *stream = o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
-    gr_slot *slot = NULL;
-    if (st == GR_OK && device_timed)
-        st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&plan), gr_plan_host_bytes(&plan), &slot);
     for (int i = 0; i < reps && st == GR_OK; i++) {
-        if (!device_timed) {
+        if (!stream) {
             double t0 = now_ms();
-            st = gr_reduce(ctx, b, o, &value);
+            st = run(ctx, arg);
+            if (st == GR_OK && complete) st = complete(ctx, arg);
             ms[i] = now_ms() - t0;
             continue;
         }
-        /* the events bracket every device pass and the copy back, queued back to back; the CPU finish
-         * of the hybrid and host modes runs after `stop` and is outside the figure */
-        gr_dev_event_record(start, stream);
-        st = gr_exec_start(ctx, b, &plan, o->op, slot, stream);
-        gr_dev_event_record(stop, stream);
-        if (st == GR_OK) st = gr_exec_finish(ctx, b, &plan, o->op, slot, &value);
         float f = 0;
+        gr_dev_event_record(start, stream);
+        st = run(ctx, arg);
+        gr_dev_event_record(stop, stream);
+        if (st == GR_OK && complete) st = complete(ctx, arg);
         int rc = gr_dev_event_sync(stop);
         if (rc == 0) rc = gr_dev_event_elapsed(&f, start, stop);
         if (rc && st == GR_OK) st = gr_fail_dev(ctx, rc, "bench timing");
         ms[i] = f;
     }
-    if (slot) gr_slot_release(ctx, slot);
     if (start) gr_dev_event_destroy(start);
     if (stop) gr_dev_event_destroy(stop);
     if (st == GR_OK) {
         summarise(ms, reps, out);
         out->reps = reps;
         out->warmup = warmup;
-        double bytes = (double)b->n * (double)gr_dtype_size(b->dtype);
         out->gbps = out->ms > 0 ? bytes / (out->ms * 1e6) : 0;
     }
     free(ms);
+    return st;
+}
+
+typedef struct { gr_buffer *b; gr_slot *slot; } read_job;
+
+static gr_status run_read(gr_context *ctx, void *arg) {
+    read_job *j = arg;
+    int rc = gr_dev_read_all(gr_buffer_data(j->b), j->b->n * gr_dtype_size(j->b->dtype), j->slot->counter + 8,
+                             ctx->info.sms, ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "read-bandwidth kernel") : GR_OK;
+}
+
+gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out) {
+    if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
+    read_job j = {b, NULL};
+    gr_status st = gr_slot_acquire(ctx, 0, 0, &j.slot);
+    if (st != GR_OK) return st;
+    st = time_reps(ctx, run_read, NULL, &j, ctx->stream, warmup, reps, (double)b->n * gr_dtype_size(b->dtype), out);
+    gr_dev_stream_sync(ctx->stream);
+    gr_slot_release(ctx, j.slot);
+    return st;
+}
+
+typedef struct { gr_buffer *h; const gr_options *o; size_t chunk; int streams; } streamed_job;
+
+static gr_status run_streamed(gr_context *ctx, void *arg) {
+    streamed_job *j = arg;
+    gr_scalar value;
+    return gr_reduce_streamed(ctx, j->h, j->o, j->chunk, j->streams, &value);
+}
+
+gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
+                            int streams, int warmup, int reps, gr_bench_result *out) {
+    streamed_job j = {h, o, chunk_bytes, streams};
+    return time_reps(ctx, run_streamed, NULL, &j, NULL, warmup, reps, (double)h->n * gr_dtype_size(h->dtype), out);
+}
+
+/* A reduction: with device passes, events bracket the queued passes and the copy back; the CPU finish
+ * of the hybrid and host modes runs after the closing event and is outside the figure, as in the
+ * textbook's timing. Host variants are timed with the clock. */
+typedef struct {
+    gr_buffer *b;
+    const gr_options *o;
+    gr_plan plan;
+    gr_slot *slot;
+    void *stream;
+} reduce_job;
+
+static gr_status run_reduce(gr_context *ctx, void *arg) {
+    reduce_job *j = arg;
+    if (!j->slot) {
+        gr_scalar value;
+        return gr_reduce(ctx, j->b, j->o, &value);
+    }
+    return gr_exec_start(ctx, j->b, &j->plan, j->o->op, j->slot, j->stream);
+}
+
+static gr_status complete_reduce(gr_context *ctx, void *arg) {
+    reduce_job *j = arg;
+    gr_scalar value;
+    return j->slot ? gr_exec_finish(ctx, j->b, &j->plan, j->o->op, j->slot, &value) : GR_OK;
+}
+
+gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
+                   gr_bench_result *out) {
+    reduce_job j = {b, o, {0}, NULL, NULL};
+    gr_status st = gr_plan_make(ctx, b, o, &j.plan);
+    if (st != GR_OK) return st;
+    int device_timed = j.plan.npasses > 0 && !j.plan.pass[0].on_host;
+    if (device_timed) {
+        j.stream = o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
+        st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&j.plan), gr_plan_host_bytes(&j.plan), &j.slot);
+        if (st != GR_OK) return st;
+    }
+    st = time_reps(ctx, run_reduce, complete_reduce, &j, j.stream, warmup, reps,
+                   (double)b->n * gr_dtype_size(b->dtype), out);
+    if (j.slot) gr_slot_release(ctx, j.slot);
     return st;
 }

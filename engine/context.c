@@ -80,8 +80,10 @@ static int grow(void **p, size_t *have, size_t need, int (*alloc)(void **, size_
 }
 
 static gr_status slot_grow(gr_context *ctx, gr_slot *s, size_t dev_bytes, size_t host_bytes) {
+    if (dev_bytes > s->dev_bytes) ctx->stats.device_allocs++;
     int rc = grow(&s->dev, &s->dev_bytes, dev_bytes, gr_dev_malloc, gr_dev_free);
     if (rc) return gr_fail_dev(ctx, rc, "scratch allocation");
+    if (host_bytes > s->host_bytes) ctx->stats.host_allocs++;
     rc = grow(&s->host, &s->host_bytes, host_bytes, gr_dev_host_alloc, gr_dev_host_free);
     if (rc) return gr_fail_dev(ctx, rc, "pinned scratch allocation");
     return GR_OK;
@@ -115,6 +117,9 @@ gr_status gr_slot_acquire(gr_context *ctx, size_t dev_bytes, size_t host_bytes, 
         gr_status st = slot_create(ctx, &s);
         if (st != GR_OK) return st;
         ctx->slots[ctx->nslots++] = s;
+        ctx->stats.device_allocs++;     /* its counter */
+        ctx->stats.host_allocs++;       /* its result */
+        ctx->stats.slots = ctx->nslots;
     }
     gr_status st = slot_grow(ctx, s, dev_bytes, host_bytes);
     if (st != GR_OK) return st;
@@ -128,7 +133,20 @@ void gr_slot_release(gr_context *ctx, gr_slot *s) {
     if (s) s->busy = 0;
 }
 
+void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out) { *out = ctx->stats; }
+
+gr_status gr_aux_stream(gr_context *ctx, int i, void **out) {
+    if (!ctx->aux_streams[i]) {
+        int rc = gr_dev_stream_create(&ctx->aux_streams[i]);
+        if (rc) return gr_fail_dev(ctx, rc, "stream creation");
+    }
+    *out = ctx->aux_streams[i];
+    return GR_OK;
+}
+
 void gr_pool_destroy(gr_context *ctx) {
+    for (int i = 0; i < GR_MAX_AUX_STREAMS; i++)
+        if (ctx->aux_streams[i]) gr_dev_stream_destroy(ctx->aux_streams[i]);
     for (int i = 0; i < ctx->nslots; i++) {
         slot_free_memory(ctx->slots[i]);
         free(ctx->slots[i]);

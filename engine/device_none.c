@@ -39,3 +39,6 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
                   void *stream) {
     (void)p; (void)n; (void)t; (void)seed; (void)first; (void)lo; (void)hi; (void)stream; return NO_DEVICE;
 }
+int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream) {
+    (void)p; (void)bytes; (void)sink; (void)sms; (void)stream; return NO_DEVICE;
+}

@@ -171,6 +171,25 @@ int gr_pending_ready(gr_context *ctx, gr_pending *p);              /* 1 done, 0 
 gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_scalar *result);   /* may be called again */
 void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for unfinished work first */
 
+/* Streamed host data: a host buffer (pinned for full speed) is copied to the device in chunks of
+ * chunk_bytes on `streams` streams, each chunk reduced by a single-pass kernel as soon as it has landed,
+ * so copies overlap with the reduction of the chunks before them; the chunk values are combined in
+ * chunk order (deterministic). chunk_bytes 0 and streams 0 take the defaults (64 MiB, 4). On the cpu
+ * backend the data is reduced where it is. */
+gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
+                             int streams, gr_scalar *result);
+
+/* Copies src into dst (same dtype and size; any mix of host and device buffers). */
+gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
+
+/* What the scratch pool has allocated so far: after warm-up a reduction allocates nothing. */
+typedef struct gr_pool_stats {
+    size_t device_allocs;       /* cudaMalloc calls by the pool */
+    size_t host_allocs;         /* cudaHostAlloc calls by the pool */
+    int slots;                  /* scratch slots (one per reduction in flight at once) */
+} gr_pool_stats;
+void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out);
+
 /* ---- planning ------------------------------------------------------------------------------------- */
 
 #define GR_PLAN_MAX_PASSES 16
@@ -227,6 +246,14 @@ typedef struct gr_bench_result {
 /* Times `reps` reductions after `warmup` untimed ones: device events on cuda, the monotonic clock on cpu. */
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
                    gr_bench_result *out);
+
+/* The ceiling: a kernel that only reads every byte of b (16-byte loads, a grid-stride loop, nothing
+ * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
+gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
+
+/* Times the streamed reduction of a host buffer with the monotonic clock (it spans several streams). */
+gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
+                            int streams, int warmup, int reps, gr_bench_result *out);
 
 #ifdef __cplusplus
 }

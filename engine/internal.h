@@ -57,6 +57,7 @@ typedef struct gr_slot {
 } gr_slot;
 
 #define GR_MAX_SLOTS 256
+#define GR_MAX_AUX_STREAMS 16
 
 struct gr_context {
     gr_backend backend;
@@ -66,6 +67,8 @@ struct gr_context {
     gr_slot *slots[GR_MAX_SLOTS];
     int nslots;
     int cpu_threads;
+    void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
+    gr_pool_stats stats;
 };
 
 struct gr_pending {
@@ -109,6 +112,8 @@ int gr_dev_event_sync(void *e);
 int gr_dev_event_query(void *e);                      /* 0 done, 1 not yet, else an error code */
 int gr_dev_event_elapsed(float *ms, void *start, void *end);
 int gr_dev_stream_wait_event(void *stream, void *e);
+/* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
+int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
 /* generators of buffer contents, on the device */
 int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
 int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream);
@@ -197,6 +202,13 @@ size_t gr_plan_scratch_bytes(const gr_plan *plan);
 size_t gr_plan_host_bytes(const gr_plan *plan);
 size_t gr_plan_half_offset(const gr_plan *plan);   /* where the second ping-pong half starts */
 size_t gr_plan_extra_offset(const gr_plan *plan);  /* where the variant's own scratch starts */
+
+/* The context's auxiliary stream i (0 <= i < GR_MAX_AUX_STREAMS), created on first use. */
+gr_status gr_aux_stream(gr_context *ctx, int i, void **out);
+/* Queues one pass of variant `vi` over n elements at `in` with the single-pass finish writing one
+ * accumulator value to final_out; `slot` gives the partials and the counter. */
+gr_status gr_launch_single(gr_context *ctx, int vi, const void *in, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
+                           int block, gr_slot *slot, void *partials, void *final_out, void *stream);
 
 /* Waits for queued reductions that read b's memory; called before anything writes or frees it. */
 gr_status gr_storage_quiesce(gr_context *ctx, gr_storage *st);

@@ -44,6 +44,27 @@ gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan
     return rc ? gr_fail_dev(ctx, rc, "copying partials back") : GR_OK;
 }
 
+gr_status gr_launch_single(gr_context *ctx, int vi, const void *in, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
+                           int block, gr_slot *slot, void *partials, void *final_out, void *stream) {
+    const gr_variant_impl *impl = gr_variant_impl_get(vi);
+    size_t grid = impl->grid(n, block, t, &ctx->info);
+    gr_launch L = {
+        .in = in, .n = n, .in_dtype = t, .op = op, .acc = acc, .out = partials,
+        .grid = grid, .block = block, .stream = stream, .counter = slot->counter, .final_out = final_out,
+        /* the variant's own scratch follows the partials */
+        .scratch = (char *)partials + (grid * gr_dtype_size(acc) + 255) / 256 * 256,
+        .scratch_bytes = impl->scratch ? impl->scratch(n, t, op, acc) : 0,
+    };
+    int rc = impl->launch(&L);
+    if (rc) {
+        gr_dev_memset(slot->counter, 0, 64, stream);
+        char what[96];
+        snprintf(what, sizeof what, "variant '%s' (%zu blocks of %d)", gr_variant_get(vi)->name, L.grid, block);
+        return gr_fail_dev(ctx, rc, what);
+    }
+    return GR_OK;
+}
+
 gr_status gr_exec_finish(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_op op, gr_slot *slot,
                          gr_scalar *out) {
     int rc = gr_dev_event_sync(slot->done);

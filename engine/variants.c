@@ -21,6 +21,7 @@
     extern int gr_launch_##name(const gr_launch *L) __attribute__((weak));      \
     extern size_t gr_grid_##name(size_t n, int block, gr_dtype t, const gr_device_info *dev) \
         __attribute__((weak));                                                  \
+    extern size_t gr_scratch_##name(size_t n, gr_dtype t, gr_op op, gr_dtype acc) __attribute__((weak));                                                  \
     extern size_t gr_scratch_##name(size_t n, gr_dtype t, gr_op op, gr_dtype acc) __attribute__((weak));
 GR_KERNEL_VARIANTS(DECLARE)
 #undef DECLARE

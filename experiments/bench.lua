@@ -1,8 +1,11 @@
---- Benchmarks on the GPU, with CUB in the same run as the yardstick (make bench).
---   large: float32 sum at n = 2^28 (and the other ops/types), gpureduce's default path vs
---          cub::DeviceReduce, medians of `reps` timings with device events after warm-up;
---   small: gr.sum(b) wall time per call from a Lua loop (value back in Lua), n <= 2^16.
--- Validates every configuration before timing it; never times a checked run.
+--- Benchmarks on the GPU (make bench), with CUB and a read-only kernel in the same run as yardsticks.
+--   1. n = 2^28, every op on float32, int32, float64 and int8: gpureduce's default path (auto) against
+--      cub::DeviceReduce and against the read-bandwidth ceiling (a kernel that only reads the buffer);
+--   2. small n: wall time per gr.sum(b) call from a Lua loop, the value back in Lua;
+--   3. streamed host data: a 1 GiB pinned float32 buffer, against the pinned host-to-device copy.
+-- Every configuration is validated against the host backend before it is timed; timed runs are never
+-- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
+-- device work, the monotonic clock for wall times.
 local gr = require "gpureduce"
 
 if gr.backend() ~= "cuda" then
@@ -11,52 +14,97 @@ if gr.backend() ~= "cuda" then
 end
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
+local only = os.getenv("BENCH_ONLY")          -- "large", "small" or "streamed": one table
 local dev = gr.device()
 print(string.format("# gpureduce %s on %s (%d SMs, L2 %d MiB, cc %s), CUDA runtime %s, driver %s",
   gr.version, dev.name, dev.sms, dev.l2 >> 20, dev.cc, dev.cuda_runtime, dev.cuda_driver))
-print(string.format("# medians of %d reps after 5 warm-ups, device events; GB/s = bytes read / time", reps))
+print(string.format("# medians of %d reps after 5 warm-ups", reps))
 
-local function check(b, op, opts)
+local failures = 0
+
+local function valid(b, op, opts)
   local want = gr.reduce(b, { op = op, variant = "cpu" })
   local got = gr.reduce(b, opts)
-  if got == want then return true end
-  if math.type(want) == "float" then
-    return math.abs(got - want) <= 1e-4 * math.max(1, math.abs(want))
+  local ok = got == want
+  if not ok and math.type(want) == "float" then
+    ok = math.abs(got - want) <= 1e-4 * math.max(1, math.abs(want)) or (got ~= got and want ~= want)
   end
-  return false
+  if not ok then failures = failures + 1 end
+  return ok
 end
 
--- Large sizes: the default path against CUB.
-print("\n## n = 2^28: gpureduce auto vs cub::DeviceReduce")
-print(string.format("%-8s %-5s %10s %10s %10s %10s %8s  %s", "dtype", "op", "auto ms", "auto GB/s", "cub ms",
-  "cub GB/s", "auto/cub", "valid"))
-local n = 1 << 28
-for _, dtype in ipairs({ "float32", "int32", "float64", "int8" }) do
-  local b = gr.buffer(n, dtype)
-  if dtype:find("float") then b:random(7, -1, 1) else b:random(7, 0, 3) end
-  for _, op in ipairs(gr.ops()) do
-    local valid = check(b, op, { op = op }) and check(b, op, { op = op, variant = "cub" })
-    local a = gr.bench(b, { op = op, reps = reps, warmup = 5 })
-    local c = gr.bench(b, { op = op, variant = "cub", reps = reps, warmup = 5 })
-    print(string.format("%-8s %-5s %10.4f %10.1f %10.4f %10.1f %7.1f%%  %s", dtype, op, a.ms, a.gbps, c.ms,
-      c.gbps, 100 * c.ms / a.ms, valid and "ok" or "WRONG"))
-  end
-  b:free()
+local function median(t)
+  table.sort(t)
+  local k = #t
+  return k % 2 == 1 and t[(k + 1) // 2] or 0.5 * (t[k // 2] + t[k // 2 + 1])
 end
 
--- Small sizes: wall time per call from Lua, the value back in Lua.
-print("\n## small n: wall time per gr.sum(b) call from a Lua loop (float32, device buffer)")
-print(string.format("%10s %12s %12s", "n", "median us", "min us"))
-for _, k in ipairs({ 10, 12, 14, 16 }) do
-  local b = gr.buffer(1 << k, "float32"):random(3)
-  assert(check(b, "sum", { op = "sum" }), "small-size result is wrong")
-  for _ = 1, 200 do gr.sum(b) end
-  local batches = {}
-  for i = 1, 31 do
+if not only or only == "large" then
+  print("\n## n = 2^28: auto vs cub::DeviceReduce vs the read-only kernel (device events)")
+  print(string.format("%-8s %-5s %9s %9s %9s %9s %9s %8s %8s  %s", "dtype", "op", "auto ms", "auto GB/s",
+    "cub ms", "cub GB/s", "read GB/s", "vs cub", "vs read", "valid"))
+  local n = 1 << 28
+  for _, dtype in ipairs({ "float32", "int32", "float64", "int8" }) do
+    local b = gr.buffer(n, dtype)
+    if dtype:find("float") then b:random(7, -1, 1) else b:random(7, 0, 3) end
+    local read = gr.bench_read(b, { reps = reps, warmup = 5 })
+    for _, op in ipairs(gr.ops()) do
+      local ok = valid(b, op, { op = op }) and valid(b, op, { op = op, variant = "cub" })
+      local a = gr.bench(b, { op = op, reps = reps, warmup = 5 })
+      local c = gr.bench(b, { op = op, variant = "cub", reps = reps, warmup = 5 })
+      print(string.format("%-8s %-5s %9.4f %9.1f %9.4f %9.1f %9.1f %7.1f%% %7.1f%%  %s", dtype, op, a.ms, a.gbps,
+        c.ms, c.gbps, read.gbps, 100 * a.gbps / c.gbps, 100 * a.gbps / read.gbps, ok and "ok" or "WRONG"))
+    end
+    b:free()
+  end
+end
+
+if not only or only == "small" then
+  print("\n## small n: wall time per gr.sum(b) call from a Lua loop (float32 device buffer, value back in Lua)")
+  print(string.format("%10s %11s %11s  %s", "n", "median us", "min us", "valid"))
+  for _, k in ipairs({ 8, 10, 12, 14, 16 }) do
+    local b = gr.buffer(1 << k, "float32"):random(3)
+    local ok = valid(b, "sum", { op = "sum" })
+    for _ = 1, 500 do gr.sum(b) end
+    local batches = {}
+    for i = 1, 41 do
+      local t0 = gr.clock()
+      for _ = 1, 200 do gr.sum(b) end
+      batches[i] = (gr.clock() - t0) / 200 * 1e6
+    end
+    local med = median(batches)
+    print(string.format("%10d %11.2f %11.2f  %s", 1 << k, med, batches[1], ok and "ok" or "WRONG"))
+  end
+end
+
+if not only or only == "streamed" then
+  print("\n## streamed host data: 1 GiB pinned float32 (monotonic clock, whole calls)")
+  local n = 1 << 28
+  local h = gr.buffer(n, "float32", { where = "host" }):random(5, -1, 1)
+  local d = gr.buffer(n, "float32")
+  local copies = {}
+  for i = 1, 3 + math.min(reps, 20) do
     local t0 = gr.clock()
-    for _ = 1, 100 do gr.sum(b) end
-    batches[i] = (gr.clock() - t0) / 100 * 1e6
+    gr.copy(d, h)
+    if i > 3 then copies[#copies + 1] = gr.clock() - t0 end
   end
-  table.sort(batches)
-  print(string.format("%10d %12.2f %12.2f", 1 << k, batches[16], batches[1]))
+  local copy_gbps = n * 4 / median(copies) / 1e9
+  print(string.format("pinned host-to-device copy: %.1f GB/s", copy_gbps))
+  print(string.format("%10s %8s %9s %9s %8s  %s", "chunk MiB", "streams", "ms", "GB/s", "vs copy", "valid"))
+  for _, cfg in ipairs({ { 16, 2 }, { 32, 4 }, { 64, 4 }, { 128, 4 } }) do
+    local opts = { streamed = true, chunk = cfg[1] << 20, streams = cfg[2] }
+    local want = gr.sum(d)
+    local got = gr.sum(h, opts)
+    local ok = math.abs(got - want) <= 1e-3 * math.max(1, math.abs(want))
+    if not ok then failures = failures + 1 end
+    local t = gr.bench(h, { streamed = true, chunk = cfg[1] << 20, streams = cfg[2], reps = math.min(reps, 20),
+      warmup = 2 })
+    print(string.format("%10d %8d %9.3f %9.1f %7.1f%%  %s", cfg[1], cfg[2], t.ms, t.gbps, 100 * t.gbps / copy_gbps,
+      ok and "ok" or "WRONG"))
+  end
+end
+
+if failures > 0 then
+  io.stderr:write(string.format("bench: %d configurations gave wrong results\n", failures))
+  os.exit(1)
 end

@@ -422,14 +422,16 @@ static int s_tostring(lua_State *L) {
 
 typedef struct {
     int async;
-    int stream_arg;          /* stack index of opts.stream, 0 when none */
     int reps, warmup;
+    int streamed, streams;   /* streamed host data: on/off, stream count (0 = default) */
+    size_t chunk;            /* bytes per chunk (0 = default) */
+    int dtype;               /* the dtype of a table or byte-string source, -1 = float32 */
 } extra_opts;
 
-static const char *const reduce_keys[] = {"acc", "async", "block", "finish", "grid", "op", "stream",
-                                          "threshold", "variant", NULL};
-static const char *const bench_keys[] = {"acc", "block", "finish", "grid", "op", "reps", "stream",
-                                         "threshold", "variant", "warmup", NULL};
+static const char *const reduce_keys[] = {"acc", "async", "block", "chunk", "dtype", "finish", "grid", "op",
+                                          "stream", "streamed", "streams", "threshold", "variant", NULL};
+static const char *const bench_keys[] = {"acc", "block", "chunk", "finish", "grid", "op", "reps", "stream",
+                                         "streamed", "streams", "threshold", "variant", "warmup", NULL};
 
 static const char *accepted(lua_State *L, const char *const *keys) {
     luaL_Buffer b;
@@ -468,6 +470,7 @@ static void parse_opts(lua_State *L, int arg, int op, int bench, gr_options *o, 
     memset(x, 0, sizeof *x);
     x->reps = 20;
     x->warmup = 3;
+    x->dtype = -1;
     if (lua_isnoneornil(L, arg)) {
         if (op < 0) o->op = GR_SUM;
         return;
@@ -534,7 +537,6 @@ static void parse_opts(lua_State *L, int arg, int op, int bench, gr_options *o, 
                                                       luaL_typename(L, -1)));
         if (!u->s) luaL_argerror(L, arg, "opts.stream: stream has been freed");
         o->stream = u->s;
-        x->stream_arg = 1;
     }
     lua_pop(L, 1);
     if (field(L, arg, "async") != LUA_TNIL) {
@@ -543,6 +545,29 @@ static void parse_opts(lua_State *L, int arg, int op, int bench, gr_options *o, 
         x->async = lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
+    if (field(L, arg, "streamed") != LUA_TNIL) {
+        if (!lua_isboolean(L, -1))
+            luaL_argerror(L, arg, lua_pushfstring(L, "opts.streamed: expected a boolean, got %s",
+                                                  luaL_typename(L, -1)));
+        x->streamed = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+    if (field(L, arg, "chunk") != LUA_TNIL) x->chunk = (size_t)opt_integer(L, arg, "chunk", 4096);
+    lua_pop(L, 1);
+    if (field(L, arg, "streams") != LUA_TNIL) x->streams = (int)opt_integer(L, arg, "streams", 1);
+    lua_pop(L, 1);
+    if (!bench && field(L, arg, "dtype") != LUA_TNIL) {
+        const char *name = opt_string(L, arg, "dtype");
+        x->dtype = gr_dtype_from_name(name);
+        if (x->dtype < 0)
+            luaL_argerror(L, arg, lua_pushfstring(L, "opts.dtype: unknown dtype '%s' (accepted: %s)", name,
+                                                  gr_dtype_names()));
+    }
+    if (!bench) lua_pop(L, 1);
+    if ((x->chunk || x->streams) && !x->streamed)
+        luaL_argerror(L, arg, "opts.chunk and opts.streams go with opts.streamed = true");
+    if (x->streamed && x->async)
+        luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
     if (bench) {
         if (field(L, arg, "reps") != LUA_TNIL) x->reps = (int)opt_integer(L, arg, "reps", 1);
         lua_pop(L, 1);
@@ -555,14 +580,39 @@ static void parse_opts(lua_State *L, int arg, int op, int bench, gr_options *o, 
 
 static int push_pending(lua_State *L, gr_buffer *b, const gr_options *o);
 
+/* A table or byte string reduced as streamed host data: staged through pinned memory first. */
+static int reduce_source(lua_State *L, const gr_options *o, const extra_opts *x) {
+    gr_context *ctx = ctx_of(L);
+    gr_dtype t = x->dtype < 0 ? GR_FLOAT32 : (gr_dtype)x->dtype;
+    void *data;
+    size_t n = stage_source(L, 1, t, &data);
+    lbuffer *u = new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
+    gr_status st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
+    if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
+    free(data);
+    gr_scalar r;
+    if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, o, x->chunk, x->streams, &r);
+    gr_buffer_free(ctx, u->b);
+    u->b = NULL;
+    if (st != GR_OK) return fail(L, st, 2);
+    push_scalar(L, r);
+    return 1;
+}
+
 static int reduce_with(lua_State *L, int op) {
-    gr_buffer *b = check_buffer(L, 1);
     gr_options o;
     extra_opts x;
+    int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
     parse_opts(L, 2, op, 0, &o, &x);
+    if (!is_buffer && x.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
+        return reduce_source(L, &o, &x);
+    gr_buffer *b = check_buffer(L, 1);
+    if (x.dtype >= 0)
+        luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
     if (x.async) return push_pending(L, b, &o);
     gr_scalar r;
-    gr_status st = gr_reduce(ctx_of(L), b, &o, &r);
+    gr_status st = x.streamed ? gr_reduce_streamed(ctx_of(L), b, &o, x.chunk, x.streams, &r)
+                              : gr_reduce(ctx_of(L), b, &o, &r);
     if (st != GR_OK) return fail(L, st, 2);
     push_scalar(L, r);
     return 1;
@@ -667,28 +717,71 @@ static int l_plan(lua_State *L) {
     return 1;
 }
 
+static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
+    lua_createtable(L, 0, 12);
+    set_num(L, "ms", r->ms);
+    set_num(L, "ms_min", r->ms_min);
+    set_num(L, "ms_max", r->ms_max);
+    set_num(L, "gbps", r->gbps);
+    set_int(L, "reps", r->reps);
+    set_int(L, "warmup", r->warmup);
+    set_int(L, "n", (lua_Integer)gr_buffer_size(b));
+    set_int(L, "bytes", (lua_Integer)(gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b))));
+    set_str(L, "timer", timer);
+}
+
+/* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
 static int l_bench(lua_State *L) {
     gr_buffer *b = check_buffer(L, 1);
     gr_options o;
     extra_opts x;
     parse_opts(L, 2, -1, 1, &o, &x);
-    gr_plan p;
     gr_bench_result r;
+    if (x.streamed) {
+        gr_status st = gr_bench_streamed(ctx_of(L), b, &o, x.chunk, x.streams, x.warmup, x.reps, &r);
+        if (st != GR_OK) return fail(L, st, 2);
+        push_bench(L, &r, b, "clock");
+        return 1;
+    }
+    gr_plan p;
     gr_status st = gr_plan_make(ctx_of(L), b, &o, &p);
     if (st == GR_OK) st = gr_bench(ctx_of(L), b, &o, x.warmup, x.reps, &r);
     if (st != GR_OK) return fail(L, st, 2);
-    lua_createtable(L, 0, 12);
-    set_num(L, "ms", r.ms);
-    set_num(L, "ms_min", r.ms_min);
-    set_num(L, "ms_max", r.ms_max);
-    set_num(L, "gbps", r.gbps);
-    set_int(L, "reps", r.reps);
-    set_int(L, "warmup", r.warmup);
-    set_int(L, "n", (lua_Integer)gr_buffer_size(b));
-    set_int(L, "bytes", (lua_Integer)(gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b))));
-    set_str(L, "timer", p.npasses && !p.pass[0].on_host ? "events" : "clock");
+    push_bench(L, &r, b, p.npasses && !p.pass[0].on_host ? "events" : "clock");
     push_plan(L, &p);
     lua_setfield(L, -2, "plan");
+    return 1;
+}
+
+/* gr.bench_read(b, {reps=, warmup=}): the read-bandwidth ceiling on this buffer. */
+static int l_bench_read(lua_State *L) {
+    gr_buffer *b = check_buffer(L, 1);
+    gr_options o;
+    extra_opts x;
+    parse_opts(L, 2, -1, 1, &o, &x);
+    gr_bench_result r;
+    gr_status st = gr_bench_read(ctx_of(L), b, x.warmup, x.reps, &r);
+    if (st != GR_OK) return fail(L, st, 1);
+    push_bench(L, &r, b, "events");
+    return 1;
+}
+
+/* gr.copy(dst, src): same dtype and size, any mix of host and device buffers. */
+static int l_copy(lua_State *L) {
+    gr_buffer *dst = check_buffer(L, 1), *src = check_buffer(L, 2);
+    gr_status st = gr_buffer_copy(ctx_of(L), dst, src);
+    if (st != GR_OK) return fail(L, st, 2);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int l_pool_stats(lua_State *L) {
+    gr_pool_stats s;
+    gr_pool_stats_get(ctx_of(L), &s);
+    lua_createtable(L, 0, 3);
+    set_int(L, "device_allocs", (lua_Integer)s.device_allocs);
+    set_int(L, "host_allocs", (lua_Integer)s.host_allocs);
+    set_int(L, "slots", s.slots);
     return 1;
 }
 
@@ -804,10 +897,11 @@ static const luaL_Reg pending_methods[] = {{"free", p_release}, {"ready", p_read
 static const luaL_Reg pending_meta[] = {
     {"__close", p_release}, {"__gc", p_release}, {"__tostring", p_tostring}, {NULL, NULL}};
 static const luaL_Reg module_funcs[] = {
-    {"all", l_all}, {"any", l_any}, {"backend", l_backend}, {"bench", l_bench}, {"buffer", l_buffer},
-    {"clock", l_clock}, {"device", l_device}, {"dtypes", l_dtypes}, {"finishes", l_finishes}, {"max", l_max},
-    {"min", l_min}, {"ops", l_ops}, {"plan", l_plan}, {"prod", l_prod}, {"reduce", l_reduce},
-    {"stream", l_stream}, {"sum", l_sum}, {"variants", l_variants}, {"wrap", l_wrap}, {NULL, NULL}};
+    {"all", l_all}, {"any", l_any}, {"backend", l_backend}, {"bench", l_bench}, {"bench_read", l_bench_read},
+    {"buffer", l_buffer}, {"clock", l_clock}, {"copy", l_copy}, {"device", l_device}, {"dtypes", l_dtypes},
+    {"finishes", l_finishes}, {"max", l_max}, {"min", l_min}, {"ops", l_ops}, {"plan", l_plan},
+    {"pool_stats", l_pool_stats}, {"prod", l_prod}, {"reduce", l_reduce}, {"stream", l_stream},
+    {"sum", l_sum}, {"variants", l_variants}, {"wrap", l_wrap}, {NULL, NULL}};
 
 /* A metatable whose functions all see the context (at stack index ctx_idx) as upvalue 1; made once
  * per state. */

@@ -36,7 +36,8 @@ function gr.format_plan(plan)
   }
   for i, p in ipairs(plan.passes) do
     if p.where == "host" then
-      lines[#lines + 1] = string.format("Pass %d: %d %s partials finished on the CPU", i, p.elements, p.dtype)
+      lines[#lines + 1] = string.format("Pass %d: %d %s %s on the CPU", i, p.elements,
+        i == 1 and "elements" or p.dtype .. " partials", i == 1 and "reduced" or "finished")
     else
       lines[#lines + 1] = string.format("Pass %d: %d elements, %d blocks of %d threads (device)",
         i, p.elements, p.blocks, p.block)

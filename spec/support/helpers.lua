@@ -69,7 +69,17 @@ function M.fill_case(b, dtype, op, seed)
     else b:random(seed, -1, 1) end
   else
     if op == "and" or op == "or" then b:random(seed, 0, 3)
-    elseif op == "prod" then b:random(seed, 1, 3)
+    elseif op == "prod" then
+      -- ones with a few dozen odd factors scattered in: an even factor per ~64 elements would drive
+      -- any 64-bit product to 0; odd ones keep it non-zero while it wraps many times over
+      b:fill(1)
+      local signed = not M.is_unsigned(dtype)
+      for k = 1, math.min(n, 48) do
+        local h = (seed * 2654435761 + k * 40503) & 0x7fffffff
+        local v = 2 * (h % 5) + 3                    -- 3, 5, 7, 9, 11
+        if signed and k % 3 == 0 then v = -v end
+        b:set({ v }, h % n + 1)
+      end
     else b:random(seed) end           -- the dtype's whole range: sums wrap, exactly
   end
   if (op == "and" or op == "or") and n > 0 then
