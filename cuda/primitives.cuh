@@ -3,7 +3,11 @@
  *   - the op functors with their identities (the only definition of sum, prod, min, max, and, or);
  *   - warp and block reductions built on __shfl_down_sync;
  *   - the grid-stride, 16-byte-vector accumulation of a thread's share of the input;
- *   - the last-block-done finish of the "single" mode.
+ *   - the last-block-done finish of the "single" mode;
+ *   - the pieces of the classic shared-memory kernels (v02-v11): add-during-load of a tile, the in-block
+ *     trees, the last-warp unrolling, the end of a block;
+ *   - one atomic combine per op: native where the hardware has the exact operation, else a CAS loop;
+ *   - the op functors as function objects, for CUB and Thrust.
  *
  * An op functor has an accumulator type acc_t, identity(), load(x) (one input element into the
  * accumulator: a widening, or x != 0 for and/or) and combine(a, b). The same functor serves the first
@@ -13,8 +17,10 @@
 #pragma once
 
 #include <cuda_runtime.h>
+#include <cuda/std/bit>
 #include <cuda/std/limits>
 #include <stdint.h>
+#include <type_traits>
 
 #include "../engine/internal.h"
 
@@ -234,5 +240,235 @@ __device__ void finish_last_block(typename Op::acc_t block_value, typename Op::a
         *counter = 0;
     }
 }
+
+/* ---- the classic shared-memory kernels (v02-v11) ----------------------------------------------- */
+
+/* The block's dynamic shared memory as an array of T; its size is set at launch. One raw byte array
+ * serves every instantiation: a typed extern __shared__ array can't take a different type in each. */
+template <class T> GR_DEV T *dynamic_smem() {
+    extern __shared__ __align__(16) unsigned char gr_dynamic_smem[];
+    return reinterpret_cast<T *>(gr_dynamic_smem);
+}
+
+/* Add-during-load ("reduceUnrolling2/4/8"): block b's tile is the F * blockDim.x elements from
+ * b * F * blockDim.x on; thread t combines elements t, t + blockDim.x, ..., t + (F - 1) * blockDim.x of
+ * it, so each of the F steps is one coalesced row. A full run issues its F loads before combining any
+ * (the textbook's a1..a8); a run that crosses n takes only the elements below n, so the identity stands
+ * in for the rest and no tail is dropped. F = 1 is the plain load of v02-v05. With the planner's grid
+ * (grid_for_tiles) every block takes exactly one tile, as in the textbook; a smaller grid (one given
+ * by the caller, or clamped to gridDim.x's limit) makes a block go on to tile b + gridDim.x, and so on. */
+template <class Op, class In, int F>
+GR_DEV typename Op::acc_t tile_load(const In *__restrict__ in, size_t n) {
+    using Acc = typename Op::acc_t;
+    const size_t block = blockDim.x, step = size_t(gridDim.x) * block * F;
+    Acc v = Op::identity();
+    for (size_t i = size_t(blockIdx.x) * block * F + threadIdx.x; i < n; i += step) {
+        if (i + (F - 1) * block < n) {
+            Acc r[F];
+#pragma unroll
+            for (int k = 0; k < F; k++) r[k] = Op::load(in[i + k * block]);
+#pragma unroll
+            for (int k = 0; k < F; k++) v = Op::combine(v, r[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < F; k++)
+                if (i + k * block < n) v = Op::combine(v, Op::load(in[i + k * block]));
+        }
+    }
+    return v;
+}
+
+/* Blocks of a classic kernel for n elements, per_block = blockDim.x * F of them per block:
+ * ceil(n / per_block) (0 for n = 0), at most gridDim.x's limit 2^31 - 1 (tile_load takes the tiles
+ * beyond it in a second round). */
+inline size_t grid_for_tiles(size_t n, size_t per_block) {
+    const size_t most = 0x7fffffff;
+    const size_t want = n / per_block + (n % per_block != 0);
+    return want < most ? want : most;
+}
+
+/* A grid the launchers can pass to <<<>>> as it is (a caller may ask for any grid). */
+inline bool grid_fits(size_t grid) { return grid >= 1 && grid <= 0x7fffffff; }
+
+/* The interleaved-pair tree ("reduceInterleaved", "Reduce v2"): the upper half of the live values is
+ * folded onto the lower half, the stride halving from blockDim.x / 2. The active threads are always the
+ * first `stride`, so whole warps idle instead of diverging, and a warp reads 32 consecutive words: no
+ * bank conflicts. Steps run while stride > stop: stop = 0 leaves the block's value in s[0]; stop = 32
+ * leaves s[0..64) for last_warp_unrolled. Needs a power-of-two blockDim.x and s[0..blockDim.x) filled
+ * and published by __syncthreads(). Every thread of the block must call it (it syncs). */
+template <class Op> __device__ void interleaved_tree(typename Op::acc_t *s, unsigned stop) {
+    const unsigned tid = threadIdx.x;
+    for (unsigned stride = blockDim.x / 2; stride > stop; stride >>= 1) {
+        if (tid < stride) s[tid] = Op::combine(s[tid], s[tid + stride]);
+        __syncthreads();
+    }
+}
+
+/* The last warp unrolled ("reduceUnrollWarps8", "Reduce v4"): once 64 values are left, warp 0 folds
+ * them in six steps with no __syncthreads. The textbook counts on `volatile` alone, which held while a
+ * warp ran in lockstep; since Volta the lanes of a warp are scheduled independently, so a lane may read
+ * s[tid + d] before its owner has written the step before, or overwrite s[tid] before a lower lane has
+ * read it: a race, and compute-sanitizer racecheck reports it. Each step here reads its partner into a
+ * register, __syncwarp()s, writes, and __syncwarp()s again, so no read overlaps a write. volatile stays,
+ * as in the textbook: every step is a real shared-memory access. Called by all 32 lanes of warp 0
+ * (tid < 32) with s[0..64) published by __syncthreads() (so blockDim.x >= 64); lane 0 returns the
+ * block's value. The other lanes compute values nobody uses, as in the textbook. */
+template <class Op> GR_DEV typename Op::acc_t last_warp_unrolled(typename Op::acc_t *s) {
+    using Acc = typename Op::acc_t;
+    volatile Acc *vs = s;
+    const unsigned tid = threadIdx.x;
+    Acc v = vs[tid];
+    auto step = [&](unsigned d) {
+        v = Op::combine(v, vs[tid + d]);
+        __syncwarp();
+        vs[tid] = v;
+        __syncwarp();
+    };
+    step(32);
+    step(16);
+    step(8);
+    step(4);
+    step(2);
+    step(1);
+    return v;
+}
+
+/* The whole tree unrolled ("reduceCompleteUnrollWarps8", "Reduce v5"): one step per possible block size
+ * down to 64 values, then the last warp. With block = blockDim.x the tests are run-time ones; with a
+ * template constant (v11) the compiler drops the steps the block doesn't have. Needs a power-of-two
+ * block of 64..1024 equal to blockDim.x, s[0..block) published by __syncthreads(). Every thread must
+ * call it; thread 0 gets the block's value (the others an unused one). */
+template <class Op> GR_DEV typename Op::acc_t complete_unrolled_tree(typename Op::acc_t *s, unsigned block) {
+    const unsigned tid = threadIdx.x;
+    if (block >= 1024 && tid < 512) s[tid] = Op::combine(s[tid], s[tid + 512]);
+    __syncthreads();
+    if (block >= 512 && tid < 256) s[tid] = Op::combine(s[tid], s[tid + 256]);
+    __syncthreads();
+    if (block >= 256 && tid < 128) s[tid] = Op::combine(s[tid], s[tid + 128]);
+    __syncthreads();
+    if (block >= 128 && tid < 64) s[tid] = Op::combine(s[tid], s[tid + 64]);
+    __syncthreads();
+    typename Op::acc_t v = Op::identity();
+    if (tid < 32) v = last_warp_unrolled<Op>(s);
+    return v;
+}
+
+/* The end of a block: thread 0's value becomes partials[blockIdx.x], or, when the reduction finishes in
+ * this launch (final_out set), goes through finish_last_block. Every thread must call it (it syncs). */
+template <class Op>
+__device__ void store_partial(typename Op::acc_t v, typename Op::acc_t *partials, unsigned *counter,
+                              typename Op::acc_t *final_out) {
+    if (final_out) finish_last_block<Op>(v, partials, counter, final_out);
+    else if (threadIdx.x == 0) partials[blockIdx.x] = v;
+}
+
+/* ---- atomic combine ----------------------------------------------------------------------------- */
+
+/* *addr = Op::combine(*addr, v) atomically, in global or shared memory. Native atomics where one does
+ * exactly this, a compare-and-swap loop otherwise:
+ *   sum      float, double, u64 accumulators: atomicAdd. Float sums then depend on the order in which
+ *            blocks (or threads) arrive: not reproducible run to run. atom.add.f32 also flushes
+ *            subnormal inputs and results to zero (PTX ISA); f64 and integers are exact.
+ *   prod     every type: CAS loop (32-bit word for float, 64-bit for double and u64).
+ *   min/max  int32, uint32, int64, uint64: atomicMin/atomicMax (as int, unsigned, long long, unsigned
+ *            long long: same width and signedness). float, double: CAS loop, so a NaN propagates as in
+ *            Op::combine. int8, uint8: CAS loop on the aligned 32-bit word holding the byte.
+ *   and/or   1-byte flags: atomicAnd / atomicOr on the aligned 32-bit word holding the byte, with the
+ *            other bytes masked to leave them as they are (and: ...ff v ff..., or: ...00 v 00...).
+ * The CAS loops read the word, combine, and swap only if nobody changed it meanwhile; a failed swap
+ * returns the current word and the loop combines again. They compare bits, not values, so a NaN in the
+ * word can't make them spin. The other bytes of the word that holds a 1-byte value are compared and
+ * written back as they are. */
+namespace detail {
+
+/* The aligned 32-bit word holding a byte, and where the byte sits in it (little-endian: byte k of the
+ * word is bits 8k..8k+7). */
+GR_DEV unsigned *word_holding(void *addr, unsigned *shift) {
+    const uintptr_t at = reinterpret_cast<uintptr_t>(addr);
+    *shift = unsigned(at & 3) * 8;
+    return reinterpret_cast<unsigned *>(at & ~uintptr_t(3));
+}
+
+template <class Op> GR_DEV void atomic_combine_cas(typename Op::acc_t *addr, typename Op::acc_t v) {
+    using Acc = typename Op::acc_t;
+    if constexpr (sizeof(Acc) == 1) {
+        unsigned shift;
+        unsigned *word = word_holding(addr, &shift);
+        unsigned old = *word, assumed;
+        do {
+            assumed = old;
+            const Acc cur = cuda::std::bit_cast<Acc>(uint8_t(assumed >> shift));
+            const unsigned byte = cuda::std::bit_cast<uint8_t>(Op::combine(cur, v));
+            old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (byte << shift));
+        } while (old != assumed);
+    } else {
+        static_assert(sizeof(Acc) == 4 || sizeof(Acc) == 8, "atomic_combine: 1, 4 or 8-byte values");
+        using W = std::conditional_t<sizeof(Acc) == 4, unsigned, unsigned long long>;
+        W *word = reinterpret_cast<W *>(addr);
+        W old = *word, assumed;
+        do {
+            assumed = old;
+            const W next = cuda::std::bit_cast<W>(Op::combine(cuda::std::bit_cast<Acc>(assumed), v));
+            old = atomicCAS(word, assumed, next);
+        } while (old != assumed);
+    }
+}
+
+/* The CUDA atomicMin/atomicMax overload for a 4- or 8-byte integer type (int64_t is long on LP64, not
+ * long long, so it needs the cast). */
+template <class T>
+using native_int_t =
+    std::conditional_t<sizeof(T) == 4, std::conditional_t<std::is_signed_v<T>, int, unsigned>,
+                       std::conditional_t<std::is_signed_v<T>, long long, unsigned long long>>;
+template <class T>
+constexpr bool native_minmax_v = std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8);
+
+template <class T> GR_DEV void atomic_op(Sum<T>, T *addr, T v) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                  std::is_same_v<T, unsigned long long>)
+        atomicAdd(addr, v);
+    else
+        atomic_combine_cas<Sum<T>>(addr, v);
+}
+template <class T> GR_DEV void atomic_op(Prod<T>, T *addr, T v) { atomic_combine_cas<Prod<T>>(addr, v); }
+template <class T> GR_DEV void atomic_op(Min<T>, T *addr, T v) {
+    using N = native_int_t<T>;
+    if constexpr (native_minmax_v<T>) atomicMin(reinterpret_cast<N *>(addr), N(v));
+    else atomic_combine_cas<Min<T>>(addr, v);
+}
+template <class T> GR_DEV void atomic_op(Max<T>, T *addr, T v) {
+    using N = native_int_t<T>;
+    if constexpr (native_minmax_v<T>) atomicMax(reinterpret_cast<N *>(addr), N(v));
+    else atomic_combine_cas<Max<T>>(addr, v);
+}
+
+GR_DEV void atomic_op(And, uint8_t *addr, uint8_t v) {
+    unsigned shift;
+    unsigned *word = word_holding(addr, &shift);
+    atomicAnd(word, ~(0xffu << shift) | (unsigned(v) << shift));
+}
+GR_DEV void atomic_op(Or, uint8_t *addr, uint8_t v) {
+    unsigned shift;
+    unsigned *word = word_holding(addr, &shift);
+    atomicOr(word, unsigned(v) << shift);
+}
+
+}  // namespace detail
+
+template <class Op> GR_DEV void atomic_combine(typename Op::acc_t *addr, typename Op::acc_t v) {
+    detail::atomic_op(Op{}, addr, v);
+}
+
+/* ---- the op functors as function objects (CUB, Thrust) ------------------------------------------ */
+
+template <class Op> struct CombineFn {
+    GR_HOSTDEV typename Op::acc_t operator()(typename Op::acc_t a, typename Op::acc_t b) const {
+        return Op::combine(a, b);
+    }
+};
+
+template <class Op, class In> struct LoadFn {
+    GR_HOSTDEV typename Op::acc_t operator()(In x) const { return Op::load(x); }
+};
 
 }  // namespace gr

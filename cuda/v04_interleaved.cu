@@ -1,0 +1,55 @@
+/*
+ * v04_interleaved.cu -- interleaved pairs: the stride halves from blockDim.x / 2, threads stay contiguous.
+ *
+ * What it does: each thread loads one element of its block's tile (the identity past n) into shared
+ * memory; then, for stride = blockDim.x / 2, ..., 2, 1, the first `stride` threads fold s[tid + stride]
+ * into s[tid], with a __syncthreads() after each step (gr::interleaved_tree). s[0] ends with the
+ * block's value, one partial per block.
+ *
+ * What changed from v03, and why it is faster: the pairs are (tid, tid + stride) instead of
+ * (2 * stride * tid, 2 * stride * tid + stride). The workers are still the first threads (whole warps
+ * idle, no divergence until fewer than 32 are left), and now a warp reads and writes 32 consecutive
+ * words: no shared-memory bank conflicts. What is still slow: half of the threads idle from the very
+ * first step, each thread loads a single element (little memory-level parallelism, a log2(block)-step
+ * tree with a barrier per step for every `block` elements), and there are n / block partials. v06-v08
+ * combine several elements while loading.
+ *
+ * Needs: a power-of-two block of 32..1024 threads; blockDim.x * sizeof(accumulator) bytes of dynamic
+ * shared memory. The textbook reduces in place in global memory; this one reduces a shared-memory copy,
+ * so the input is read-only. Past n, threads load the identity: no tail is dropped.
+ * Reproduces: "reduceInterleaved" (Professional CUDA C Programming, ch. 3) and "Reduce v2", Harris's
+ * kernel 3 ("sequential addressing"). No atomics.
+ */
+#include "dispatch.cuh"
+
+namespace {
+
+template <class Op, class In>
+__global__ void interleaved_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
+                                   unsigned *counter, typename Op::acc_t *final_out) {
+    using Acc = typename Op::acc_t;
+    Acc *s = gr::dynamic_smem<Acc>();
+    s[threadIdx.x] = gr::tile_load<Op, In, 1>(in, n);
+    __syncthreads();
+    gr::interleaved_tree<Op>(s, 0);     /* for (stride = blockDim.x / 2; stride > 0; stride >>= 1) */
+    gr::store_partial<Op>(s[0], partials, counter, final_out);
+}
+
+}  // namespace
+
+extern "C" size_t gr_grid_interleaved(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+    return gr::grid_for_tiles(n, size_t(block));
+}
+
+extern "C" int gr_launch_interleaved(const gr_launch *L) {
+    if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
+    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+        using Op = decltype(op);
+        using In = typename decltype(in_tag)::type;
+        using Acc = typename Op::acc_t;
+        interleaved_kernel<Op, In><<<unsigned(L->grid), L->block, L->block * sizeof(Acc),
+                                     (cudaStream_t)L->stream>>>((const In *)L->in, L->n, (Acc *)L->out,
+                                                                L->counter, (Acc *)L->final_out);
+        return GR_CHECK_LAUNCH();
+    });
+}

@@ -1,0 +1,56 @@
+/*
+ * v06_unroll2.cu -- v04's interleaved tree, after each thread combines 2 elements while loading.
+ *
+ * What it does: block b takes a tile of 2 * blockDim.x elements; thread t loads elements t and
+ * t + blockDim.x of it (each a coalesced row; both loads are issued before either is combined),
+ * combines them in a register (gr::tile_load) and stores the one value to shared memory; then v04's
+ * interleaved tree (gr::interleaved_tree) leaves the block's value in s[0], one partial per block.
+ *
+ * What changed from v04/v05, and why it is faster: two independent loads are in flight per thread
+ * instead of one, the grid has half the blocks, so the tree's log2(block) barrier steps are paid once
+ * per 2 * block elements instead of once per block, and the next pass has half the partials. The
+ * threads that idle in the tree's first step now did useful work while loading.
+ *
+ * Needs: a power-of-two block of 32..1024 threads; blockDim.x * sizeof(accumulator) bytes of dynamic
+ * shared memory. The textbook adds the 2 elements into the first of them and reduces in place in global
+ * memory; this one combines them in a register and reduces a shared-memory copy, so the input is
+ * read-only. The textbook drops the last n mod (2 * block) elements; here a run that crosses n takes
+ * only the elements below n (the identity stands in for the rest).
+ * Reproduces: "reduceUnrolling2" (Professional CUDA C Programming, ch. 3), the "add during load" step
+ * ("Reduce v3", Harris's kernel 4 with 2 elements per thread). No atomics.
+ */
+#include "dispatch.cuh"
+
+namespace {
+
+constexpr int kUnroll = 2;
+
+template <class Op, class In>
+__global__ void unroll2_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
+                               unsigned *counter, typename Op::acc_t *final_out) {
+    using Acc = typename Op::acc_t;
+    Acc *s = gr::dynamic_smem<Acc>();
+    s[threadIdx.x] = gr::tile_load<Op, In, kUnroll>(in, n);
+    __syncthreads();
+    gr::interleaved_tree<Op>(s, 0);
+    gr::store_partial<Op>(s[0], partials, counter, final_out);
+}
+
+}  // namespace
+
+extern "C" size_t gr_grid_unroll2(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+    return gr::grid_for_tiles(n, size_t(block) * kUnroll);
+}
+
+extern "C" int gr_launch_unroll2(const gr_launch *L) {
+    if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
+    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+        using Op = decltype(op);
+        using In = typename decltype(in_tag)::type;
+        using Acc = typename Op::acc_t;
+        unroll2_kernel<Op, In><<<unsigned(L->grid), L->block, L->block * sizeof(Acc),
+                                 (cudaStream_t)L->stream>>>((const In *)L->in, L->n, (Acc *)L->out,
+                                                            L->counter, (Acc *)L->final_out);
+        return GR_CHECK_LAUNCH();
+    });
+}

@@ -1,0 +1,81 @@
+/*
+ * v15_thrust.cu -- thrust::reduce / thrust::transform_reduce, called as application code would call them.
+ *
+ * What it does: one Thrust call over the device pointer with the execution policy
+ * thrust::cuda::par.on(stream). When the input type is the accumulator (float sums, min and max, later
+ * passes) it is thrust::reduce(first, last, Op::identity(), combine); otherwise
+ * thrust::transform_reduce(first, last, load, Op::identity(), combine) -- the same functors as every
+ * other variant (Op::load, Op::combine, Op::identity()), so NaN propagation and 64-bit integer
+ * accumulation match. Thrust returns the value on the host; the launcher stores it to final_out.
+ *
+ * What it shows, next to v14 (CUB, which Thrust calls underneath): the price of the convenient
+ * interface. Every call allocates and frees its temporary storage (cudaMalloc / cudaFree through
+ * Thrust's default allocator; cudaFree synchronises the device), and returning the value by value
+ * means waiting for the stream: the call is synchronous even when the reduction was asked to be
+ * asynchronous. Results are reproducible run to run on one device (no atomics).
+ *
+ * Needs: nothing of ours (no block size: the registry's block is 1 and ignored; no scratch). Finishes
+ * "single" only: Thrust always runs to one value. Thrust reports failures by throwing; the launcher
+ * catches everything and returns the CUDA error code, so no exception crosses into the C engine.
+ * Reproduces: thrust::reduce / thrust::transform_reduce (CCCL). No atomics of ours.
+ */
+#include <new>
+
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/reduce.h>
+#include <thrust/system/cuda/error.h>
+#include <thrust/system_error.h>
+#include <thrust/transform_reduce.h>
+
+#include "dispatch.cuh"
+
+namespace {
+
+template <class Op, class In>
+typename Op::acc_t thrust_reduce(const In *in, size_t n, cudaStream_t stream) {
+    using Acc = typename Op::acc_t;
+    const auto first = thrust::device_pointer_cast(in);
+    const auto last = first + n;
+    if constexpr (std::is_same_v<In, Acc>)
+        return thrust::reduce(thrust::cuda::par.on(stream), first, last, Op::identity(), gr::CombineFn<Op>{});
+    else
+        return thrust::transform_reduce(thrust::cuda::par.on(stream), first, last, gr::LoadFn<Op, In>{},
+                                        Op::identity(), gr::CombineFn<Op>{});
+}
+
+}  // namespace
+
+extern "C" size_t gr_grid_thrust(size_t n, int /*block*/, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+    return n ? 1 : 0;
+}
+
+extern "C" int gr_launch_thrust(const gr_launch *L) {
+    try {
+        return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+            using Op = decltype(op);
+            using In = typename decltype(in_tag)::type;
+            using Acc = typename Op::acc_t;
+            const cudaStream_t stream = (cudaStream_t)L->stream;
+            const Acc value = thrust_reduce<Op, In>((const In *)L->in, L->n, stream);
+            if (L->final_out) {               /* finish "single": pinned host memory, written here */
+                *(Acc *)L->final_out = value;
+                return cudaSuccess;
+            }
+            /* as a plain pass, the one partial goes to out[0]; `value` lives on this stack: wait */
+            cudaError_t e = cudaMemcpyAsync(L->out, &value, sizeof value, cudaMemcpyHostToDevice, stream);
+            return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
+        });
+    } catch (const thrust::system_error &e) {
+        gr_dev_note_site(__FILE__, __LINE__);
+        (void)cudaGetLastError();
+        return e.code().category() == thrust::cuda_category() ? e.code().value() : int(cudaErrorUnknown);
+    } catch (const std::bad_alloc &) {
+        gr_dev_note_site(__FILE__, __LINE__);
+        (void)cudaGetLastError();
+        return cudaErrorMemoryAllocation;
+    } catch (...) {
+        gr_dev_note_site(__FILE__, __LINE__);
+        return cudaErrorUnknown;
+    }
+}
