@@ -1,0 +1,128 @@
+--- Results on disk: JSON (dkjson) and CSV with the same header and fields. experiments/README.md
+-- documents the schema; the key lists below are its single source.
+local json = require "dkjson"
+local header = require "lab.header"
+
+local M = {}
+
+M.HEADER_KEYS = {
+  "tool", "version", "backend", "device", "sms", "l2", "cc", "memory", "cuda_runtime", "cuda_driver",
+  "git_revision", "date", "read_ceiling_gbps", "reps", "warmup", "rotate", "seed", "configs", "failed",
+  "skipped_unsupported", "skipped_host_max", "options", "argv",
+}
+
+M.RESULT_KEYS = {
+  "variant", "ordinal", "n", "dtype", "op", "block", "finish", "grid", "passes", "ms", "ms_min", "ms_max",
+  "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bytes",
+  "timer", "buffers", "seed", "error",
+}
+
+-- dkjson writes numbers with tostring (14 digits): a float that would not read back the same is
+-- written with 17, so values and references keep every bit
+local EXACT = { __tojson = function(self) return string.format("%.17g", self[1]) end }
+
+local function exact(v)
+  if math.type(v) == "float" and v == v and math.abs(v) ~= math.huge and tonumber(tostring(v)) ~= v then
+    return setmetatable({ v }, EXACT)
+  end
+  return v
+end
+
+--- A copy of t with every key of `keys` present: absent values become JSON null.
+local function complete(t, keys)
+  local out = {}
+  for _, k in ipairs(keys) do
+    local v = t[k]
+    if v == nil then v = json.null end
+    out[k] = exact(v)
+  end
+  return out
+end
+
+function M.mkdir(dir)
+  local ok = os.execute("mkdir -p " .. header.shell_quote(dir))
+  if not ok then return nil, "cannot create directory " .. dir end
+  return true
+end
+
+local function write_file(path, text)
+  local f, err = io.open(path, "w")
+  if not f then return nil, err end
+  f:write(text)
+  f:close()
+  return path
+end
+
+--- {header=, results=} as JSON text: keys in schema order, absent values as null; the header
+-- indented, one result per line (easy to grep and diff).
+function M.encode_json(doc)
+  local lines = {
+    '{"header": ' .. json.encode(complete(doc.header, M.HEADER_KEYS),
+      { indent = true, keyorder = M.HEADER_KEYS }) .. ",",
+    '"results": [',
+  }
+  for i, r in ipairs(doc.results) do
+    lines[#lines + 1] = json.encode(complete(r, M.RESULT_KEYS), { keyorder = M.RESULT_KEYS })
+      .. (i < #doc.results and "," or "")
+  end
+  lines[#lines + 1] = "]}"
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- results keep every bit (%.17g); timings and ratios 7 significant digits, far below their noise
+local BITS = { value = true, reference = true }
+
+local function csv_field(v, key)
+  if v == nil or v == json.null then return "" end
+  if type(v) == "table" then v = json.encode(v) end
+  if math.type(v) == "float" then
+    v = v ~= v and "nan" or string.format(BITS[key] and "%.17g" or "%.7g", v)
+  end
+  v = tostring(v)
+  if v:find('[,"\n]') then v = '"' .. v:gsub('"', '""') .. '"' end
+  return v
+end
+
+--- The CSV text: "# key=value" per header field (tables as JSON), the column row, one row per result.
+function M.encode_csv(doc)
+  local lines = {}
+  for _, k in ipairs(M.HEADER_KEYS) do
+    local v = doc.header[k]
+    if type(v) == "table" then v = json.encode(v) end
+    lines[#lines + 1] = "# " .. k .. "=" .. (v == nil and "" or tostring(v)):gsub("\n", " ")
+  end
+  lines[#lines + 1] = table.concat(M.RESULT_KEYS, ",")
+  for _, r in ipairs(doc.results) do
+    local row = {}
+    for i, k in ipairs(M.RESULT_KEYS) do row[i] = csv_field(r[k], k) end
+    lines[#lines + 1] = table.concat(row, ",")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+--- Writes DIR/BASE.json and DIR/BASE.csv; returns the two paths, or nil and a message.
+function M.write(doc, dir, base)
+  local ok, err = M.mkdir(dir)
+  if not ok then return nil, err end
+  local jpath, jerr = write_file(dir .. "/" .. base .. ".json", M.encode_json(doc))
+  if not jpath then return nil, jerr end
+  local cpath, cerr = write_file(dir .. "/" .. base .. ".csv", M.encode_csv(doc))
+  if not cpath then return nil, cerr end
+  return jpath, cpath
+end
+
+--- Reads a saved JSON document (null values decode as nil).
+function M.read_json(path)
+  local f, err = io.open(path, "r")
+  if not f then return nil, err end
+  local text = f:read("a")
+  f:close()
+  local doc, _, derr = json.decode(text)
+  if not doc then return nil, path .. ": " .. tostring(derr) end
+  if type(doc.header) ~= "table" or type(doc.results) ~= "table" then
+    return nil, path .. ": not a sweep result (no header/results)"
+  end
+  return doc
+end
+
+return M

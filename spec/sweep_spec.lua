@@ -1,0 +1,348 @@
+-- The experiment lab (experiments/sweep.lua): options, configurations, result files, and validation that
+-- fails loudly. Runs on any backend; sub-processes use this interpreter and this checkout's module.
+local gr = require "gpureduce"
+local json = require "dkjson"
+
+local root = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$")) or "."
+package.path = root .. "/experiments/?.lua;" .. package.path
+local cli = require "lab.cli"
+local matrix = require "lab.matrix"
+local output = require "lab.output"
+local validate = require "lab.validate"
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+-- the interpreter running busted is the most negative index of arg
+local lua = "lua5.4"
+if type(arg) == "table" then
+  local i = -1
+  while arg[i - 1] do i = i - 1 end
+  lua = arg[i] or lua
+end
+
+local env = "LUA_PATH=" .. q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path)
+  .. " LUA_CPATH=" .. q(root .. "/build/?.so;" .. package.cpath)
+
+--- Runs sweep.lua; returns the exit code, stdout and stderr.
+local function sweep(args, extra_env)
+  local err = os.tmpname()
+  local cmd = string.format("%s %s %s %s %s 2>%s", env, extra_env or "", q(lua),
+    q(root .. "/experiments/sweep.lua"), args, q(err))
+  local f = assert(io.popen(cmd))
+  local out = f:read("a")
+  local _, _, code = f:close()
+  local ef = assert(io.open(err))
+  local stderr = ef:read("a")
+  ef:close()
+  os.remove(err)
+  return code, out, stderr
+end
+
+local tmpdirs = {}
+local function tmpdir()
+  local d = os.tmpname()
+  os.remove(d)
+  assert(os.execute("mkdir -p " .. q(d)))
+  tmpdirs[#tmpdirs + 1] = d
+  return d
+end
+
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function decode(path)
+  local doc, _, err = json.decode(read(path), 1, json.null)
+  assert(doc, err)
+  return doc
+end
+
+--- Splits one CSV line (fields may be double-quoted with "" inside).
+local function csv_split(line)
+  local fields, i = {}, 1
+  while i <= #line + 1 do
+    if line:sub(i, i) == '"' then
+      local j, buf = i + 1, {}
+      while true do
+        local c = line:sub(j, j)
+        if c == '"' and line:sub(j + 1, j + 1) == '"' then buf[#buf + 1], j = '"', j + 2
+        elseif c == '"' or c == "" then break
+        else buf[#buf + 1], j = c, j + 1 end
+      end
+      fields[#fields + 1] = table.concat(buf)
+      i = j + 2
+    else
+      local j = line:find(",", i, true) or #line + 1
+      fields[#fields + 1] = line:sub(i, j - 1)
+      i = j + 1
+    end
+  end
+  return fields
+end
+
+local function parse(argv)
+  local args, err = cli.parse(gr, argv)
+  if not args then return nil, err end
+  return (cli.settings(gr, args))
+end
+
+describe("sweep options", function()
+  it("have defaults for this backend", function()
+    local s = assert(parse({}))
+    assert.same({ "sum" }, s.ops)
+    assert.same({ "float32" }, s.dtypes)
+    assert.same({ "default" }, s.blocks)
+    assert.same({ "default" }, s.finishes)
+    assert.equal(20, s.reps)
+    assert.equal(3, s.warmup)
+    assert.equal(1 << 24, s.host_max)
+    assert.equal("results", s.out)
+    assert.is_false(s.rotate)
+    assert.same(gr.variant_names(), s.variants)
+    if gr.backend() == "cuda" then
+      assert.same({ 1 << 20, 1 << 24, 1 << 28 }, s.sizes)
+    else
+      assert.same({ 1 << 20, 1 << 22 }, s.sizes)    -- the CPU backend's cap
+    end
+  end)
+
+  it("parse lists of sizes, names and block sizes", function()
+    local s = assert(parse({ "--sizes", "2^20,1024", "--ops", "sum,max", "--dtypes", "float32,int8",
+      "--blocks", "256,default", "--finishes", "default,device,single", "--host-max", "2^20" }))
+    assert.same({ 1048576, 1024 }, s.sizes)
+    assert.same({ "sum", "max" }, s.ops)
+    assert.same({ "float32", "int8" }, s.dtypes)
+    assert.same({ 256, "default" }, s.blocks)
+    assert.same({ "default", "device", "single" }, s.finishes)
+    assert.equal(1 << 20, s.host_max)
+    s = assert(parse({ "--sizes", "2^20+1, 1M,64K", "--ops", "all", "--dtypes", "all" }))
+    assert.same({ 1048577, 1048576, 65536 }, s.sizes)
+    assert.same(gr.ops(), s.ops)
+    assert.same(gr.dtypes(), s.dtypes)
+  end)
+
+  it("--quick picks a small sweep, explicit options win", function()
+    local s = assert(parse({ "--quick" }))
+    assert.same({ 1 << 16, 1 << 20 }, s.sizes)
+    assert.equal(5, s.reps)
+    assert.equal(1, s.warmup)
+    assert.truthy(#s.variants >= 1 and #s.variants <= #cli.QUICK_VARIANTS)
+    s = assert(parse({ "--quick", "--reps", "7", "--sizes", "2^10" }))
+    assert.equal(7, s.reps)
+    assert.same({ 1024 }, s.sizes)
+  end)
+
+  it("name the option in errors on bad values", function()
+    local cases = {
+      { { "--sizes", "2^x" }, "%-%-sizes: '2%^x' is not a size" },
+      { { "--sizes", "0" }, "%-%-sizes: '0' is not a size" },
+      { { "--ops", "sum,foo" }, "%-%-ops: 'foo' is not one of: sum" },
+      { { "--dtypes", "float16" }, "%-%-dtypes: 'float16'" },
+      { { "--variants", "nope" }, "%-%-variants: 'nope' is not one of" },
+      { { "--variants", "all,cpu" }, "%-%-variants: 'all' cannot be combined" },
+      { { "--blocks", "2048" }, "%-%-blocks: '2048'" },
+      { { "--finishes", "sometimes" }, "%-%-finishes: 'sometimes'" },
+      { { "--reps", "0" }, "%-%-reps: '0'" },
+      { { "--frobnicate" }, "unknown option '%-%-frobnicate'" },
+    }
+    for _, c in ipairs(cases) do
+      local s, err = parse(c[1])
+      assert.is_nil(s, table.concat(c[1], " "))
+      assert.matches(c[2], err)
+    end
+  end)
+
+  it("exits 1 with usage and the error on a bad value", function()
+    local code, out, stderr = sweep("--sizes 2^x")
+    assert.equal(1, code)
+    assert.equal("", out)
+    assert.matches("Usage: sweep.lua", stderr)
+    assert.matches("Error: %-%-sizes: '2%^x' is not a size", stderr)
+  end)
+
+  it("take --inject-wrong-reference alone or with a variant", function()
+    assert.equal("all", assert(parse({ "--inject-wrong-reference" })).inject)
+    assert.equal("cpu", assert(parse({ "--inject-wrong-reference", "cpu" })).inject)
+    assert.is_nil(assert(parse({})).inject)
+  end)
+
+  it("--help documents the options and the self-test", function()
+    local code, out = sweep("--help")
+    assert.equal(0, code)
+    for _, opt in ipairs({ "--variants", "--sizes", "--ops", "--dtypes", "--blocks", "--finishes", "--reps",
+      "--warmup", "--rotate", "--host-max", "--out", "--quick", "--inject-wrong-reference" }) do
+      assert.matches(opt:gsub("%-", "%%-"), out)
+    end
+  end)
+end)
+
+describe("sweep configurations", function()
+  local kernel = { name = "k", ordinal = 2, finishes = { "device", "hybrid", "single" },
+    default_finish = "device", block = { min = 64, max = 512, default = 256 },
+    needs = { "cuda", "power-of-two block" } }
+  local yardstick = { name = "y", ordinal = 14, finishes = { "single" }, default_finish = "single",
+    block = { min = 1, max = 1, default = 1 }, needs = { "cuda" } }
+  local host = { name = "h", ordinal = 0, finishes = { "host" }, default_finish = "host",
+    block = { min = 1, max = 1, default = 1 }, needs = {} }
+
+  it("skip and count what a variant cannot run", function()
+    local blocks, finishes = { "default", 32, 384, 512 }, { "default", "host", "single" }
+    local list, skipped = matrix.variant_configs(kernel, blocks, finishes)
+    local got = {}
+    for _, c in ipairs(list) do got[#got + 1] = c.block .. "/" .. c.finish end
+    -- 32 is below the range, 384 not a power of two, "host" not a finish of k
+    assert.same({ "256/device", "256/single", "512/device", "512/single" }, got)
+    assert.equal(8, skipped)
+    -- a fixed block ignores --blocks; "default" and "single" name one run
+    list, skipped = matrix.variant_configs(yardstick, blocks, finishes)
+    assert.equal(1, #list)
+    assert.equal("single", list[1].finish)
+    assert.equal(1, skipped)
+  end)
+
+  it("cap host variants at --host-max and cross dtypes x ops x sizes", function()
+    local s = { variants = { "k", "h" }, blocks = { "default" }, finishes = { "default" },
+      dtypes = { "float32" }, ops = { "sum", "max" }, sizes = { 1024, 1 << 26 }, host_max = 1 << 24 }
+    local groups, counts = matrix.build({ host, kernel }, s)
+    assert.equal(4, #groups)
+    assert.equal(6, counts.configs)
+    assert.equal(2, counts.host_capped)
+    assert.equal(0, counts.unsupported)
+    assert.equal("h", groups[1].configs[1].variant.name)      -- teaching order
+    assert.equal(1, #groups[2].configs)                         -- n = 2^26: the kernel only
+  end)
+end)
+
+describe("sweep validation", function()
+  it("compares integers exactly and float sums relative to the magnitude", function()
+    assert.is_true(validate.check(42, 42, 10, "int32", "sum"))
+    assert.is_false(validate.check(43, 42, 10, "int32", "sum"))
+    assert.is_false(validate.check(42.0, 42, 10, "int32", "sum"))
+    assert.is_true(validate.check(true, true, 10, "uint8", "and"))
+    assert.is_true(validate.check(10.0005, 10.0, 1 << 20, "float32", "sum"))   -- 5e-4 of 2^19
+    assert.is_false(validate.check(100.0, 10.0, 1 << 20, "float32", "sum"))
+    assert.is_false(validate.check(0.5, 0.25, 8, "float32", "max"))
+    for _, ref in ipairs({ 7, true, 3.5, -1e6 }) do
+      assert.is_false(validate.check(ref, validate.perturb(ref, 1 << 20, "float32", "sum"), 1 << 20,
+        math.type(ref) == "integer" and "int32" or type(ref) == "boolean" and "uint8" or "float32",
+        type(ref) == "boolean" and "and" or "sum"))
+    end
+  end)
+end)
+
+describe("sweep runs", function()
+  teardown(function()
+    for _, d in ipairs(tmpdirs) do os.execute("rm -rf " .. q(d)) end
+  end)
+
+  it("write JSON and CSV with the documented header and fields", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--sizes 2^10,2^12 --ops sum,max --dtypes float32,int32 "
+      .. "--reps 2 --warmup 0 --variants cpu,cpu_pairwise --out " .. q(dir) .. " --no-progress")
+    assert.equal(0, code, out .. stderr)
+    assert.matches("== float32 sum, n = 2%^10", out)
+    assert.matches("✓", out)
+
+    local doc = decode(dir .. "/sweep.json")
+    local h = doc.header
+    for _, k in ipairs(output.HEADER_KEYS) do assert.is_not_nil(h[k], "header." .. k) end
+    assert.equal(gr.version, h.version)
+    assert.equal(gr.backend(), h.backend)
+    assert.equal("string", type(h.device))
+    assert.equal("string", type(h.git_revision))
+    assert.matches("^%d%d%d%d%-%d%d%-%d%dT%d%d:%d%d:%d%dZ$", h.date)
+    for _, k in ipairs({ "sms", "l2", "read_ceiling_gbps" }) do     -- device facts: null on the CPU
+      local got = h[k] == json.null and "null" or type(h[k])
+      assert.equal(gr.backend() == "cuda" and "number" or "null", got, "header." .. k)
+    end
+    assert.same({ 1024, 4096 }, h.options.sizes)
+    assert.equal("--sizes", h.argv[2])
+    assert.equal(16, h.configs)
+    assert.equal(0, h.failed)
+
+    assert.equal(16, #doc.results)
+    for _, r in ipairs(doc.results) do
+      local label = r.variant .. " " .. r.dtype .. " " .. r.op .. " " .. tostring(r.n)
+      for _, k in ipairs(output.RESULT_KEYS) do assert.is_not_nil(r[k], label .. ": " .. k) end
+      assert.equal("string", type(r.variant))
+      assert.equal("integer", math.type(r.ordinal))
+      assert.equal("integer", math.type(r.n))
+      assert.is_true(r.valid, label)
+      assert.equal(json.null, r.error)
+      assert.equal("number", type(r.ms), label)
+      assert.is_true(r.ms > 0 and r.ms_min <= r.ms and r.ms <= r.ms_max, label)
+      assert.is_true(r.gbps > 0, label)
+      assert.equal(1, r.passes)
+      if r.dtype == "int32" then
+        assert.equal("integer", math.type(r.value), label)
+        assert.equal(r.reference, r.value, label)
+      else
+        assert.equal("float", math.type(r.value), label)
+      end
+    end
+
+    local lines = {}
+    for line in read(dir .. "/sweep.csv"):gmatch("[^\n]+") do lines[#lines + 1] = line end
+    for i, k in ipairs(output.HEADER_KEYS) do
+      assert.matches("^# " .. k .. "=", lines[i])
+    end
+    assert.equal(table.concat(output.RESULT_KEYS, ","), lines[#output.HEADER_KEYS + 1])
+    assert.equal(#output.HEADER_KEYS + 1 + 16, #lines)
+    for i = #output.HEADER_KEYS + 2, #lines do
+      assert.equal(#output.RESULT_KEYS, #csv_split(lines[i]), lines[i])
+    end
+
+    if os.execute("command -v gnuplot >/dev/null 2>&1") then
+      for _, name in ipairs({ "sweep-gbps-float32-sum.png", "sweep-time-int32-max.png" }) do
+        local f = io.open(dir .. "/" .. name, "rb")
+        assert.is_not_nil(f, name)
+        assert.equal("\137PNG", f:read(4))
+        f:close()
+      end
+    end
+  end)
+
+  it("fail loudly when the reference is wrong: ✗, not timed, exit status 1", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--inject-wrong-reference cpu_pairwise --variants cpu,cpu_pairwise "
+      .. "--sizes 2^10 --ops sum,and --reps 2 --warmup 0 --no-plot --no-progress --out " .. q(dir))
+    assert.equal(1, code)
+    assert.matches("✗", out)
+    assert.matches("FAILED: 2 configuration", stderr)
+    local doc = decode(dir .. "/sweep.json")
+    assert.equal(2, doc.header.failed)
+    for _, r in ipairs(doc.results) do
+      if r.variant == "cpu_pairwise" then
+        assert.is_false(r.valid)
+        assert.equal(json.null, r.ms)
+        assert.equal(json.null, r.gbps)
+        assert.equal("string", type(r.error))
+      else
+        assert.is_true(r.valid)
+        assert.equal("number", type(r.ms))
+      end
+    end
+    code, out = sweep("--inject-wrong-reference --variants cpu --sizes 2^10 --reps 1 --no-plot --no-progress "
+      .. "--out " .. q(dir))
+    assert.equal(1, code)
+    assert.matches("0 ✓, 1 ✗", out)
+  end)
+
+  it("--quick completes on the CPU backend and says so", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--quick --no-plot --no-progress --out " .. q(dir),
+      "GPUREDUCE_BACKEND=cpu")
+    assert.equal(0, code, out .. stderr)
+    assert.matches("CPU backend", stderr)
+    assert.matches("CPU backend", out)
+    assert.matches("== float32 sum, n = 2%^16", out)
+    assert.matches("== float32 sum, n = 2%^20", out)
+    local doc = decode(dir .. "/sweep.json")
+    assert.equal("cpu", doc.header.backend)
+    assert.is_true(#doc.results > 0)
+    for _, r in ipairs(doc.results) do assert.is_true(r.valid) end
+  end)
+end)
