@@ -155,6 +155,29 @@ template <> GR_DEV unsigned long long fold_vec<Sum<unsigned long long>, uint8_t>
     return acc + s;
 }
 
+/* int8/uint8 products: four bytes multiply exactly in 32 bits (|x| <= 128 for int8, so |product| <=
+ * 2^28; 255^4 < 2^32 for uint8), two such words exactly into 64 bits, so a vector costs two 64-bit
+ * multiplies into the accumulator instead of sixteen. The result is the same product modulo 2^64. */
+template <class B> GR_DEV unsigned long long word_product(unsigned w) {
+    using W = std::conditional_t<std::is_signed_v<B>, int, unsigned>;
+    const W p01 = W(B(w & 0xff)) * W(B((w >> 8) & 0xff));
+    const W p23 = W(B((w >> 16) & 0xff)) * W(B(w >> 24));
+    return (unsigned long long)(long long)(p01 * p23);    /* |p01 * p23| < 2^31 (int8): exact */
+}
+template <class B> GR_DEV unsigned long long byte_vector_product(unsigned long long acc, const Vec16<B> &r) {
+    const unsigned long long a = word_product<B>(word_of(r, 0)) * word_product<B>(word_of(r, 1));
+    const unsigned long long b = word_product<B>(word_of(r, 2)) * word_product<B>(word_of(r, 3));
+    return acc * (a * b);
+}
+template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, int8_t>(unsigned long long acc,
+                                                                              const Vec16<int8_t> &r) {
+    return byte_vector_product<int8_t>(acc, r);
+}
+template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, uint8_t>(unsigned long long acc,
+                                                                               const Vec16<uint8_t> &r) {
+    return byte_vector_product<uint8_t>(acc, r);
+}
+
 /* A word has a zero byte iff this is non-zero (the classic bit trick). */
 GR_DEV unsigned has_zero_byte(unsigned w) { return (w - 0x01010101u) & ~w & 0x80808080u; }
 
@@ -179,9 +202,13 @@ template <> GR_DEV uint8_t fold_vec<Or, uint8_t>(uint8_t acc, const Vec16<uint8_
     return acc | uint8_t(any != 0);
 }
 
-/* Grid-stride accumulation of this thread's share of in[0, n), UNROLL independent 16-byte loads in
- * flight per thread. The elements before the first 16-byte boundary (a slice may start anywhere) and
- * after the last whole vector are taken one by one by the first threads: no tail is ever dropped. */
+/* Grid-stride accumulation of this thread's share of in[0, n): UNROLL independent 16-byte loads in
+ * flight per iteration, each folded into its own accumulator (independent dependency chains), the
+ * accumulators combined at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):
+ * more loads per iteration pushed the kernel past 32 registers, which costs occupancy, while one
+ * accumulator serialised the folds. The elements before the first 16-byte boundary (a slice may start
+ * anywhere) and after the last whole vector are taken one by one by the first threads: no tail is ever
+ * dropped. The combination order depends only on n and the launch shape: results are reproducible. */
 template <class Op, class In, int UNROLL>
 GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n) {
     using Acc = typename Op::acc_t;
@@ -189,11 +216,13 @@ GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n)
     constexpr int kV = V::kCount;
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t threads = size_t(gridDim.x) * blockDim.x;
-    Acc acc = Op::identity();
+    Acc acc[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) acc[u] = Op::identity();
 
     size_t head = ((16 - (reinterpret_cast<uintptr_t>(in) & 15)) & 15) / sizeof(In);
     if (head > n) head = n;
-    if (tid < head) acc = Op::combine(acc, Op::load(in[tid]));
+    if (tid < head) acc[0] = Op::combine(acc[0], Op::load(in[tid]));
 
     const V *vin = reinterpret_cast<const V *>(in + head);
     const size_t nvec = (n - head) / kV;
@@ -203,13 +232,15 @@ GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n)
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) r[u] = vin[i + u * threads];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) acc = fold_vec<Op, In>(acc, r[u]);
+        for (int u = 0; u < UNROLL; u++) acc[u] = fold_vec<Op, In>(acc[u], r[u]);
     }
-    for (; i < nvec; i += threads) acc = fold_vec<Op, In>(acc, vin[i]);
+    for (; i < nvec; i += threads) acc[0] = fold_vec<Op, In>(acc[0], vin[i]);
 
     const size_t tail = head + nvec * kV;
-    if (tid < n - tail) acc = Op::combine(acc, Op::load(in[tail + tid]));
-    return acc;
+    if (tid < n - tail) acc[0] = Op::combine(acc[0], Op::load(in[tail + tid]));
+#pragma unroll
+    for (int u = 1; u < UNROLL; u++) acc[0] = Op::combine(acc[0], acc[u]);
+    return acc[0];
 }
 
 /* ---- the "single" finish ------------------------------------------------------------------------ */

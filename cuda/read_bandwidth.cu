@@ -2,7 +2,7 @@
  * read_bandwidth.cu -- the ceiling the benchmarks compare against: a kernel that only reads.
  *
  * Every byte of the buffer is loaded once with 16-byte loads in a grid-stride loop of the same shape as
- * the fast variants (one resident wave of 256-thread blocks, four loads in flight per thread) and folded
+ * the fast variants (one resident wave of 256-thread blocks, four 16-byte loads in flight per thread) and folded
  * with XOR, the cheapest operation that keeps the loads alive; a thread writes only when its fold hits
  * one magic value, which random data practically never does. A reduction cannot read faster than this.
  */

@@ -2,8 +2,8 @@
  * v12_warp_shuffle.cu -- grid-stride loads, several 16-byte loads in flight per thread, warp shuffles.
  *
  * What it does: a grid of at most one resident wave of blocks (SMs x blocks per SM) walks the input
- * with a grid-stride loop; each thread keeps UNROLL independent 16-byte loads in flight and folds them
- * into one register accumulator. Each warp then reduces its 32 values with __shfl_down_sync (no shared
+ * with a grid-stride loop; each thread keeps kUnroll (2) independent 16-byte loads in flight and folds
+ * each into its own register accumulator. Each warp then reduces its 32 values with __shfl_down_sync (no shared
  * memory, no barriers), the warps' values meet in a 32-slot shared array, and one warp finishes.
  *
  * What changed from the unrolled kernels before it, and why it is faster: the classic kernels give each
@@ -24,7 +24,7 @@
 
 namespace {
 
-constexpr int kUnroll = 4;
+constexpr int kUnroll = 2;   /* loads in flight per thread per iteration: see thread_accumulate */
 
 template <class Op, class In>
 __global__ void warp_shuffle_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,

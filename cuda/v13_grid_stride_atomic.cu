@@ -3,7 +3,7 @@
  *
  * What it does: a one-thread kernel sets a device accumulator (out[0]) to the identity; then, in the
  * same stream, a grid of at most one resident wave of blocks walks the input as v12 does
- * (gr::thread_accumulate: 16-byte loads, four in flight per thread), each block reduces its threads'
+ * (gr::thread_accumulate: 16-byte loads, two in flight per thread, two accumulators), each block reduces its threads'
  * values with warp shuffles (gr::block_reduce), and thread 0 combines the block's value into the
  * accumulator with ONE atomic (gr::atomic_combine). When the kernel ends, out[0] is the whole result;
  * for finish "single" it is copied to final_out with cudaMemcpyAsync on the stream.
@@ -31,7 +31,7 @@
 
 namespace {
 
-constexpr int kUnroll = 4;
+constexpr int kUnroll = 2;   /* loads in flight per thread per iteration: see thread_accumulate */
 
 template <class Acc> __global__ void set_identity(Acc *total, Acc identity) { *total = identity; }
 

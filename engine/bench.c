@@ -130,7 +130,7 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
         gr_scalar value;
         return gr_reduce(ctx, j->b, j->o, &value);
     }
-    return gr_exec_start(ctx, j->b, &j->plan, j->o->op, j->slot, j->stream);
+    return gr_exec_start(ctx, j->b, &j->plan, j->o->op, j->slot, j->stream, 0);
 }
 
 static gr_status complete_reduce(gr_context *ctx, void *arg) {

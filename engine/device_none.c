@@ -42,3 +42,7 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream) {
     (void)p; (void)bytes; (void)sink; (void)sms; (void)stream; return NO_DEVICE;
 }
+int gr_dev_stream_query(void *s) { (void)s; return NO_DEVICE; }
+int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value) {
+    (void)stream; (void)flag; (void)value; return NO_DEVICE;
+}

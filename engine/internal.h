@@ -54,6 +54,10 @@ typedef struct gr_slot {
     void *result;           /* pinned, mapped, 64 bytes: the single-pass kernel writes the value here */
     void *done;             /* event marking the end of the reduction's device work */
     int busy;
+    /* synchronous calls learn that the work is done from a flag the stream writes into result + 32 */
+    unsigned seq;           /* the value the last flag write carries */
+    int flagged;            /* 1 when the current reduction ends with a flag write, 0 with `done` */
+    void *stream;           /* the stream the current reduction runs on */
 } gr_slot;
 
 #define GR_MAX_SLOTS 256
@@ -112,6 +116,9 @@ int gr_dev_event_sync(void *e);
 int gr_dev_event_query(void *e);                      /* 0 done, 1 not yet, else an error code */
 int gr_dev_event_elapsed(float *ms, void *start, void *end);
 int gr_dev_stream_wait_event(void *stream, void *e);
+int gr_dev_stream_query(void *s);                     /* 0 done, 1 not yet, else an error code */
+/* queues a write of value to *flag (pinned host memory) after the stream's earlier work */
+int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value);
 /* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
 /* generators of buffer contents, on the device */
@@ -192,9 +199,11 @@ void gr_pool_destroy(gr_context *ctx);
 
 /* ---- execution --------------------------------------------------------------------------------- */
 
-/* Queues the device part of a plan on `stream`; the CPU part runs in gr_exec_finish. */
+/* Queues the device part of a plan on `stream`; the CPU part runs in gr_exec_finish. The end is marked
+ * with the slot's event, or, with `flag` set (synchronous calls), with a flag write when the driver
+ * offers one. */
 gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_op op,
-                        gr_slot *slot, void *stream);
+                        gr_slot *slot, void *stream, int flag);
 /* Waits for the device part and produces the value. */
 gr_status gr_exec_finish(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_op op,
                          gr_slot *slot, gr_scalar *out);

@@ -78,7 +78,11 @@ gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o,
     int block = o->block ? o->block : v->block_default;
     gr_status st = check_block(ctx, v, block);
     if (st != GR_OK) return st;
-    gr_finish finish = o->finish == GR_FINISH_AUTO ? v->default_finish : o->finish;
+    /* auto picks the single-pass finish where it can: one launch, the value written straight to pinned
+     * memory -- fastest at every size (experiments/tuning/tune.cu); a named variant keeps its own */
+    gr_finish finish = o->finish != GR_FINISH_AUTO ? o->finish
+                     : o->variant < 0 && (v->finishes & (1u << GR_FINISH_SINGLE)) ? GR_FINISH_SINGLE
+                     : v->default_finish;
     if ((unsigned)finish >= GR_FINISH_COUNT)
         return gr_fail(ctx, GR_EINVAL, "opts.finish: unknown mode (accepted: %s)", gr_finish_names());
     if ((st = check_finish(ctx, v, finish)) != GR_OK) return st;

@@ -9,8 +9,11 @@
 
 /* ---- device part and finish ---------------------------------------------------------------------- */
 
+/* The completion flag: a word of the slot's pinned result area, after the value. */
+static unsigned *flag_word(gr_slot *slot) { return (unsigned *)((char *)slot->result + 32); }
+
 gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_op op, gr_slot *slot,
-                        void *stream) {
+                        void *stream, int flag) {
     const gr_variant_impl *impl = gr_variant_impl_get(plan->variant);
     const gr_variant *v = gr_variant_get(plan->variant);
     char *half[2] = {slot->dev, (char *)slot->dev + gr_plan_half_offset(plan)};
@@ -40,8 +43,29 @@ gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan
         rc = gr_dev_copy(slot->host, in, plan->pass[k].elements * es, stream);
     else if (plan->finish != GR_FINISH_SINGLE)
         rc = gr_dev_copy(slot->result, in, es, stream);
-    if (rc == 0) rc = gr_dev_event_record(slot->done, stream);
-    return rc ? gr_fail_dev(ctx, rc, "copying partials back") : GR_OK;
+    if (rc) return gr_fail_dev(ctx, rc, "copying partials back");
+    slot->stream = stream;
+    slot->flagged = flag && gr_dev_write_flag(stream, flag_word(slot), slot->seq + 1) == 0;
+    if (slot->flagged) slot->seq++;
+    else if ((rc = gr_dev_event_record(slot->done, stream)) != 0) return gr_fail_dev(ctx, rc, "event record");
+    return GR_OK;
+}
+
+/* Spins until the stream has written the slot's flag; every few thousand turns asks the driver whether
+ * the stream failed (a kernel fault would never write the flag). */
+static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
+    volatile unsigned *f = flag_word(slot);
+    for (unsigned spins = 1; *f != slot->seq; spins++) {
+        if ((spins & 4095) == 0) {
+            int q = gr_dev_stream_query(slot->stream);
+            if (q > 1) return gr_fail_dev(ctx, q, "reduction");
+            if (q == 0 && *f != slot->seq) return gr_fail(ctx, GR_ECUDA, "reduction: the completion flag was lost");
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    return GR_OK;
 }
 
 gr_status gr_launch_single(gr_context *ctx, int vi, const void *in, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
@@ -67,8 +91,13 @@ gr_status gr_launch_single(gr_context *ctx, int vi, const void *in, size_t n, gr
 
 gr_status gr_exec_finish(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_op op, gr_slot *slot,
                          gr_scalar *out) {
-    int rc = gr_dev_event_sync(slot->done);
-    if (rc) return gr_fail_dev(ctx, rc, "reduction");
+    if (slot->flagged) {
+        gr_status st = wait_flag(ctx, slot);
+        if (st != GR_OK) return st;
+    } else {
+        int rc = gr_dev_event_sync(slot->done);
+        if (rc) return gr_fail_dev(ctx, rc, "reduction");
+    }
     const gr_pass *last = &plan->pass[plan->npasses - 1];
     if (last->on_host) {
         union { uint64_t u; double f; } v;
@@ -149,7 +178,7 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_scala
     gr_slot *slot;
     st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&plan), gr_plan_host_bytes(&plan), &slot);
     if (st != GR_OK) return st;
-    st = gr_exec_start(ctx, b, &plan, o->op, slot, stream_of(ctx, o));
+    st = gr_exec_start(ctx, b, &plan, o->op, slot, stream_of(ctx, o), 1);
     if (st == GR_OK) st = gr_exec_finish(ctx, b, &plan, o->op, slot, out);
     else gr_dev_stream_sync(stream_of(ctx, o));    /* let anything queued drain before reuse */
     gr_slot_release(ctx, slot);
@@ -184,7 +213,7 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
         st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);
         if (st == GR_OK)
             st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&p->plan), gr_plan_host_bytes(&p->plan), &p->slot);
-        if (st == GR_OK) st = gr_exec_start(ctx, b, &p->plan, o->op, p->slot, stream);
+        if (st == GR_OK) st = gr_exec_start(ctx, b, &p->plan, o->op, p->slot, stream, 0);
         if (st == GR_OK) st = mark_read(ctx, b->st, stream);
     }
     if (st != GR_OK) {
