@@ -2,8 +2,8 @@
  * read_bandwidth.cu -- the ceiling the benchmarks compare against: a kernel that only reads.
  *
  * Every byte of the buffer is loaded once with 16-byte loads in a grid-stride loop of the same shape as
- * the fast variants (one resident wave of 256-thread blocks, four 16-byte loads in flight per thread) and folded
- * with XOR, the cheapest operation that keeps the loads alive; a thread writes only when its fold hits
+ * the fast variants (one resident wave of 256-thread blocks, two 16-byte loads in flight per thread)
+ * and folded with XOR, the cheapest operation that keeps the loads alive; a thread writes only when its fold hits
  * one magic value, which random data practically never does. A reduction cannot read faster than this.
  */
 #include "dispatch.cuh"
@@ -11,7 +11,7 @@
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kUnroll = 4;
+constexpr int kUnroll = 2;    /* the shape of the fast variants: see gr::thread_accumulate */
 
 __global__ void read_all_kernel(const unsigned char *__restrict__ p, size_t bytes, unsigned *sink) {
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -3,8 +3,9 @@
  *
  * What it does: a grid of at most one resident wave of blocks (SMs x blocks per SM) walks the input
  * with a grid-stride loop; each thread keeps kUnroll (2) independent 16-byte loads in flight and folds
- * each into its own register accumulator. Each warp then reduces its 32 values with __shfl_down_sync (no shared
- * memory, no barriers), the warps' values meet in a 32-slot shared array, and one warp finishes.
+ * each into its own register accumulator. Each warp then reduces its 32 values with __shfl_down_sync
+ * (no shared memory, no barriers), the warps' values meet in a 32-slot shared array, and one warp
+ * finishes.
  *
  * What changed from the unrolled kernels before it, and why it is faster: the classic kernels give each
  * thread one to eight elements, so the grid has n / (8 * block) blocks and the partials need another
