@@ -22,5 +22,13 @@ run() {
 run memcheck 100003
 run synccheck 100003
 run racecheck 20011 --default-finish --dtypes float32,int8,float64
+# The demonstration behind the catalogue's last warp: racecheck flags the textbook's volatile-only
+# version and passes the volatile + __syncwarp one (experiments/tuning/volatile_race.cu).
+if nvcc -std=c++17 -O3 -arch=sm_90 experiments/tuning/volatile_race.cu -o build/volatile_race 2>/dev/null; then
+    for kind in classic synced; do
+        echo "volatile_race $kind: $(compute-sanitizer --tool racecheck build/volatile_race $kind 2>&1 |
+            grep -E "RACECHECK SUMMARY|last warp" | sed 's/^=* *//' | paste -sd ';' -)"
+    done
+fi
 if [ $status -eq 0 ]; then echo "sanitize: no errors"; else echo "sanitize: ERRORS"; fi
 exit $status
