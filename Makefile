@@ -1,7 +1,8 @@
 # gpureduce -- build the Lua module (build/gpureduce/core.so), run the main job and the specs.
 #
 #   make                 the module; CUDA kernels when nvcc is on the PATH, a CPU-only module otherwise
-#   make run             the main job (experiments/), on the GPU if there is one, else the CPU backend
+#   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
+#   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs (GPU specs pending without a device)
 #   make bench           the GPU benchmarks against CUB
 #   make CUDA_ARCH=90    build for one architecture only (default: 80 and 90, plus PTX of the highest)
@@ -50,7 +51,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all run test bench clean deps install readme
+.PHONY: all run demo test bench clean deps install readme
 all: $(MODULE) $(BUILD)/embed_host $(BUILD)/c_api_host
 
 $(MODULE): $(ENGINE_OBJ) $(BINDING_OBJ) $(DEVICE_OBJ)
@@ -84,7 +85,11 @@ $(BUILD)/c_api_host: spec/host/c_api_host.c $(ENGINE_OBJ) $(DEVICE_OBJ)
 deps:
 	@sh scripts/ensure-deps.sh
 
+# The main job: the lab's default sweep (on the CPU backend, and says so, where there is no GPU).
 run: deps all
+	$(LUA_ENV) $(LUA) experiments/sweep.lua $(SWEEP_ARGS)
+
+demo: deps all
 	$(LUA_ENV) $(LUA) experiments/demo.lua
 
 test: deps all

@@ -189,45 +189,6 @@ template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, uint8_t
     return byte_vector_product<uint8_t>(acc, r);
 }
 
-/* int8/uint8 min and max: one PRMT spreads the even bytes of a word into two 16-bit lanes and one the
- * odd bytes (sign- or zero-extended), and Hopper's DPX three-way 16x2 min/max (__vimin3_s16x2 and
- * kin) folds them: about 13 operations per 16 bytes instead of 32. (The SIMD byte intrinsics
- * __vmins4 and kin are emulated on sm_90 and measured slower than the scalar loop.) */
-template <class B, int odd> GR_DEV unsigned byte_pairs(unsigned w) {
-    constexpr unsigned s = std::is_signed_v<B> ? (odd ? 0xb391u : 0xa280u) : (odd ? 0x4341u : 0x4240u);
-    unsigned r;
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(s));
-    return r;
-}
-template <class Op, class B> GR_DEV unsigned minmax3_16x2(unsigned a, unsigned b, unsigned c) {
-    constexpr bool is_min = std::is_same_v<Op, Min<B>>;
-    if constexpr (std::is_signed_v<B>) return is_min ? __vimin3_s16x2(a, b, c) : __vimax3_s16x2(a, b, c);
-    else return is_min ? __vimin3_u16x2(a, b, c) : __vimax3_u16x2(a, b, c);
-}
-template <class Op, class B> GR_DEV B byte_vector_minmax(B acc, const Vec16<B> &r) {
-    unsigned h[8];
-#pragma unroll
-    for (int w = 0; w < 4; w++) {
-        h[2 * w] = byte_pairs<B, 0>(word_of(r, w));
-        h[2 * w + 1] = byte_pairs<B, 1>(word_of(r, w));
-    }
-    const unsigned m = minmax3_16x2<Op, B>(minmax3_16x2<Op, B>(h[0], h[1], h[2]),
-                                           minmax3_16x2<Op, B>(h[3], h[4], h[5]), minmax3_16x2<Op, B>(h[6], h[7], h[7]));
-    return Op::combine(Op::combine(acc, B(int16_t(m & 0xffff))), B(int16_t(m >> 16)));
-}
-template <> GR_DEV int8_t fold_vec<Min<int8_t>, int8_t>(int8_t acc, const Vec16<int8_t> &r) {
-    return byte_vector_minmax<Min<int8_t>, int8_t>(acc, r);
-}
-template <> GR_DEV int8_t fold_vec<Max<int8_t>, int8_t>(int8_t acc, const Vec16<int8_t> &r) {
-    return byte_vector_minmax<Max<int8_t>, int8_t>(acc, r);
-}
-template <> GR_DEV uint8_t fold_vec<Min<uint8_t>, uint8_t>(uint8_t acc, const Vec16<uint8_t> &r) {
-    return byte_vector_minmax<Min<uint8_t>, uint8_t>(acc, r);
-}
-template <> GR_DEV uint8_t fold_vec<Max<uint8_t>, uint8_t>(uint8_t acc, const Vec16<uint8_t> &r) {
-    return byte_vector_minmax<Max<uint8_t>, uint8_t>(acc, r);
-}
-
 /* A word has a zero byte iff this is non-zero (the classic bit trick). */
 GR_DEV unsigned has_zero_byte(unsigned w) { return (w - 0x01010101u) & ~w & 0x80808080u; }
 
@@ -252,27 +213,74 @@ template <> GR_DEV uint8_t fold_vec<Or, uint8_t>(uint8_t acc, const Vec16<uint8_
     return acc | uint8_t(any != 0);
 }
 
+/* The running value of one thread over its share of the input: the op's accumulator, folded a 16-byte
+ * vector at a time (fold_vec), except where a packed form carried across vectors is faster. */
+template <class Op, class In> struct ThreadAcc {
+    using type = typename Op::acc_t;
+    static GR_DEV type init() { return Op::identity(); }
+    static GR_DEV type fold(type a, const Vec16<In> &r) { return fold_vec<Op, In>(a, r); }
+    static GR_DEV type fold1(type a, In x) { return Op::combine(a, Op::load(x)); }
+    static GR_DEV type merge(type a, type b) { return Op::combine(a, b); }
+    static GR_DEV typename Op::acc_t value(type a) { return a; }
+};
+
+/* int8/uint8 min and max: two 16-bit lanes in a word, carried from vector to vector. One PRMT spreads a
+ * word's even bytes into the two lanes (sign- or zero-extended), one its odd bytes, and Hopper's DPX
+ * three-way 16x2 min/max (__vimin3_s16x2 and kin) folds two of them into the lanes at once; the lanes
+ * meet once, at the end. 90% of the read kernel against 84% for the byte loop, where the SIMD byte
+ * intrinsics (__vmins4, emulated on sm_90) and a per-vector lane fold were slower still
+ * (experiments/tuning/bytes.cu). */
+template <class B, int odd> GR_DEV unsigned byte_pairs(unsigned w) {
+    constexpr unsigned s = std::is_signed_v<B> ? (odd ? 0xb391u : 0xa280u) : (odd ? 0x4341u : 0x4240u);
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(s));
+    return r;
+}
+
+template <class Op, class B> struct PackedByteMinMax {
+    using type = unsigned;
+    static GR_DEV unsigned both(int v) { return (unsigned(v) & 0xffffu) * 0x00010001u; }
+    static GR_DEV unsigned m3(unsigned a, unsigned b, unsigned c) {
+        constexpr bool is_min = std::is_same_v<Op, Min<B>>;
+        if constexpr (std::is_signed_v<B>) return is_min ? __vimin3_s16x2(a, b, c) : __vimax3_s16x2(a, b, c);
+        else return is_min ? __vimin3_u16x2(a, b, c) : __vimax3_u16x2(a, b, c);
+    }
+    static GR_DEV type init() { return both(Op::identity()); }
+    static GR_DEV type fold(type a, const Vec16<B> &r) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) a = m3(a, byte_pairs<B, 0>(word_of(r, w)), byte_pairs<B, 1>(word_of(r, w)));
+        return a;
+    }
+    static GR_DEV type fold1(type a, B x) { return m3(a, both(x), both(x)); }
+    static GR_DEV type merge(type a, type b) { return m3(a, b, b); }
+    static GR_DEV B value(type a) { return Op::combine(B(int16_t(a & 0xffffu)), B(int16_t(a >> 16))); }
+};
+template <> struct ThreadAcc<Min<int8_t>, int8_t> : PackedByteMinMax<Min<int8_t>, int8_t> {};
+template <> struct ThreadAcc<Max<int8_t>, int8_t> : PackedByteMinMax<Max<int8_t>, int8_t> {};
+template <> struct ThreadAcc<Min<uint8_t>, uint8_t> : PackedByteMinMax<Min<uint8_t>, uint8_t> {};
+template <> struct ThreadAcc<Max<uint8_t>, uint8_t> : PackedByteMinMax<Max<uint8_t>, uint8_t> {};
+
 /* Grid-stride accumulation of this thread's share of in[0, n): UNROLL independent 16-byte loads in
  * flight per iteration, each folded into its own accumulator (independent dependency chains), the
- * accumulators combined at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):
+ * accumulators merged at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):
  * more loads per iteration pushed the kernel past 32 registers, which costs occupancy, while one
  * accumulator serialised the folds. The elements before the first 16-byte boundary (a slice may start
  * anywhere) and after the last whole vector are taken one by one by the first threads: no tail is ever
  * dropped. The combination order depends only on n and the launch shape: results are reproducible. */
 template <class Op, class In, int UNROLL>
 GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n) {
-    using Acc = typename Op::acc_t;
+    using T = ThreadAcc<Op, In>;
     using V = Vec16<In>;
     constexpr int kV = V::kCount;
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t threads = size_t(gridDim.x) * blockDim.x;
-    Acc acc[UNROLL];
+    typename T::type acc[UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; u++) acc[u] = Op::identity();
+    for (int u = 0; u < UNROLL; u++) acc[u] = T::init();
 
     size_t head = ((16 - (reinterpret_cast<uintptr_t>(in) & 15)) & 15) / sizeof(In);
     if (head > n) head = n;
-    if (tid < head) acc[0] = Op::combine(acc[0], Op::load(in[tid]));
+    if (tid < head) acc[0] = T::fold1(acc[0], in[tid]);
 
     const V *vin = reinterpret_cast<const V *>(in + head);
     const size_t nvec = (n - head) / kV;
@@ -282,15 +290,15 @@ GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n)
 #pragma unroll
         for (int u = 0; u < UNROLL; u++) r[u] = vin[i + u * threads];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) acc[u] = fold_vec<Op, In>(acc[u], r[u]);
+        for (int u = 0; u < UNROLL; u++) acc[u] = T::fold(acc[u], r[u]);
     }
-    for (; i < nvec; i += threads) acc[0] = fold_vec<Op, In>(acc[0], vin[i]);
+    for (; i < nvec; i += threads) acc[0] = T::fold(acc[0], vin[i]);
 
     const size_t tail = head + nvec * kV;
-    if (tid < n - tail) acc[0] = Op::combine(acc[0], Op::load(in[tail + tid]));
+    if (tid < n - tail) acc[0] = T::fold1(acc[0], in[tail + tid]);
 #pragma unroll
-    for (int u = 1; u < UNROLL; u++) acc[0] = Op::combine(acc[0], acc[u]);
-    return acc[0];
+    for (int u = 1; u < UNROLL; u++) acc[0] = T::merge(acc[0], acc[u]);
+    return T::value(acc[0]);
 }
 
 /* ---- the "single" finish ------------------------------------------------------------------------ */

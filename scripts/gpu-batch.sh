@@ -22,7 +22,11 @@ for step in $steps; do
     t0=$(date +%s)
     case $step in
     test) make test > "$OUT/test.log" 2>&1; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
-    run) make run > "$OUT/run.log" 2>&1; echo "run: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    run) make run SWEEP_ARGS="--out $OUT/sweep" > "$OUT/run.log" 2>&1
+         echo "run (default sweep): exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
+         # the catalogue's table: every variant at block 512, float32 sum, n = 2^24
+         $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
+             > "$OUT/sweep512.log" 2>&1 ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     *) echo "unknown step $step" >> "$OUT/summary.txt" ;;
@@ -31,7 +35,8 @@ done
 
 # failures first, then the summary
 grep -E "^[0-9]+\) (FAIL|ERROR)" -A4 "$OUT/test.log" 2>/dev/null | head -60
-[ -f "$OUT/run.log" ] && tail -30 "$OUT/run.log"
+[ -f "$OUT/run.log" ] && grep -A19 "n = 2^2[48]" "$OUT/run.log"
+[ -f "$OUT/sweep512.log" ] && grep -A19 "n = 2^24" "$OUT/sweep512.log"
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
 echo "== $(cat "$OUT/gpu.txt")"
 cat "$OUT/summary.txt"
