@@ -3,6 +3,7 @@
 # the benchmarks, and (with SANITIZE=1) compute-sanitizer over every variant. Logs go under $OUT
 # (default results/gpu); a short summary is printed last.
 #   scripts/gpu-batch.sh [test] [run] [bench] [sanitize]     (default: test bench)
+# A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
 mkdir -p "$OUT"

@@ -14,12 +14,13 @@ local function read_command(cmd)
   return out
 end
 
---- `git rev-parse --short HEAD` of the checkout holding `dir`, "+dirty" when tracked files differ,
--- "unknown" outside a checkout or without git.
+--- `git rev-parse --short HEAD` of the checkout holding `dir`, "+dirty" when tracked files differ;
+-- outside a checkout (a copy of the tree sent to a GPU host) the environment's GPUREDUCE_REV, else
+-- "unknown".
 function M.git_revision(dir)
   local q = shell_quote(dir or ".")
-  local rev = (read_command("git -C " .. q .. " rev-parse --short HEAD") or ""):match("^%s*(%x+)")
-  if not rev then return "unknown" end
+  local rev = (read_command("git -C " .. q .. " rev-parse --short HEAD 2>/dev/null") or ""):match("^%s*(%x+)")
+  if not rev then return os.getenv("GPUREDUCE_REV") or "unknown" end
   local status = read_command("git -C " .. q .. " status --porcelain --untracked-files=no") or ""
   return rev .. (status:match("%S") and "+dirty" or "")
 end
