@@ -17,8 +17,12 @@ int gr_dev_malloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVI
 int gr_dev_free(void *p) { (void)p; return NO_DEVICE; }
 int gr_dev_host_alloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
 int gr_dev_host_free(void *p) { (void)p; return NO_DEVICE; }
-int gr_dev_memset(void *p, int v, size_t bytes, void *stream) { (void)p; (void)v; (void)bytes; (void)stream; return NO_DEVICE; }
-int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream) { (void)dst; (void)src; (void)bytes; (void)stream; return NO_DEVICE; }
+int gr_dev_memset(void *p, int v, size_t bytes, void *stream) {
+    (void)p; (void)v; (void)bytes; (void)stream; return NO_DEVICE;
+}
+int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream) {
+    (void)dst; (void)src; (void)bytes; (void)stream; return NO_DEVICE;
+}
 int gr_dev_stream_create(void **s) { (void)s; return NO_DEVICE; }
 int gr_dev_stream_destroy(void *s) { (void)s; return NO_DEVICE; }
 int gr_dev_stream_sync(void *s) { (void)s; return NO_DEVICE; }
@@ -27,7 +31,9 @@ int gr_dev_event_destroy(void *e) { (void)e; return NO_DEVICE; }
 int gr_dev_event_record(void *e, void *stream) { (void)e; (void)stream; return NO_DEVICE; }
 int gr_dev_event_sync(void *e) { (void)e; return NO_DEVICE; }
 int gr_dev_event_query(void *e) { (void)e; return NO_DEVICE; }
-int gr_dev_event_elapsed(float *ms, void *start, void *end) { (void)ms; (void)start; (void)end; return NO_DEVICE; }
+int gr_dev_event_elapsed(float *ms, void *start, void *end) {
+    (void)ms; (void)start; (void)end; return NO_DEVICE;
+}
 int gr_dev_stream_wait_event(void *stream, void *e) { (void)stream; (void)e; return NO_DEVICE; }
 int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream) {
     (void)p; (void)n; (void)t; (void)v; (void)stream; return NO_DEVICE;
