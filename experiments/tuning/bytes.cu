@@ -2,7 +2,9 @@
  * bytes.cu -- formulations of int8 min and product, measured side by side (the 1-byte target of
  * "1-byte types at 90% of the read kernel"). Each candidate is warp_shuffle's shape (two 16-byte loads
  * in flight, two accumulators, 256-thread blocks, one resident wave, last-block finish) with its own
- * fold of a 16-byte vector. Run on the GPU host, with the SASS histogram of each candidate's loop:
+ * fold of a 16-byte vector; then the product and min with software-pipelined loads (with and without a
+ * 32-register cap), and the read kernel timed on a non-blocking stream as the engine does. Run on the
+ * GPU host, with the SASS histogram of each candidate's loop:
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Iengine experiments/tuning/bytes.cu -o build/bytes && build/bytes
  *   cuobjdump -sass build/bytes | ...   (scripts in the command that produced the notes)
  */
@@ -136,6 +138,51 @@ template <class C> __global__ void kernel(const V *v, size_t nvec, long long *ou
     out[1 + tid % 1024] = x;                /* a few stores per block: cheap, observable */
 }
 
+/* the same, software pipelined: the next iteration's two loads are issued before this one's folds */
+template <class C> __global__ void kernel_pipelined(const V *v, size_t nvec, long long *out) {
+    const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
+    typename C::Acc a0 = C::init(), a1 = C::init();
+    size_t i = tid;
+    if (i + threads < nvec) {
+        V c0 = v[i], c1 = v[i + threads];
+        for (i += 2 * threads; i + threads < nvec; i += 2 * threads) {
+            V n0 = v[i], n1 = v[i + threads];
+            a0 = C::fold(a0, c0);
+            a1 = C::fold(a1, c1);
+            c0 = n0;
+            c1 = n1;
+        }
+        a0 = C::fold(a0, c0);
+        a1 = C::fold(a1, c1);
+    }
+    if (i < nvec) a0 = C::fold(a0, v[i]);
+    long long x = finish_value<C>(C::combine(a0, a1));
+    if (x == 0x123456789LL) out[0] = x;
+    out[1 + tid % 1024] = x;
+}
+template <class C> __global__ void __launch_bounds__(256, 8) kernel_pipelined_capped(const V *v, size_t nvec,
+                                                                                  long long *out) {
+    const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
+    typename C::Acc a0 = C::init(), a1 = C::init();
+    size_t i = tid;
+    if (i + threads < nvec) {
+        V c0 = v[i], c1 = v[i + threads];
+        for (i += 2 * threads; i + threads < nvec; i += 2 * threads) {
+            V n0 = v[i], n1 = v[i + threads];
+            a0 = C::fold(a0, c0);
+            a1 = C::fold(a1, c1);
+            c0 = n0;
+            c1 = n1;
+        }
+        a0 = C::fold(a0, c0);
+        a1 = C::fold(a1, c1);
+    }
+    if (i < nvec) a0 = C::fold(a0, v[i]);
+    long long x = finish_value<C>(C::combine(a0, a1));
+    if (x == 0x123456789LL) out[0] = x;
+    out[1 + tid % 1024] = x;
+}
+
 __global__ void read_kernel(const uint4 *v, size_t nvec, long long *out) {
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
     unsigned x = 0;
@@ -192,5 +239,30 @@ int main() {
     row("min swar", MinSwar{});
     row("prod current", ProdCurrent{});
     row("prod 2 lanes", ProdTwoLanes{});
+    auto prow = [&](const char *name, auto kern) {
+        float ms = median_ms([&] { kern<<<grid, 256>>>(v, nvec, out); });
+        printf("%-14s %8.4f ms %8.1f GB/s %6.1f%% of read\n", name, ms, n / ms / 1e6, 100 * read / ms);
+    };
+    prow("prod piped", kernel_pipelined<ProdCurrent>);
+    prow("prod piped32", kernel_pipelined_capped<ProdCurrent>);
+    prow("min piped", kernel_pipelined<MinPacked16>);
+    /* the read kernel again, on a non-blocking stream as the engine times it */
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    std::vector<float> t;
+    for (int i = 0; i < 55; i++) {
+        cudaEventRecord(a, st);
+        read_kernel<<<grid, 256, 0, st>>>((const uint4 *)v, nvec, out);
+        cudaEventRecord(b, st);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        if (i >= 5) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    printf("read, non-blocking stream: %.4f ms (%.1f GB/s)\n", t[25], n / t[25] / 1e6);
     return 0;
 }
