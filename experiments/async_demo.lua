@@ -17,13 +17,7 @@ local gr = require "gpureduce"
 local sizes = require "lab.sizes"
 local validate = require "lab.validate"
 
-local function positive(option)
-  return function(text)
-    local n, why = sizes.parse(text)
-    if not n then return nil, string.format("%s: '%s' is not a count (%s)", option, text, why) end
-    return n
-  end
-end
+local positive = sizes.converter
 
 local backend = gr.backend()
 local parser = argparse("async_demo.lua", "k buffers reduced synchronously one after another vs issued "
@@ -32,15 +26,7 @@ parser:help_max_width(100)
 parser:option("--buffers", "Buffers (and streams)."):argname("<k>"):default("4")
   :convert(positive("--buffers"))
 parser:option("--sizes", "Elements per buffer. (default: 2^16,2^20,2^24; 2^16,2^20 on the CPU backend)")
-  :argname("<list>"):convert(function(text)
-    local out, one = {}, positive("--sizes")
-    for item in text:gmatch("[^,%s]+") do
-      local n, err = one(item)
-      if not n then return nil, err end
-      out[#out + 1] = n
-    end
-    return out
-  end)
+  :argname("<list>"):convert(sizes.list_converter("--sizes"))
 parser:option("--dtype", "Element type."):default("float32"):choices(gr.dtypes())
 parser:option("--op", "Operator."):default("sum"):choices(gr.ops())
 parser:option("--variant", "Variant (auto: warp_shuffle on the GPU)."):default("auto")

@@ -17,26 +17,7 @@ local gr = require "gpureduce"
 local sizes = require "lab.sizes"
 local validate = require "lab.validate"
 
-local function size_arg(option)
-  return function(text)
-    local n, why = sizes.parse(text)
-    if not n then return nil, string.format("%s: '%s' is not a size (%s)", option, text, why) end
-    return n
-  end
-end
-
-local function size_list(option)
-  local one = size_arg(option)
-  return function(text)
-    local out = {}
-    for item in text:gmatch("[^,%s]+") do
-      local n, err = one(item)
-      if not n then return nil, err end
-      out[#out + 1] = n
-    end
-    return out
-  end
-end
+local size_arg, size_list = sizes.converter, sizes.list_converter
 
 local parser = argparse("multipass.lua", "The passes of each finishing mode for a large n, then the time "
   .. "of finish=hybrid by threshold against device and host (CUDA only).")

@@ -53,4 +53,27 @@ function M.bytes(b)
   return string.format(v >= 100 and "%.0f %s" or v >= 10 and "%.1f %s" or "%.2f %s", v, units[i])
 end
 
+--- An argparse converter for one size, naming `option` in its error.
+function M.converter(option)
+  return function(text)
+    local n, why = M.parse(text)
+    if not n then return nil, string.format("%s: '%s' is not a size (%s)", option, text, why) end
+    return n
+  end
+end
+
+--- An argparse converter for a comma-separated list of sizes.
+function M.list_converter(option)
+  local one = M.converter(option)
+  return function(text)
+    local out = {}
+    for item in text:gmatch("[^,%s]+") do
+      local n, err = one(item)
+      if not n then return nil, err end
+      out[#out + 1] = n
+    end
+    return out
+  end
+end
+
 return M

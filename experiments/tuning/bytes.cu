@@ -139,7 +139,7 @@ template <class C> __global__ void kernel(const V *v, size_t nvec, long long *ou
 }
 
 /* the same, software pipelined: the next iteration's two loads are issued before this one's folds */
-template <class C> __global__ void kernel_pipelined(const V *v, size_t nvec, long long *out) {
+template <class C> __device__ void pipelined_body(const V *v, size_t nvec, long long *out) {
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
     typename C::Acc a0 = C::init(), a1 = C::init();
     size_t i = tid;
@@ -160,27 +160,13 @@ template <class C> __global__ void kernel_pipelined(const V *v, size_t nvec, lon
     if (x == 0x123456789LL) out[0] = x;
     out[1 + tid % 1024] = x;
 }
-template <class C> __global__ void __launch_bounds__(256, 8) kernel_pipelined_capped(const V *v, size_t nvec,
-                                                                                  long long *out) {
-    const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
-    typename C::Acc a0 = C::init(), a1 = C::init();
-    size_t i = tid;
-    if (i + threads < nvec) {
-        V c0 = v[i], c1 = v[i + threads];
-        for (i += 2 * threads; i + threads < nvec; i += 2 * threads) {
-            V n0 = v[i], n1 = v[i + threads];
-            a0 = C::fold(a0, c0);
-            a1 = C::fold(a1, c1);
-            c0 = n0;
-            c1 = n1;
-        }
-        a0 = C::fold(a0, c0);
-        a1 = C::fold(a1, c1);
-    }
-    if (i < nvec) a0 = C::fold(a0, v[i]);
-    long long x = finish_value<C>(C::combine(a0, a1));
-    if (x == 0x123456789LL) out[0] = x;
-    out[1 + tid % 1024] = x;
+template <class C> __global__ void kernel_pipelined(const V *v, size_t nvec, long long *out) {
+    pipelined_body<C>(v, nvec, out);
+}
+/* and with the registers capped at 32, for full occupancy */
+template <class C>
+__global__ void __launch_bounds__(256, 8) kernel_pipelined_capped(const V *v, size_t nvec, long long *out) {
+    pipelined_body<C>(v, nvec, out);
 }
 
 __global__ void read_kernel(const uint4 *v, size_t nvec, long long *out) {
