@@ -21,7 +21,7 @@ MODULE  := $(BUILD)/gpureduce/core.so
 
 # Our flags live apart from CFLAGS, which luarocks and users set on the command line.
 CFLAGS        ?= -O2
-GR_CFLAGS     := -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS)
+GR_CFLAGS      = -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS) $(FILE_CFLAGS)
 HIGHEST_ARCH  := $(lastword $(sort $(CUDA_ARCH)))
 GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                  -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
@@ -57,6 +57,9 @@ all: $(MODULE) $(BUILD)/embed_host $(BUILD)/c_api_host
 $(MODULE): $(ENGINE_OBJ) $(BINDING_OBJ) $(DEVICE_OBJ)
 	@mkdir -p $(dir $@)
 	$(LINK) -o $@ $^ $(LINK_LIBS)
+
+# The host backend's loops are written to vectorise, which gcc does at -O3.
+$(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
 
 $(OBJ)/engine/%.o: engine/%.c engine/gr.h engine/internal.h engine/gen_element.h
 	@mkdir -p $(dir $@)

@@ -93,30 +93,108 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum c
     return a;
 }
 
-/* The loop, specialised per op so the compiler vectorises the common cases. */
-static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, gr_op op) {
-    enum category c = category_of(op, t);
-    acc64 a = identity64(op, c);
-#define LOOP(EXPR) for (size_t k = lo; k < hi; k++) { acc64 x = load64(p, k, t, op, c); EXPR; }
-    switch (op) {
-    case GR_SUM:
-        if (c == CAT_FLOAT) { LOOP(a.f += x.f) } else { LOOP(a.u += x.u) }
-        break;
-    case GR_PROD:
-        if (c == CAT_FLOAT) { LOOP(a.f *= x.f) } else { LOOP(a.u *= x.u) }
-        break;
-    case GR_AND:
-        LOOP(a.u &= x.u; if (!a.u) break)
-        break;
-    case GR_OR:
-        LOOP(a.u |= x.u; if (a.u) break)
-        break;
-    default:
-        LOOP(a = combine64(op, c, a, x))
-        break;
+/* ---- the per-dtype loops ---------------------------------------------------------------------------
+ * One function per dtype, one loop per op, each over LANES independent running values combined in lane
+ * order at the end: the lanes break the dependency chain of a single accumulator and let the compiler
+ * vectorise (the file is built with -O3). The order is fixed by n alone, so results are reproducible.
+ * and/or go chunk by chunk and stop at the first chunk that decides the answer. */
+
+#define LANES 8
+#define AND_OR_CHUNK 4096
+
+#define ADD(a, v) ((a) + (v))
+#define MUL(a, v) ((a) * (v))
+#define MIN_INT(a, v) ((v) < (a) ? (v) : (a))
+#define MAX_INT(a, v) ((v) > (a) ? (v) : (a))
+#define MIN_FLT(a, v) fmin_nan(a, v)
+#define MAX_FLT(a, v) fmax_nan(a, v)
+
+/* W lanes initialised to INIT; every element widened by (W) and folded by OP; the result in OUT. */
+#define LANE_LOOP(W, INIT, OP, OUT)                                                    \
+    do {                                                                               \
+        W lane_[LANES];                                                                \
+        for (int j_ = 0; j_ < LANES; j_++) lane_[j_] = (INIT);                         \
+        size_t k_ = lo;                                                                \
+        for (; k_ + LANES <= hi; k_ += LANES)                                          \
+            for (int j_ = 0; j_ < LANES; j_++) lane_[j_] = OP(lane_[j_], (W)x[k_ + j_]); \
+        for (; k_ < hi; k_++) lane_[0] = OP(lane_[0], (W)x[k_]);                       \
+        W all_ = lane_[0];                                                             \
+        for (int j_ = 1; j_ < LANES; j_++) all_ = OP(all_, lane_[j_]);                 \
+        OUT = all_;                                                                    \
+    } while (0)
+
+/* and/or over "x != 0" flags, a chunk at a time. */
+#define FLAG_LOOP(IS_AND, OUT)                                                         \
+    do {                                                                               \
+        unsigned flag_ = (IS_AND);                                                     \
+        for (size_t c_ = lo; c_ < hi && flag_ == (unsigned)(IS_AND); c_ += AND_OR_CHUNK) { \
+            size_t e_ = hi - c_ < AND_OR_CHUNK ? hi : c_ + AND_OR_CHUNK;               \
+            unsigned f_ = (IS_AND);                                                    \
+            for (size_t k_ = c_; k_ < e_; k_++) {                                      \
+                unsigned nz_ = x[k_] != 0;                                             \
+                f_ = (IS_AND) ? (f_ & nz_) : (f_ | nz_);                               \
+            }                                                                          \
+            flag_ = f_;                                                                \
+        }                                                                              \
+        OUT = flag_;                                                                   \
+    } while (0)
+
+/* Integer sums and products wrap in 64 bits (signed values by their two's-complement bits); min/max
+ * compare in int64 or uint64; floats in double with NaN propagating. */
+#define DEFINE_RANGE(NAME, T, IS_FLOAT, IS_SIGNED, LO, HI)                              \
+    static acc64 range_##NAME(const T *x, size_t lo, size_t hi, gr_op op) {           \
+        acc64 a;                                                                       \
+        switch (op) {                                                                  \
+        case GR_SUM:                                                                   \
+            if (IS_FLOAT) LANE_LOOP(double, 0.0, ADD, a.f);                            \
+            else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 0, ADD_WRAP, r_); a.u = (uint64_t)r_; } \
+            else LANE_LOOP(uint64_t, 0, ADD, a.u);                                     \
+            break;                                                                     \
+        case GR_PROD:                                                                  \
+            if (IS_FLOAT) LANE_LOOP(double, 1.0, MUL, a.f);                            \
+            else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 1, MUL_WRAP, r_); a.u = (uint64_t)r_; } \
+            else LANE_LOOP(uint64_t, 1, MUL, a.u);                                     \
+            break;                                                                     \
+        case GR_MIN:                                                                   \
+            if (IS_FLOAT) LANE_LOOP(double, INFINITY, MIN_FLT, a.f);                   \
+            else if (IS_SIGNED) LANE_LOOP(int64_t, HI, MIN_INT, a.i);                  \
+            else LANE_LOOP(uint64_t, HI, MIN_INT, a.u);                                \
+            break;                                                                     \
+        case GR_MAX:                                                                   \
+            if (IS_FLOAT) LANE_LOOP(double, -INFINITY, MAX_FLT, a.f);                  \
+            else if (IS_SIGNED) LANE_LOOP(int64_t, LO, MAX_INT, a.i);                  \
+            else LANE_LOOP(uint64_t, LO, MAX_INT, a.u);                                \
+            break;                                                                     \
+        case GR_AND: FLAG_LOOP(1, a.u); break;                                         \
+        default: FLAG_LOOP(0, a.u); break;                                             \
+        }                                                                              \
+        return a;                                                                      \
     }
-#undef LOOP
-    return a;
+
+/* Signed wrapping arithmetic through unsigned (signed overflow would be undefined in C). */
+#define ADD_WRAP(a, v) ((int64_t)((uint64_t)(a) + (uint64_t)(v)))
+#define MUL_WRAP(a, v) ((int64_t)((uint64_t)(a) * (uint64_t)(v)))
+
+DEFINE_RANGE(i8, int8_t, 0, 1, INT8_MIN, INT8_MAX)
+DEFINE_RANGE(u8, uint8_t, 0, 0, 0, UINT8_MAX)
+DEFINE_RANGE(i32, int32_t, 0, 1, INT32_MIN, INT32_MAX)
+DEFINE_RANGE(u32, uint32_t, 0, 0, 0, UINT32_MAX)
+DEFINE_RANGE(i64, int64_t, 0, 1, INT64_MIN, INT64_MAX)
+DEFINE_RANGE(u64, uint64_t, 0, 0, 0, UINT64_MAX)
+DEFINE_RANGE(f32, float, 1, 1, 0, 0)
+DEFINE_RANGE(f64, double, 1, 1, 0, 0)
+
+static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, gr_op op) {
+    switch (t) {
+    case GR_INT8: return range_i8(p, lo, hi, op);
+    case GR_UINT8: return range_u8(p, lo, hi, op);
+    case GR_INT32: return range_i32(p, lo, hi, op);
+    case GR_UINT32: return range_u32(p, lo, hi, op);
+    case GR_INT64: return range_i64(p, lo, hi, op);
+    case GR_UINT64: return range_u64(p, lo, hi, op);
+    case GR_FLOAT32: return range_f32(p, lo, hi, op);
+    default: return range_f64(p, lo, hi, op);
+    }
 }
 
 /* Rounds the running value into the accumulator dtype's bytes. */
