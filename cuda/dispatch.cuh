@@ -84,3 +84,32 @@ static inline cudaError_t gr_check_launch(const char *file, int line) {
     return e;
 }
 #define GR_CHECK_LAUNCH() gr_check_launch(__FILE__, __LINE__)
+
+namespace gr {
+
+/* One pass of a variant whose kernel has the common signature
+ *     kernel<Op, In>(const In *in, size_t n, Acc *partials, unsigned *counter, Acc *final_out)
+ * dispatched on op and dtype, with one accumulator of dynamic shared memory per thread when
+ * smem_per_thread is set (the shared-memory trees of v02-v10). A failure is recorded at the variant's
+ * own file and line. */
+template <class KernelOf>
+int launch_pass(const gr_launch *L, KernelOf kernel_of, bool smem_per_thread, int min_block, const char *file,
+                int line) {
+    if (!grid_fits(L->grid) || L->block < min_block) return cudaErrorInvalidConfiguration;
+    return dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+        using In = typename decltype(in_tag)::type;
+        using Acc = typename decltype(op)::acc_t;
+        const size_t smem = smem_per_thread ? size_t(L->block) * sizeof(Acc) : 0;
+        kernel_of(op, in_tag)<<<unsigned(L->grid), L->block, smem, (cudaStream_t)L->stream>>>(
+            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+        return gr_check_launch(file, line);
+    });
+}
+
+}  // namespace gr
+
+/* The launcher body of such a variant: GR_LAUNCH_PASS(L, unroll2_kernel, true, 32). */
+#define GR_LAUNCH_PASS(L, KERNEL, SMEM_PER_THREAD, MIN_BLOCK)                                               \
+    gr::launch_pass(                                                                                        \
+        L, [](auto op, auto in_tag) { return KERNEL<decltype(op), typename decltype(in_tag)::type>; },      \
+        SMEM_PER_THREAD, MIN_BLOCK, __FILE__, __LINE__)

@@ -43,14 +43,5 @@ extern "C" size_t gr_grid_unroll4(size_t n, int block, gr_dtype /*t*/, const gr_
 }
 
 extern "C" int gr_launch_unroll4(const gr_launch *L) {
-    if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
-        using Op = decltype(op);
-        using In = typename decltype(in_tag)::type;
-        using Acc = typename Op::acc_t;
-        unroll4_kernel<Op, In><<<unsigned(L->grid), L->block, L->block * sizeof(Acc),
-                                 (cudaStream_t)L->stream>>>((const In *)L->in, L->n, (Acc *)L->out,
-                                                            L->counter, (Acc *)L->final_out);
-        return GR_CHECK_LAUNCH();
-    });
+    return GR_LAUNCH_PASS(L, unroll4_kernel, true, 32);
 }

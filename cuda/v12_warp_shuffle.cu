@@ -46,12 +46,5 @@ extern "C" size_t gr_grid_warp_shuffle(size_t n, int block, gr_dtype t, const gr
 }
 
 extern "C" int gr_launch_warp_shuffle(const gr_launch *L) {
-    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
-        using Op = decltype(op);
-        using In = typename decltype(in_tag)::type;
-        using Acc = typename Op::acc_t;
-        warp_shuffle_kernel<Op, In><<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(
-            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
-        return GR_CHECK_LAUNCH();
-    });
+    return GR_LAUNCH_PASS(L, warp_shuffle_kernel, false, 32);
 }
