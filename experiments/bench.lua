@@ -47,13 +47,22 @@ if not only or only == "large" then
   for _, dtype in ipairs({ "float32", "int32", "float64", "int8" }) do
     local b = gr.buffer(n, dtype)
     if dtype:find("float") then b:random(7, -1, 1) else b:random(7, 0, 3) end
-    local read = gr.bench_read(b, { reps = reps, warmup = 5 })
+    -- the ceiling is the best of two measurements, before and after the ops: a single one taken right
+    -- after the buffer was made once came out 11% low for the int8 buffer (3687 against 4121-4134 GB/s
+    -- on a fresh buffer), which flattered the 1-byte ratios
+    local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
+    local rows = {}
     for _, op in ipairs(gr.ops()) do
       local ok = valid(b, op, { op = op }) and valid(b, op, { op = op, variant = "cub" })
       local a = gr.bench(b, { op = op, reps = reps, warmup = 5 })
       local c = gr.bench(b, { op = op, variant = "cub", reps = reps, warmup = 5 })
-      print(string.format("%-8s %-5s %9.4f %9.1f %9.4f %9.1f %9.1f %7.1f%% %7.1f%%  %s", dtype, op, a.ms, a.gbps,
-        c.ms, c.gbps, read.gbps, 100 * a.gbps / c.gbps, 100 * a.gbps / read.gbps, ok and "ok" or "WRONG"))
+      rows[#rows + 1] = { op = op, a = a, c = c, ok = ok }
+    end
+    read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
+    for _, r in ipairs(rows) do
+      print(string.format("%-8s %-5s %9.4f %9.1f %9.4f %9.1f %9.1f %7.1f%% %7.1f%%  %s", dtype, r.op, r.a.ms,
+        r.a.gbps, r.c.ms, r.c.gbps, read, 100 * r.a.gbps / r.c.gbps, 100 * r.a.gbps / read,
+        r.ok and "ok" or "WRONG"))
     end
     b:free()
   end
