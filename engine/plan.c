@@ -14,6 +14,7 @@
 #include <string.h>
 
 #define DEFAULT_HYBRID_THRESHOLD 4096
+#define AUTO_LARGE_BYTES ((size_t)64 << 20)
 
 void gr_options_init(gr_options *o, gr_op op) {
     memset(o, 0, sizeof *o);
@@ -76,6 +77,12 @@ gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o,
         return gr_fail(ctx, GR_ENODEV, "opts.variant: '%s' needs a CUDA device (backend is %s)", v->name,
                        ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
     int block = o->block ? o->block : v->block_default;
+    /* auto on a large buffer: 1024-thread blocks (two per SM) measured best or level for every dtype at
+     * 2^28 on an H200, and 4-6% better for 1-byte types, whose 256 MiB leave fixed costs more weight
+     * (experiments/tuning/byte_finish_probe.lua); small buffers keep the variant's default */
+    if (!o->block && o->variant < 0 && (v->needs & GR_NEEDS_CUDA) && v->block_max >= 1024 &&
+        b->n * gr_dtype_size(b->dtype) >= AUTO_LARGE_BYTES)
+        block = 1024;
     gr_status st = check_block(ctx, v, block);
     if (st != GR_OK) return st;
     /* auto picks the single-pass finish where it can: one launch, the value written straight to pinned
