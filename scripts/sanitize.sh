@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# compute-sanitizer over every kernel variant: memcheck and synccheck on every finishing mode, op and
-# dtype at n = 100003; racecheck (much slower: it tracks every shared-memory access) on every variant's
-# default finish, every op, three dtypes, at n = 20011. Prints each tool's summary line; exit 1 on any
+# compute-sanitizer over every kernel variant, at its default and its largest block size: memcheck and
+# synccheck on every finishing mode, op and dtype at n = 100003; racecheck (much slower: it tracks every
+# shared-memory access) on every variant's default finish, every op, three dtypes, at n = 20011. Prints each tool's summary line; exit 1 on any
 # error. Run from the repository root after `make`.
 set -u
 LUA=${LUA:-lua5.4}
