@@ -314,6 +314,14 @@ gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr
     return GR_OK;
 }
 
+gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
+                        gr_dtype in_dtype, gr_scalar *out) {
+    union { uint64_t u; double f; } value;
+    gr_status st = gr_cpu_reduce(ctx, partials, count, acc, op, acc, 0, &value);
+    if (st == GR_OK) *out = gr_acc_to_scalar(&value, acc, in_dtype, op);
+    return st;
+}
+
 /* ---- generators --------------------------------------------------------------------------------- */
 
 void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem) {

@@ -186,6 +186,10 @@ gr_scalar gr_identity_scalar(gr_op op, gr_dtype in_dtype, gr_dtype acc);
  * interleaved-pair order instead of per-thread runs. */
 gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
                         int pairwise, void *acc_out);
+/* Combines `count` partials of the accumulator dtype (the CPU finish of every mode that has one) into
+ * the caller's result for a reduction of in_dtype. */
+gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
+                        gr_dtype in_dtype, gr_scalar *out);
 void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem);
 void gr_cpu_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step);
 void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, gr_scalar hi);

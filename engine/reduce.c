@@ -99,14 +99,8 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_buffer *b, const gr_plan *pla
         if (rc) return gr_fail_dev(ctx, rc, "reduction");
     }
     const gr_pass *last = &plan->pass[plan->npasses - 1];
-    if (last->on_host) {
-        union { uint64_t u; double f; } v;
-        gr_status st = gr_cpu_reduce(ctx, slot->host, last->elements, plan->acc, op, plan->acc, 0, &v);
-        if (st != GR_OK) return st;
-        *out = gr_acc_to_scalar(&v, plan->acc, b->dtype, op);
-    } else {
-        *out = gr_acc_to_scalar(slot->result, plan->acc, b->dtype, op);
-    }
+    if (last->on_host) return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, op, b->dtype, out);
+    *out = gr_acc_to_scalar(slot->result, plan->acc, b->dtype, op);
     return GR_OK;
 }
 
@@ -144,11 +138,7 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
         if (rc) { st = gr_fail_dev(ctx, rc, "copy to the host"); break; }
         st = impl->host(ctx, slot->host, len, b->dtype, op, plan->acc, values + c * aes);
     }
-    if (st == GR_OK) {
-        union { uint64_t u; double f; } v;
-        st = gr_cpu_reduce(ctx, values, chunks, plan->acc, op, plan->acc, 0, &v);
-        if (st == GR_OK) *out = gr_acc_to_scalar(&v, plan->acc, b->dtype, op);
-    }
+    if (st == GR_OK) st = gr_cpu_finish(ctx, values, chunks, plan->acc, op, b->dtype, out);
     free(values);
     gr_slot_release(ctx, slot);
     return st;

@@ -96,9 +96,7 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     if (rc && st == GR_OK) st = gr_fail_dev(ctx, rc, "streamed reduction");
     if (st == GR_OK) {
-        union { uint64_t u; double f; } value;
-        st = gr_cpu_reduce(ctx, slot[k]->host, chunks, (gr_dtype)acc, o->op, (gr_dtype)acc, 0, &value);
-        if (st == GR_OK) *out = gr_acc_to_scalar(&value, (gr_dtype)acc, h->dtype, o->op);
+        st = gr_cpu_finish(ctx, slot[k]->host, chunks, (gr_dtype)acc, o->op, h->dtype, out);
     } else {
         for (int s = 0; s < got; s++) gr_dev_stream_sync(stream[s]);
     }
