@@ -5,17 +5,7 @@ local H = require("support.helpers").bind(it, function(reason) pending(reason) e
 
 local sizes = { 1, 1025, 65537, 1000003 }
 
-local current = {}
-local function case(dtype, op, n)
-  local key = table.concat({ dtype, op, n }, ":")
-  if current.key ~= key then
-    if current.b then current.b:free() end
-    local b = H.fill_case(gr.buffer(n, dtype), dtype, op, 3 * n + #op)
-    local want, magnitude = H.reference(b:totable(), dtype, op)
-    current = { key = key, b = b, want = want, magnitude = magnitude }
-  end
-  return current
-end
+local case = H.case_cache(gr, function(n, op) return 3 * n + #op end, false)
 
 describe("finishing modes against the reference", function()
   for _, dtype in ipairs(gr.dtypes()) do

@@ -8,17 +8,7 @@ local H = require("support.helpers").bind(it, function(reason) pending(reason) e
 local variants = H.variants()
 
 -- The data and expected value of the current case, made by the first test that needs it.
-local current = {}
-local function case(dtype, op, n)
-  local key = table.concat({ dtype, op, n }, ":")
-  if current.key ~= key then
-    if current.b then current.b:free() end
-    local b = H.fill_case(gr.buffer(n, dtype), dtype, op, n + #op)
-    local want, magnitude = H.reference(b:totable(), dtype, op)
-    current = { key = key, b = b, want = want, magnitude = magnitude, bytes = b:tobytes() }
-  end
-  return current
-end
+local case = H.case_cache(gr, function(n, op) return n + #op end, true)
 
 describe("reductions against the reference", function()
   for _, dtype in ipairs(gr.dtypes()) do

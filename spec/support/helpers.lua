@@ -26,13 +26,9 @@ function M.gpu_it(title, fn)
   end)
 end
 
---- `it` for a variant: GPU variants are gated, host variants always run.
+--- `it` for a variant: GPU variants are gated (and tagged gpu), host variants always run.
 function M.variant_it(variant, title, fn)
-  if variant.available or not M.has_gpu and not M.needs_cuda(variant) then
-    it(title, fn)
-  elseif M.needs_cuda(variant) then
-    M.gpu_it(title, fn)
-  end
+  if M.needs_cuda(variant) then M.gpu_it(title, fn) else it(title, fn) end
 end
 
 function M.needs_cuda(variant)
@@ -91,6 +87,23 @@ end
 
 local function ult_min(a, b) return math.ult(b, a) and b or a end
 local function ult_max(a, b) return math.ult(a, b) and b or a end
+
+--- A source of cases: the data of (dtype, op, n), made on first use with seed(n, op), its expected
+-- value and summed magnitude (and its bytes with keep_bytes, to check the input is left alone). Only
+-- the current case is kept: generated specs visit each case's tests one after another.
+function M.case_cache(gr, seed, keep_bytes)
+  local current = {}
+  return function(dtype, op, n)
+    local key = table.concat({ dtype, op, n }, ":")
+    if current.key ~= key then
+      if current.b then current.b:free() end
+      local b = M.fill_case(gr.buffer(n, dtype), dtype, op, seed(n, op))
+      local want, magnitude = M.reference(b:totable(), dtype, op)
+      current = { key = key, b = b, want = want, magnitude = magnitude, bytes = keep_bytes and b:tobytes() }
+    end
+    return current
+  end
+end
 
 --- The expected result, computed in Lua from the elements: integers exactly (Lua integers wrap
 -- like the engine's 64-bit accumulators), floats in double with Neumaier's compensated sum.
