@@ -18,7 +18,7 @@
 #define GR_KERNEL_VARIANTS(X)                                                                     \
     X(neighbored) X(neighbored_less) X(interleaved) X(atomic_shared) X(unroll2) X(unroll4) X(unroll8) \
     X(unroll_warps8) X(complete_unroll8) X(template_unroll8) X(warp_shuffle) X(grid_stride_atomic)    \
-    X(cub) X(thrust)
+    X(pipelined) X(cub) X(thrust)
 
 #define DECLARE(name)                                                           \
     extern int gr_launch_##name(const gr_launch *L) __attribute__((weak));      \
@@ -76,10 +76,13 @@ static const gr_variant registry[] = {
     {"grid_stride_atomic", 13, "deviceReduceBlockAtomicKernel: grid-stride loop + one atomicAdd per block",
      "v12's loads and block reduce, then one atomic per block into one value; float sums not repeatable",
      F(SINGLE), GR_FINISH_SINGLE, 32, 1024, 256, GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK},
-    {"cub", 14, "NVIDIA CUB cub::DeviceReduce (the yardstick)",
+    {"pipelined", 14, "v12 with its loads copied ahead into a shared-memory ring (cp.async, 3 stages)",
+     "v12's kernel; each thread's loads go through its own cp.async ring, so they stay in flight while it folds",
+     DEVICE_FINISHES | F(SINGLE), GR_FINISH_DEVICE, 32, 1024, 256, GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK},
+    {"cub", 15, "NVIDIA CUB cub::DeviceReduce (the yardstick)",
      "DeviceReduce::Sum for float sums in the input's own type, else TransformReduce with our functors",
      F(SINGLE), GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA},
-    {"thrust", 15, "thrust::reduce / thrust::transform_reduce with thrust::cuda::par.on(stream)",
+    {"thrust", 16, "thrust::reduce / thrust::transform_reduce with thrust::cuda::par.on(stream)",
      "one Thrust call with our functors, as application code would write it; synchronous, allocates temp",
      F(SINGLE), GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA},
 };
@@ -115,11 +118,14 @@ const char *gr_variant_names(void) {
 }
 
 /* auto: the fastest kernel on cuda for device-resident data; the host backend otherwise (pinned host
- * data is reduced where it already is). */
+ * data is reduced where it already is). 1-byte types take pipelined: their folds are dear enough (an
+ * int8 product: about 40 instructions per 16 bytes) that warp_shuffle's loads stall behind them: 75-95%
+ * of the read kernel at 2^28 against pipelined's 94-96% (experiments/tuning/pipelined_probe.lua, H200).
+ * Wider types fold cheaply: there the two are level at 2^28 and warp_shuffle is ahead below 2^24. */
 int gr_variant_auto(const gr_context *ctx, const gr_buffer *b, gr_op op) {
     (void)op;
     if (ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE)
-        return gr_variant_find("warp_shuffle");
+        return gr_variant_find(gr_dtype_size(b->dtype) == 1 ? "pipelined" : "warp_shuffle");
     return gr_variant_find("cpu");
 }
 

@@ -38,6 +38,15 @@ describe("plans", function()
     assert.are.equal(1000, p.passes[1].elements)
   end)
 
+  H.gpu_it("of auto pick pipelined for 1-byte types and warp_shuffle for wider ones", function()
+    for dtype, want in pairs({ int8 = "pipelined", uint8 = "pipelined", float32 = "warp_shuffle",
+                               int32 = "warp_shuffle", float64 = "warp_shuffle" }) do
+      local p = gr.plan(gr.buffer(100000, dtype), { op = "prod" })
+      assert.are.equal(want, p.variant, dtype)
+      assert.are.equal("single", p.finish, dtype)
+    end
+  end)
+
   it("have no passes for an empty buffer", function()
     assert.are.equal(0, #gr.plan(gr.buffer(0), {}).passes)
   end)

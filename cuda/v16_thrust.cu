@@ -1,5 +1,5 @@
 /*
- * v15_thrust.cu -- thrust::reduce / thrust::transform_reduce, called as application code would call them.
+ * v16_thrust.cu -- thrust::reduce / thrust::transform_reduce, called as application code would call them.
  *
  * What it does: one Thrust call over the device pointer with the execution policy
  * thrust::cuda::par.on(stream). When the input type is the accumulator (float sums, min and max, later
@@ -8,7 +8,7 @@
  * other variant (Op::load, Op::combine, Op::identity()), so NaN propagation and 64-bit integer
  * accumulation match. Thrust returns the value on the host; the launcher stores it to final_out.
  *
- * What it shows, next to v14 (CUB, which Thrust calls underneath): the price of the convenient
+ * What it shows, next to v15 (CUB, which Thrust calls underneath): the price of the convenient
  * interface. Every call allocates and frees its temporary storage (cudaMalloc / cudaFree through
  * Thrust's default allocator; cudaFree synchronises the device), and returning the value by value
  * means waiting for the stream: the call is synchronous even when the reduction was asked to be

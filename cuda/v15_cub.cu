@@ -1,5 +1,5 @@
 /*
- * v14_cub.cu -- NVIDIA CUB's cub::DeviceReduce: the yardstick the catalogue is measured against.
+ * v15_cub.cu -- NVIDIA CUB's cub::DeviceReduce: the yardstick the catalogue is measured against.
  *
  * What it does: sums of float32 into float32 and of float64 into float64 (the input type is the
  * accumulator) call cub::DeviceReduce::Sum exactly as a CUB user would. Everything else calls

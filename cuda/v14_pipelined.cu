@@ -1,0 +1,79 @@
+/*
+ * v14_pipelined.cu -- warp_shuffle's kernel with its loads copied ahead into shared memory (cp.async).
+ *
+ * What it does: the same grid-stride walk, one resident wave of blocks, warp shuffles and last-block
+ * finish as warp_shuffle (v12), but a thread's 16-byte vectors reach it through a ring of shared memory
+ * filled by the asynchronous copy: three copies are in flight when the thread waits for the oldest, and
+ * the copy into the slot it just read goes out right after the fold (cuda/pipeline.cuh).
+ *
+ * What changed from warp_shuffle, and why it is faster: v12 issues its two loads, waits, folds, and only
+ * then issues the next ones, so a warp has nothing in flight while it folds. With a cheap fold (float
+ * sums) that hardly shows; with a dear one it does: an int8 product folds 16 bytes with about 40
+ * instructions, and v12 reached 74% of the read kernel on it, int8 min 89%, at full occupancy and far
+ * from the issue limit. Here the loads keep going through the folds: 93-97% of the read kernel for every
+ * op on int8 and uint8 at 2^28 (make bench and experiments/tuning/pipelined_probe.lua, H200), which is
+ * why auto takes it for 1-byte types. On wider types, whose folds are cheap, it is level with v12 at
+ * 2^28 and behind it below 2^24. The ring costs shared memory (48 KB for 1024 threads), not registers,
+ * so occupancy stays full.
+ *
+ * Needs: a power-of-two block of 32..1024 threads (whole warps); cp.async needs sm_80 or later (older
+ * devices get plain loads and stores through the same ring). Any alignment and any n, like v12.
+ * Reproduces: the multi-stage cp.async pipelines of CUTLASS and of the CUDA programming guide's
+ * "asynchronous data copies", applied to a reduction's loads.
+ */
+#include <atomic>
+
+#include "dispatch.cuh"
+#include "pipeline.cuh"
+
+namespace {
+
+template <class Op, class In>
+__global__ void pipelined_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
+                                 unsigned *counter, typename Op::acc_t *final_out) {
+    extern __shared__ uint4 smem[];
+    typename Op::acc_t v = gr::thread_accumulate_pipelined<Op, In>(in, n, smem);
+    v = gr::block_reduce<Op>(v);
+    if (final_out) {
+        gr::finish_last_block<Op>(v, partials, counter, final_out);
+    } else if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+    }
+}
+
+/* A 1024-thread block's ring is 48 KB, at the default limit on dynamic shared memory, and the block
+ * reduce's own slots come on top: raise the limit once per kernel and device (an attribute of the
+ * function in the device's context). One flag per instantiation of the kernel, not per function type:
+ * kernels of different ops can share a type. */
+template <class Op, class In> cudaError_t allow_ring() {
+    static std::atomic<unsigned long long> raised{0};
+    auto kernel = pipelined_kernel<Op, In>;
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return e;
+    const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+    if (bit && (raised.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(gr::ring_bytes(1024)));
+    if (e == cudaSuccess) raised.fetch_or(bit, std::memory_order_relaxed);
+    return e;
+}
+
+}  // namespace
+
+extern "C" size_t gr_grid_pipelined(size_t n, int block, gr_dtype t, const gr_device_info *dev) {
+    return gr::grid_for(n, size_t(block) * (16 / gr_dtype_size(t)) * gr::kStages, block, dev);
+}
+
+extern "C" int gr_launch_pipelined(const gr_launch *L) {
+    if (!gr::grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
+    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+        using Op = decltype(op);
+        using In = typename decltype(in_tag)::type;
+        using Acc = typename Op::acc_t;
+        cudaError_t e = allow_ring<Op, In>();
+        if (e != cudaSuccess) return e;
+        pipelined_kernel<Op, In><<<unsigned(L->grid), L->block, gr::ring_bytes(L->block), (cudaStream_t)L->stream>>>(
+            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+        return GR_CHECK_LAUNCH();
+    });
+}
