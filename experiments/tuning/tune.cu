@@ -18,32 +18,9 @@
 #include <vector>
 
 #include "../../cuda/primitives.cuh"
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1); } } while (0)
+#include "timing.cuh"
 
 static int g_sms = 0;
-
-template <class F> static float median_ms(F &&f, int reps = 50) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    for (int i = 0; i < 5; i++) f();
-    std::vector<float> t;
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a));
-        f();
-        CK(cudaEventRecord(b));
-        CK(cudaEventSynchronize(b));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, a, b));
-        t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return t[t.size() / 2];
-}
 
 /* A thread's share with A accumulators and U loads per iteration, optionally pipelined. */
 template <class Op, class In, int U, int A, bool P>
