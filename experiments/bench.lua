@@ -1,5 +1,5 @@
 --- Benchmarks on the GPU (make bench), with CUB and a read-only kernel in the same run as yardsticks.
---   1. n = 2^28, every op on float32, int32, float64 and int8: gpureduce's default path (auto) against
+--   1. n = 2^28, every op on float32, int32, float64, int8 and uint8: gpureduce's default path (auto) against
 --      cub::DeviceReduce and against the read-bandwidth ceiling (a kernel that only reads the buffer);
 --   2. small n: wall time per gr.sum(b) call from a Lua loop, the value back in Lua;
 --   3. streamed host data: a 1 GiB pinned float32 buffer, against the pinned host-to-device copy.
@@ -41,10 +41,10 @@ end
 
 if not only or only == "large" then
   print("\n## n = 2^28: auto vs cub::DeviceReduce vs the read-only kernel (device events)")
-  print(string.format("%-8s %-5s %9s %9s %9s %9s %9s %8s %8s  %s", "dtype", "op", "auto ms", "auto GB/s",
-    "cub ms", "cub GB/s", "read GB/s", "vs cub", "vs read", "valid"))
+  print(string.format("%-8s %-5s %9s %9s %9s %9s %9s %8s %8s  %-5s  %s", "dtype", "op", "auto ms", "auto GB/s",
+    "cub ms", "cub GB/s", "read GB/s", "vs cub", "vs read", "valid", "auto is"))
   local n = 1 << 28
-  for _, dtype in ipairs({ "float32", "int32", "float64", "int8" }) do
+  for _, dtype in ipairs({ "float32", "int32", "float64", "int8", "uint8" }) do
     local b = gr.buffer(n, dtype)
     if dtype:find("float") then b:random(7, -1, 1) else b:random(7, 0, 3) end
     -- the ceiling is the best of two measurements, before and after the ops: a single one taken right
@@ -60,9 +60,9 @@ if not only or only == "large" then
     end
     read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
     for _, r in ipairs(rows) do
-      print(string.format("%-8s %-5s %9.4f %9.1f %9.4f %9.1f %9.1f %7.1f%% %7.1f%%  %s", dtype, r.op, r.a.ms,
+      print(string.format("%-8s %-5s %9.4f %9.1f %9.4f %9.1f %9.1f %7.1f%% %7.1f%%  %-5s  %s", dtype, r.op, r.a.ms,
         r.a.gbps, r.c.ms, r.c.gbps, read, 100 * r.a.gbps / r.c.gbps, 100 * r.a.gbps / read,
-        r.ok and "ok" or "WRONG"))
+        r.ok and "ok" or "WRONG", gr.plan(b, { op = r.op }).variant))
     end
     b:free()
   end
