@@ -41,9 +41,9 @@ __global__ void pipelined_kernel(const In *__restrict__ in, size_t n, typename O
     }
 }
 
-/* A 1024-thread block's ring is 48 KB, at the default limit on dynamic shared memory, and the block
- * reduce's own slots come on top: raise the limit once per kernel and device (an attribute of the
- * function in the device's context). One flag per instantiation of the kernel, not per function type:
+/* A 1024-thread block's ring (48 KB, and 128 bytes to align it) is over the default limit on dynamic
+ * shared memory: raise the limit once per kernel and device (an attribute of the function in the
+ * device's context). One flag per instantiation of the kernel, not per function type:
  * kernels of different ops can share a type. */
 template <class Op, class In> cudaError_t allow_ring() {
     static std::atomic<unsigned long long> raised{0};
