@@ -34,8 +34,8 @@ typedef gr_status (*timed_fn)(gr_context *ctx, void *arg);
 
 static gr_status time_reps(gr_context *ctx, timed_fn run, timed_fn complete, void *arg, void *stream,
                            int warmup, int reps, double bytes, gr_bench_result *out) {
-    if (warmup < 0) return gr_fail(ctx, GR_EINVAL, "opts.warmup: must be at least 0 (got %d)", warmup);
-    if (reps < 1) return gr_fail(ctx, GR_EINVAL, "opts.reps: must be at least 1 (got %d)", reps);
+    if (warmup < 0) return gr_fail_arg(ctx, GR_EINVAL, "warmup", "must be at least 0 (got %d)", warmup);
+    if (reps < 1) return gr_fail_arg(ctx, GR_EINVAL, "reps", "must be at least 1 (got %d)", reps);
     double *ms = malloc((size_t)reps * sizeof *ms);
     if (!ms) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     gr_status st = GR_OK;

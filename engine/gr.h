@@ -82,6 +82,12 @@ gr_status gr_context_create(gr_context **out);
 void gr_context_destroy(gr_context *ctx);
 gr_backend gr_context_backend(const gr_context *ctx);
 const char *gr_errmsg(const gr_context *ctx);
+/* The parameter the last GR_EINVAL concerns, in the C API's words ("block", "finish", "values"), or "":
+ * a binding can name it in its own ("opts.block"). The message starts with it. */
+const char *gr_errarg(const gr_context *ctx);
+/* Caps the device and pinned memory the context holds (buffers and scratch); 0 = no cap. An allocation
+ * past it fails as if the device were full. Also from GPUREDUCE_MEMORY_LIMIT (bytes) at creation. */
+void gr_context_set_memory_limit(gr_context *ctx, size_t bytes);
 
 typedef struct gr_device_info {
     char name[256];
@@ -182,13 +188,27 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
 /* Copies src into dst (same dtype and size; any mix of host and device buffers). */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
 
-/* What the scratch pool has allocated so far: after warm-up a reduction allocates nothing. */
+/* What the scratch pool has allocated so far (after warm-up a reduction allocates nothing), and what the
+ * context holds now, buffers included (a failed call must leave these as they were). */
 typedef struct gr_pool_stats {
-    size_t device_allocs;       /* cudaMalloc calls by the pool */
-    size_t host_allocs;         /* cudaHostAlloc calls by the pool */
+    size_t device_allocs;       /* device allocations made by the pool */
+    size_t host_allocs;         /* pinned allocations made by the pool */
     int slots;                  /* scratch slots (one per reduction in flight at once) */
+    size_t live_device_bytes, live_pinned_bytes;   /* held now by buffers and the pool */
+    size_t live_allocations;
 } gr_pool_stats;
 void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out);
+/* Gives back the scratch of every idle slot (the next reductions allocate it again). */
+void gr_pool_trim(gr_context *ctx);
+
+/* ---- testing hooks -------------------------------------------------------------------------------- */
+
+/* Makes the k-th event of a kind from now, and every one after it, fail as the CUDA runtime would
+ * report it ("alloc": a device or pinned allocation, "launch": a kernel launch, "copy": a copy), until
+ * k = 0 disarms it. Also from GPUREDUCE_FAULT=kind:k at creation. */
+gr_status gr_debug_fault(gr_context *ctx, const char *kind, long k);
+/* Events of each kind so far: [0] allocations, [1] launches, [2] copies. */
+void gr_debug_events(const gr_context *ctx, size_t counts[3]);
 
 /* ---- planning ------------------------------------------------------------------------------------- */
 

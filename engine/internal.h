@@ -63,9 +63,25 @@ typedef struct gr_slot {
 #define GR_MAX_SLOTS 256
 #define GR_MAX_AUX_STREAMS 16
 
+/* The kinds of memory the context allocates (memory.c); host memory stands in for both on cpu. */
+typedef enum { GR_MEM_DEVICE, GR_MEM_PINNED, GR_MEM_KINDS } gr_mem_kind;
+
+/* The kinds of event a test can make fail (faults.c). */
+typedef enum { GR_FAULT_ALLOC, GR_FAULT_LAUNCH, GR_FAULT_COPY, GR_FAULT_KINDS } gr_fault_kind;
+
 struct gr_context {
     gr_backend backend;
     char err[512];
+    char err_arg[64];       /* the parameter the last misuse concerns, in C words ("block"), or "" */
+    struct {
+        size_t live_bytes[GR_MEM_KINDS], live_count[GR_MEM_KINDS];
+        size_t limit;       /* bytes of device + pinned memory the context may hold; 0 = no limit */
+    } mem;
+    struct {
+        size_t count[GR_FAULT_KINDS];   /* events so far */
+        size_t at[GR_FAULT_KINDS];      /* the event that fails (a count), 0 = none armed */
+        int injected;                   /* the last failure was injected */
+    } fault;
     void *stream;           /* the context's own stream (cuda) */
     gr_device_info info;
     gr_slot *slots[GR_MAX_SLOTS];
@@ -87,11 +103,27 @@ struct gr_pending {
     char err[512];          /* the failure's message, kept for repeated waits */
 };
 
-/* ---- errors ------------------------------------------------------------------------------------- */
+/* ---- errors (error.c) ------------------------------------------------------------------------------ */
 
 gr_status gr_fail(gr_context *ctx, gr_status st, const char *fmt, ...);
+/* A failure that concerns one parameter, named in C words ("block"): the message starts with it and
+ * gr_errarg returns it. */
+gr_status gr_fail_arg(gr_context *ctx, gr_status st, const char *arg, const char *fmt, ...);
 /* Wraps a CUDA error code into GR_ECUDA (GR_ENOMEM for allocation failures) with its name. */
 gr_status gr_fail_dev(gr_context *ctx, int code, const char *what);
+gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char *site);
+
+/* ---- memory (memory.c) and injected faults (faults.c) ------------------------------------------------ */
+
+gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **out);
+void gr_mem_free(gr_context *ctx, gr_mem_kind kind, void *p, size_t bytes);
+/* An asynchronous copy in any direction (memmove on the cpu backend); a CUDA error code or 0. */
+int gr_copy(gr_context *ctx, void *dst, const void *src, size_t bytes, void *stream);
+/* Counts one event of the kind; returns the CUDA error code it must fail with when a test armed it. */
+int gr_fault_hit(gr_context *ctx, gr_fault_kind kind);
+/* 1 when the last failure was injected (and forgets it). */
+int gr_fault_take_injected(gr_context *ctx);
+void gr_fault_init_from_env(gr_context *ctx);
 
 /* ---- the device interface --------------------------------------------------------------------- */
 
@@ -167,6 +199,8 @@ typedef struct gr_variant_impl {
 } gr_variant_impl;
 
 const gr_variant_impl *gr_variant_impl_get(int i);
+/* GR_OK when the variant takes `block` threads per block, else a message listing what it takes. */
+gr_status gr_check_block(gr_context *ctx, const gr_variant *v, int block);
 int gr_variant_auto(const gr_context *ctx, const gr_buffer *b, gr_op op);
 
 /* ---- accumulator rules (one place) ------------------------------------------------------------- */

@@ -26,7 +26,7 @@ void gr_options_init(gr_options *o, gr_op op) {
 
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-static gr_status check_block(gr_context *ctx, const gr_variant *v, int block) {
+gr_status gr_check_block(gr_context *ctx, const gr_variant *v, int block) {
     int ok = block >= v->block_min && block <= v->block_max &&
              (!(v->needs & GR_NEEDS_POW2_BLOCK) || is_pow2(block));
     if (ok) return GR_OK;
@@ -40,8 +40,8 @@ static gr_status check_block(gr_context *ctx, const gr_variant *v, int block) {
     } else {
         snprintf(list, sizeof list, "%d to %d", v->block_min, v->block_max);
     }
-    return gr_fail(ctx, GR_EINVAL, "opts.block: %d is not accepted by variant '%s' (accepted: %s)", block,
-                   v->name, list);
+    return gr_fail_arg(ctx, GR_EINVAL, "block", "%d is not accepted by variant '%s' (accepted: %s)", block,
+                       v->name, list);
 }
 
 static gr_status check_finish(gr_context *ctx, const gr_variant *v, gr_finish f) {
@@ -52,8 +52,8 @@ static gr_status check_finish(gr_context *ctx, const gr_variant *v, gr_finish f)
         if (v->finishes & (1u << i))
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
                                      gr_finish_name((gr_finish)i));
-    return gr_fail(ctx, GR_EINVAL, "opts.finish: '%s' is not supported by variant '%s' (accepted: auto, %s)",
-                   gr_finish_name(f), v->name, list);
+    return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' is not supported by variant '%s' (accepted: auto, %s)",
+                       gr_finish_name(f), v->name, list);
 }
 
 static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_dtype in, int on_host) {
@@ -68,13 +68,13 @@ static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_d
 gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_plan *plan) {
     memset(plan, 0, sizeof *plan);
     if ((unsigned)o->op >= GR_OP_COUNT)
-        return gr_fail(ctx, GR_EINVAL, "opts.op: unknown op (accepted: %s)", gr_op_names());
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     int vi = o->variant < 0 ? gr_variant_auto(ctx, b, o->op) : o->variant;
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_impl *impl = gr_variant_impl_get(vi);
-    if (!v) return gr_fail(ctx, GR_EINVAL, "opts.variant: unknown variant (accepted: %s)", gr_variant_names());
+    if (!v) return gr_fail_arg(ctx, GR_EINVAL, "variant", "unknown variant (accepted: %s)", gr_variant_names());
     if ((v->needs & GR_NEEDS_CUDA) && (ctx->backend != GR_BACKEND_CUDA || !impl->launch))
-        return gr_fail(ctx, GR_ENODEV, "opts.variant: '%s' needs a CUDA device (backend is %s)", v->name,
+        return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is %s)", v->name,
                        ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
     int block = o->block ? o->block : v->block_default;
     /* auto on a large buffer: 1024-thread blocks (two per SM) measured best or level for every dtype at
@@ -83,7 +83,7 @@ gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o,
     if (!o->block && o->variant < 0 && (v->needs & GR_NEEDS_CUDA) && v->block_max >= 1024 &&
         b->n * gr_dtype_size(b->dtype) >= AUTO_LARGE_BYTES)
         block = 1024;
-    gr_status st = check_block(ctx, v, block);
+    gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
     /* auto picks the single-pass finish where it can: one launch, the value written straight to pinned
      * memory -- fastest at every size (experiments/tuning/tune.cu); a named variant keeps its own */
@@ -91,7 +91,7 @@ gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o,
                      : o->variant < 0 && (v->finishes & (1u << GR_FINISH_SINGLE)) ? GR_FINISH_SINGLE
                      : v->default_finish;
     if ((unsigned)finish >= GR_FINISH_COUNT)
-        return gr_fail(ctx, GR_EINVAL, "opts.finish: unknown mode (accepted: %s)", gr_finish_names());
+        return gr_fail_arg(ctx, GR_EINVAL, "finish", "unknown mode (accepted: %s)", gr_finish_names());
     if ((st = check_finish(ctx, v, finish)) != GR_OK) return st;
     int acc = gr_acc_dtype(ctx, o->op, b->dtype, o->acc);
     if (acc < 0) return GR_EINVAL;

@@ -29,7 +29,7 @@ gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan
             .final_out = plan->finish == GR_FINISH_SINGLE ? slot->result : NULL,
             .scratch = (char *)slot->dev + gr_plan_extra_offset(plan), .scratch_bytes = plan->scratch,
         };
-        if ((rc = impl->launch(&L)) != 0) {
+        if ((rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH)) != 0 || (rc = impl->launch(&L)) != 0) {
             /* a single-pass kernel that failed part-way may have left its counter raised */
             gr_dev_memset(slot->counter, 0, 64, stream);
             char what[128];
@@ -40,9 +40,9 @@ gr_status gr_exec_start(gr_context *ctx, const gr_buffer *b, const gr_plan *plan
         in = L.out;
     }
     if (k < plan->npasses)          /* the CPU finishes: bring its partials back */
-        rc = gr_dev_copy(slot->host, in, plan->pass[k].elements * es, stream);
+        rc = gr_copy(ctx, slot->host, in, plan->pass[k].elements * es, stream);
     else if (plan->finish != GR_FINISH_SINGLE)
-        rc = gr_dev_copy(slot->result, in, es, stream);
+        rc = gr_copy(ctx, slot->result, in, es, stream);
     if (rc) return gr_fail_dev(ctx, rc, "copying partials back");
     slot->stream = stream;
     slot->flagged = flag && gr_dev_write_flag(stream, flag_word(slot), slot->seq + 1) == 0;
@@ -79,7 +79,8 @@ gr_status gr_launch_single(gr_context *ctx, int vi, const void *in, size_t n, gr
         .scratch = (char *)partials + (grid * gr_dtype_size(acc) + 255) / 256 * 256,
         .scratch_bytes = impl->scratch ? impl->scratch(n, t, op, acc) : 0,
     };
-    int rc = impl->launch(&L);
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = impl->launch(&L);
     if (rc) {
         gr_dev_memset(slot->counter, 0, 64, stream);
         char what[96];
@@ -133,7 +134,7 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
     }
     for (size_t c = 0; c < chunks && st == GR_OK; c++) {
         size_t lo = c * per, len = b->n - lo < per ? b->n - lo : per;
-        int rc = gr_dev_copy(slot->host, (const char *)gr_buffer_data(b) + lo * es, len * es, ctx->stream);
+        int rc = gr_copy(ctx, slot->host, (const char *)gr_buffer_data(b) + lo * es, len * es, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
         if (rc) { st = gr_fail_dev(ctx, rc, "copy to the host"); break; }
         st = impl->host(ctx, slot->host, len, b->dtype, op, plan->acc, values + c * aes);
@@ -203,8 +204,12 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
         st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);
         if (st == GR_OK)
             st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&p->plan), gr_plan_host_bytes(&p->plan), &p->slot);
-        if (st == GR_OK) st = gr_exec_start(ctx, b, &p->plan, o->op, p->slot, stream, 0);
-        if (st == GR_OK) st = mark_read(ctx, b->st, stream);
+        if (st == GR_OK) {
+            st = gr_exec_start(ctx, b, &p->plan, o->op, p->slot, stream, 0);
+            if (st == GR_OK) st = mark_read(ctx, b->st, stream);
+            /* passes queued before the failure must end before the slot is given back */
+            if (st != GR_OK) gr_dev_stream_sync(stream);
+        }
     }
     if (st != GR_OK) {
         gr_pending_free(ctx, p);
@@ -239,7 +244,7 @@ gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_scalar *out) {
 void gr_pending_free(gr_context *ctx, gr_pending *p) {
     if (!p) return;
     if (p->slot) {
-        gr_dev_event_sync(p->slot->done);       /* never release scratch a kernel still writes */
+        if (!p->finished) gr_dev_event_sync(p->slot->done);   /* never release scratch a kernel still writes */
         gr_slot_release(ctx, p->slot);
     }
     gr_buffer_free(ctx, p->b);
