@@ -38,7 +38,7 @@ template <class T> __global__ void random_kernel(T *p, size_t n, uint64_t seed, 
         uint64_t h = gr_hash64(seed, first + i);
         if constexpr (std::is_same_v<T, float>) p[i] = gr_random_real32(h, flo, fhi);
         else if constexpr (std::is_same_v<T, double>) p[i] = gr_random_real(h, flo, fhi);
-        else p[i] = T(gr_random_bits(h, ilo, ihi));
+        else p[i] = T(gr_random_bits(seed, first + i, ilo, ihi));
     }
 }
 

@@ -2,9 +2,9 @@
  * v16_thrust.cu -- thrust::reduce / thrust::transform_reduce, called as application code would call them.
  *
  * What it does: one Thrust call over the device pointer with the execution policy
- * thrust::cuda::par.on(stream). When the input type is the accumulator (float sums, min and max, later
- * passes) it is thrust::reduce(first, last, Op::identity(), combine); otherwise
- * thrust::transform_reduce(first, last, load, Op::identity(), combine) -- the same functors as every
+ * thrust::cuda::par.on(stream). When loading an element is the identity (the input type is the
+ * accumulator of a sum, product, min or max) it is thrust::reduce(first, last, Op::identity(), combine);
+ * otherwise thrust::transform_reduce(first, last, load, Op::identity(), combine) -- the same functors as every
  * other variant (Op::load, Op::combine, Op::identity()), so NaN propagation and 64-bit integer
  * accumulation match. Thrust returns the value on the host; the launcher stores it to final_out.
  *
@@ -20,6 +20,10 @@
  * Reproduces: thrust::reduce / thrust::transform_reduce (CCCL). No atomics of ours.
  */
 #include <new>
+
+/* One offset type (64-bit) instead of Thrust's default of both 32- and 64-bit dispatch paths: half the
+ * instantiations, half this file's build time. Every size works; buffers above 2^31 elements need it. */
+#define THRUST_FORCE_64_BIT_OFFSET_TYPE
 
 #include <thrust/device_ptr.h>
 #include <thrust/execution_policy.h>
@@ -37,7 +41,10 @@ typename Op::acc_t thrust_reduce(const In *in, size_t n, cudaStream_t stream) {
     using Acc = typename Op::acc_t;
     const auto first = thrust::device_pointer_cast(in);
     const auto last = first + n;
-    if constexpr (std::is_same_v<In, Acc>)
+    /* and/or load x != 0: their accumulator is a byte, but a uint8 input is not yet a flag (values 1 and 2
+     * are both true, and 1 & 2 is 0) */
+    constexpr bool plain_load = std::is_same_v<In, Acc> && !std::is_same_v<Op, gr::And> && !std::is_same_v<Op, gr::Or>;
+    if constexpr (plain_load)
         return thrust::reduce(thrust::cuda::par.on(stream), first, last, Op::identity(), gr::CombineFn<Op>{});
     else
         return thrust::transform_reduce(thrust::cuda::par.on(stream), first, last, gr::LoadFn<Op, In>{},

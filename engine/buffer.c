@@ -13,6 +13,8 @@
 
 static int on_gpu(const gr_context *ctx) { return ctx->backend == GR_BACKEND_CUDA; }
 
+static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
+
 static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_storage **out) {
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
@@ -20,30 +22,20 @@ static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_s
     st->where = where;
     st->owned = 1;
     st->refs = 1;
-    size_t alloc = bytes ? bytes : 1;
-    int rc = 0;
-    if (!on_gpu(ctx)) {
-        st->ptr = aligned_alloc(64, (alloc + 63) / 64 * 64);
-        if (!st->ptr) {
-            free(st);
-            return gr_fail(ctx, GR_ENOMEM, "out of host memory: %zu bytes", bytes);
+    gr_status s = gr_mem_alloc(ctx, kind_of(where), bytes, &st->ptr);
+    if (s == GR_OK && bytes) {
+        if (!on_gpu(ctx) || where == GR_HOST) {
+            memset(st->ptr, 0, bytes);
+        } else {
+            int rc = gr_dev_memset(st->ptr, 0, bytes, ctx->stream);
+            if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+            if (rc) s = gr_fail_dev(ctx, rc, "zero-filling a new buffer");
         }
-        memset(st->ptr, 0, bytes);
-    } else if (where == GR_HOST) {
-        rc = gr_dev_host_alloc(&st->ptr, alloc);
-        if (rc == 0) memset(st->ptr, 0, bytes);
-    } else {
-        rc = gr_dev_malloc(&st->ptr, alloc);
-        if (rc == 0) rc = gr_dev_memset(st->ptr, 0, bytes, ctx->stream);
-        if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     }
-    if (rc != 0) {
-        if (st->ptr) where == GR_HOST ? gr_dev_host_free(st->ptr) : gr_dev_free(st->ptr);
+    if (s != GR_OK) {
+        gr_mem_free(ctx, kind_of(where), st->ptr, bytes);
         free(st);
-        char what[96];
-        snprintf(what, sizeof what, "allocation of %zu bytes (%s)", bytes,
-                 where == GR_HOST ? "pinned host" : "device");
-        return gr_fail_dev(ctx, rc, what);
+        return s;
     }
     *out = st;
     return GR_OK;
@@ -53,11 +45,7 @@ static void storage_unref(gr_context *ctx, gr_storage *st) {
     if (--st->refs > 0) return;
     gr_storage_quiesce(ctx, st);
     if (st->last_read) gr_dev_event_destroy(st->last_read);
-    if (st->owned) {
-        if (!on_gpu(ctx)) free(st->ptr);
-        else if (st->where == GR_HOST) gr_dev_host_free(st->ptr);
-        else gr_dev_free(st->ptr);
-    }
+    if (st->owned) gr_mem_free(ctx, kind_of(st->where), st->ptr, st->bytes);
     free(st);
 }
 
@@ -81,7 +69,7 @@ static gr_status handle_new(gr_context *ctx, gr_storage *st, size_t offset, size
 
 static gr_status check_dtype(gr_context *ctx, gr_dtype t) {
     if ((unsigned)t >= GR_DTYPE_COUNT)
-        return gr_fail(ctx, GR_EINVAL, "dtype: unknown dtype (accepted: %s)", gr_dtype_names());
+        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype (accepted: %s)", gr_dtype_names());
     return GR_OK;
 }
 
@@ -90,7 +78,9 @@ gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, g
     gr_status s = check_dtype(ctx, t);
     if (s != GR_OK) return s;
     size_t es = gr_dtype_size(t);
-    if (n > SIZE_MAX / es) return gr_fail(ctx, GR_EINVAL, "size: %zu elements overflow", n);
+    if (n > SIZE_MAX / es / 2)
+        return gr_fail_arg(ctx, GR_EINVAL, "size", "%zu elements of %s are more bytes than memory can hold", n,
+                           gr_dtype_name(t));
     gr_storage *st = NULL;
     if ((s = storage_new(ctx, n * es, where, &st)) != GR_OK) return s;
     if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) storage_unref(ctx, st);
@@ -102,7 +92,10 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_wh
     *out = NULL;
     gr_status s = check_dtype(ctx, t);
     if (s != GR_OK) return s;
-    if (!ptr && n) return gr_fail(ctx, GR_EINVAL, "wrap: NULL pointer for %zu elements", n);
+    if (!ptr && n) return gr_fail_arg(ctx, GR_EINVAL, "ptr", "NULL pointer for %zu elements", n);
+    if (n > SIZE_MAX / gr_dtype_size(t) / 2)
+        return gr_fail_arg(ctx, GR_EINVAL, "size", "%zu elements of %s are more bytes than memory can hold", n,
+                           gr_dtype_name(t));
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL};
@@ -113,8 +106,8 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_wh
 gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out) {
     *out = NULL;
     if (offset > b->n || count > b->n - offset)
-        return gr_fail(ctx, GR_EINVAL, "slice: elements %zu..%zu are outside the buffer (size %zu)",
-                       offset + 1, offset + count, b->n);
+        return gr_fail_arg(ctx, GR_EINVAL, "offset", "%zu elements from offset %zu are outside the buffer "
+                           "(size %zu)", count, offset, b->n);
     gr_status s = handle_new(ctx, b->st, b->offset + offset, count, b->dtype, out);
     if (s == GR_OK) b->st->refs++;
     return s;
@@ -138,15 +131,18 @@ static int host_visible(const gr_context *ctx, const gr_buffer *b) {
     return !on_gpu(ctx) || b->st->where == GR_HOST;
 }
 
+/* n elements at offset must fit: the values are to blame when the offset itself is inside. */
 static gr_status check_range(gr_context *ctx, const gr_buffer *b, size_t offset, size_t n, const char *what) {
-    if (offset > b->n || n > b->n - offset)
-        return gr_fail(ctx, GR_EINVAL, "%s: %zu elements at offset %zu do not fit in a buffer of %zu",
-                       what, n, offset + 1, b->n);
+    if (offset > b->n)
+        return gr_fail_arg(ctx, GR_EINVAL, "offset", "%zu is past the end of the buffer (size %zu)", offset, b->n);
+    if (n > b->n - offset)
+        return gr_fail_arg(ctx, GR_EINVAL, what, "%zu elements from offset %zu do not fit in a buffer of %zu "
+                           "(room for %zu)", n, offset, b->n, b->n - offset);
     return GR_OK;
 }
 
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n) {
-    gr_status s = check_range(ctx, b, offset, n, "set");
+    gr_status s = check_range(ctx, b, offset, n, "values");
     if (s != GR_OK || n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     size_t es = gr_dtype_size(b->dtype);
@@ -155,13 +151,13 @@ gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const vo
         memcpy(dst, src, n * es);
         return GR_OK;
     }
-    int rc = gr_dev_copy(dst, src, n * es, ctx->stream);
+    int rc = gr_copy(ctx, dst, src, n * es, ctx->stream);
     if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     return rc ? gr_fail_dev(ctx, rc, "copy to the device") : GR_OK;
 }
 
 gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, void *dst, size_t n) {
-    gr_status s = check_range(ctx, b, offset, n, "read");
+    gr_status s = check_range(ctx, b, offset, n, "count");
     if (s != GR_OK || n == 0) return s;
     size_t es = gr_dtype_size(b->dtype);
     const char *src = (const char *)gr_buffer_data(b) + offset * es;
@@ -169,7 +165,7 @@ gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, voi
         memcpy(dst, src, n * es);
         return GR_OK;
     }
-    int rc = gr_dev_copy(dst, src, n * es, ctx->stream);
+    int rc = gr_copy(ctx, dst, src, n * es, ctx->stream);
     if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     return rc ? gr_fail_dev(ctx, rc, "copy from the device") : GR_OK;
 }
@@ -199,30 +195,36 @@ static gr_status normalize(gr_context *ctx, gr_scalar in, gr_dtype t, const char
     return GR_OK;
 }
 
+/* A generator's launch on the device, waited for. */
+static gr_status finish_generate(gr_context *ctx, int rc, const char *what) {
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, what) : GR_OK;
+}
+
 gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
     gr_scalar v;
-    gr_status s = normalize(ctx, value, b->dtype, "fill", &v);
+    gr_status s = normalize(ctx, value, b->dtype, "value", &v);
     if (s != GR_OK || b->n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
         union { uint64_t u; double f; } elem;
-        gr_scalar_store(ctx, v, b->dtype, &elem, "fill");
+        gr_scalar_store(ctx, v, b->dtype, &elem, "value");
         gr_cpu_fill(gr_buffer_data(b), b->n, b->dtype, &elem);
         return GR_OK;
     }
-    int rc = gr_dev_fill(gr_buffer_data(b), b->n, b->dtype, v, ctx->stream);
-    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
-    return rc ? gr_fail_dev(ctx, rc, "fill") : GR_OK;
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_fill(gr_buffer_data(b), b->n, b->dtype, v, ctx->stream);
+    return finish_generate(ctx, rc, "fill");
 }
 
 gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scalar step) {
     gr_scalar a, d;
-    gr_status s = normalize(ctx, start, b->dtype, "iota start", &a);
-    if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "iota step", &d);
+    gr_status s = normalize(ctx, start, b->dtype, "start", &a);
+    if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "step", &d);
     else if (s == GR_OK) {
         /* an integer step may be negative for an unsigned dtype: it wraps like the values do */
-        if (step.kind == GR_SCALAR_FLOAT) s = normalize(ctx, step, GR_INT64, "iota step", &d);
-        else d = step;
+        if (step.kind == GR_SCALAR_UINT) d = step;
+        else s = normalize(ctx, step, GR_INT64, "step", &d);
     }
     if (s != GR_OK || b->n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
@@ -230,28 +232,31 @@ gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scal
         gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, a, d);
         return GR_OK;
     }
-    int rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, a, d, ctx->stream);
-    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
-    return rc ? gr_fail_dev(ctx, rc, "iota") : GR_OK;
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, a, d, ctx->stream);
+    return finish_generate(ctx, rc, "iota");
 }
+
+static int finite(double x) { return x - x == 0.0; }
 
 gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi) {
     gr_scalar l, h;
-    gr_status s = normalize(ctx, lo, b->dtype, "random lo", &l);
-    if (s == GR_OK) s = normalize(ctx, hi, b->dtype, "random hi", &h);
+    gr_status s = normalize(ctx, lo, b->dtype, "lo", &l);
+    if (s == GR_OK) s = normalize(ctx, hi, b->dtype, "hi", &h);
     if (s != GR_OK) return s;
-    int bad = gr_dtype_is_float(b->dtype) ? !(l.v.f < h.v.f)
-            : l.kind == GR_SCALAR_INT ? l.v.i > h.v.i : l.v.u > h.v.u;
+    int is_float = gr_dtype_is_float(b->dtype);
+    if (is_float && !finite(l.v.f)) return gr_fail_arg(ctx, GR_EINVAL, "lo", "must be finite (got %g)", l.v.f);
+    if (is_float && !finite(h.v.f)) return gr_fail_arg(ctx, GR_EINVAL, "hi", "must be finite (got %g)", h.v.f);
+    int bad = is_float ? !(l.v.f < h.v.f) : l.kind == GR_SCALAR_INT ? l.v.i > h.v.i : l.v.u > h.v.u;
     if (bad)
-        return gr_fail(ctx, GR_EINVAL, "random: lo must be %s hi",
-                       gr_dtype_is_float(b->dtype) ? "less than" : "at most");
+        return gr_fail_arg(ctx, GR_EINVAL, "hi", "must be %s lo", is_float ? "greater than" : "at least");
     if (b->n == 0) return GR_OK;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
         gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, seed, l, h);
         return GR_OK;
     }
-    int rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, 0, l, h, ctx->stream);
-    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
-    return rc ? gr_fail_dev(ctx, rc, "random") : GR_OK;
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, 0, l, h, ctx->stream);
+    return finish_generate(ctx, rc, "random");
 }

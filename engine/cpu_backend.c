@@ -3,9 +3,9 @@
  *
  * It has three jobs: it is the backend of a machine without a GPU, it finishes the partials of the
  * "hybrid" and "host" modes, and it is the engine's reference. Float sums and products accumulate in
- * float64 whatever the accumulator type and round to it once at the end, so the reference is more
- * accurate than the kernels it checks. The work is split into one contiguous run per thread and the
- * runs are combined in index order: the same data gives the same bits on every call.
+ * the accumulator's type, as the kernels do (float32 data in float32 unless acc = float64), so results
+ * differ between backends by rounding only. The work is split into one contiguous run per thread and
+ * the runs are combined in index order: the same data gives the same bits on every call.
  *
  * cpu_pairwise (pairwise = 1) is the textbook's recursive interleaved-pair reduction instead: tiles are
  * reduced by halving strides in the accumulator type, then the tile results the same way, recursively.
@@ -140,18 +140,20 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum c
     } while (0)
 
 /* Integer sums and products wrap in 64 bits (signed values by their two's-complement bits); min/max
- * compare in int64 or uint64; floats in double with NaN propagating. */
-#define DEFINE_RANGE(NAME, T, IS_FLOAT, IS_SIGNED, LO, HI)                              \
+ * compare in int64 or uint64, floats with NaN propagating. Float sums and products run in FW, the
+ * accumulator's own type: float32 data with the default accumulator is summed in float32, as on the
+ * GPU, so that a result differs between backends by rounding only (an overflow to inf happens on both). */
+#define DEFINE_RANGE(NAME, T, IS_FLOAT, IS_SIGNED, LO, HI, FW)                          \
     static acc64 range_##NAME(const T *x, size_t lo, size_t hi, gr_op op) {           \
         acc64 a;                                                                       \
         switch (op) {                                                                  \
         case GR_SUM:                                                                   \
-            if (IS_FLOAT) LANE_LOOP(double, 0.0, ADD, a.f);                            \
+            if (IS_FLOAT) LANE_LOOP(FW, 0.0, ADD, a.f);                                \
             else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 0, ADD_WRAP, r_); a.u = (uint64_t)r_; } \
             else LANE_LOOP(uint64_t, 0, ADD, a.u);                                     \
             break;                                                                     \
         case GR_PROD:                                                                  \
-            if (IS_FLOAT) LANE_LOOP(double, 1.0, MUL, a.f);                            \
+            if (IS_FLOAT) LANE_LOOP(FW, 1.0, MUL, a.f);                                \
             else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 1, MUL_WRAP, r_); a.u = (uint64_t)r_; } \
             else LANE_LOOP(uint64_t, 1, MUL, a.u);                                     \
             break;                                                                     \
@@ -175,16 +177,18 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum c
 #define ADD_WRAP(a, v) ((int64_t)((uint64_t)(a) + (uint64_t)(v)))
 #define MUL_WRAP(a, v) ((int64_t)((uint64_t)(a) * (uint64_t)(v)))
 
-DEFINE_RANGE(i8, int8_t, 0, 1, INT8_MIN, INT8_MAX)
-DEFINE_RANGE(u8, uint8_t, 0, 0, 0, UINT8_MAX)
-DEFINE_RANGE(i32, int32_t, 0, 1, INT32_MIN, INT32_MAX)
-DEFINE_RANGE(u32, uint32_t, 0, 0, 0, UINT32_MAX)
-DEFINE_RANGE(i64, int64_t, 0, 1, INT64_MIN, INT64_MAX)
-DEFINE_RANGE(u64, uint64_t, 0, 0, 0, UINT64_MAX)
-DEFINE_RANGE(f32, float, 1, 1, 0, 0)
-DEFINE_RANGE(f64, double, 1, 1, 0, 0)
+DEFINE_RANGE(i8, int8_t, 0, 1, INT8_MIN, INT8_MAX, double)
+DEFINE_RANGE(u8, uint8_t, 0, 0, 0, UINT8_MAX, double)
+DEFINE_RANGE(i32, int32_t, 0, 1, INT32_MIN, INT32_MAX, double)
+DEFINE_RANGE(u32, uint32_t, 0, 0, 0, UINT32_MAX, double)
+DEFINE_RANGE(i64, int64_t, 0, 1, INT64_MIN, INT64_MAX, double)
+DEFINE_RANGE(u64, uint64_t, 0, 0, 0, UINT64_MAX, double)
+DEFINE_RANGE(f32, float, 1, 1, 0, 0, float)
+DEFINE_RANGE(f32_wide, float, 1, 1, 0, 0, double)
+DEFINE_RANGE(f64, double, 1, 1, 0, 0, double)
 
-static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, gr_op op) {
+static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, gr_op op, gr_dtype acc) {
+    if (t == GR_FLOAT32 && acc == GR_FLOAT64) return range_f32_wide(p, lo, hi, op);
     switch (t) {
     case GR_INT8: return range_i8(p, lo, hi, op);
     case GR_UINT8: return range_u8(p, lo, hi, op);
@@ -216,14 +220,14 @@ static void store_acc(acc64 a, enum category c, gr_dtype acc, void *out) {
 typedef struct {
     const void *p;
     size_t lo, hi;
-    gr_dtype t;
+    gr_dtype t, acc;
     gr_op op;
     acc64 result;
 } run_job;
 
 static void *run_thread(void *arg) {
     run_job *j = arg;
-    j->result = reduce_range(j->p, j->lo, j->hi, j->t, j->op);
+    j->result = reduce_range(j->p, j->lo, j->hi, j->t, j->op, j->acc);
     return NULL;
 }
 
@@ -237,11 +241,11 @@ int gr_cpu_default_threads(void) {
 
 #define MIN_ELEMENTS_PER_THREAD ((size_t)1 << 16)
 
-static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op) {
+static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
     int threads = ctx && ctx->cpu_threads > 0 ? ctx->cpu_threads : gr_cpu_default_threads();
     size_t useful = n / MIN_ELEMENTS_PER_THREAD;
     if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
-    if (threads == 1) return reduce_range(p, 0, n, t, op);
+    if (threads == 1) return reduce_range(p, 0, n, t, op, acc);
 
     run_job jobs[64];
     pthread_t tids[64];
@@ -249,7 +253,7 @@ static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype 
     size_t per = n / (size_t)threads, rest = n % (size_t)threads, lo = 0;
     for (int i = 0; i < threads; i++) {
         size_t len = per + ((size_t)i < rest);
-        jobs[i] = (run_job){p, lo, lo + len, t, op, {0}};
+        jobs[i] = (run_job){p, lo, lo + len, t, acc, op, {0}};
         lo += len;
         /* thread 0's run is done on this thread; a thread that cannot start runs here too */
         if (i > 0) started[i] = pthread_create(&tids[i], NULL, run_thread, &jobs[i]) == 0;
@@ -273,7 +277,10 @@ static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype 
  * an odd element out is folded into v[0] first, as the textbook's recursiveReduce does. */
 static acc64 interleaved_pairs(acc64 *v, size_t n, gr_op op, enum category c, int round_float32) {
     while (n > 1) {
-        if (n & 1) v[0] = combine64(op, c, v[0], v[n - 1]);
+        if (n & 1) {
+            v[0] = combine64(op, c, v[0], v[n - 1]);
+            if (round_float32) v[0].f = (float)v[0].f;
+        }
         n /= 2;
         for (size_t i = 0; i < n; i++) {
             v[i] = combine64(op, c, v[i], v[i + n]);
@@ -308,7 +315,7 @@ gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr
         gr_status st = reduce_pairwise(ctx, p, n, t, op, acc, &a);
         if (st != GR_OK) return st;
     } else {
-        a = reduce_threaded(ctx, p, n, t, op);
+        a = reduce_threaded(ctx, p, n, t, op, acc);
     }
     store_acc(a, category_of(op, t), acc, acc_out);
     return GR_OK;
@@ -355,6 +362,6 @@ void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, g
         uint64_t h = gr_hash64(seed, i);
         if (t == GR_FLOAT32) ((float *)p)[i] = gr_random_real32(h, lo.v.f, hi.v.f);
         else if (t == GR_FLOAT64) ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f);
-        else store_bits(p, i, t, gr_random_bits(h, lo.v.u, hi.v.u));
+        else store_bits(p, i, t, gr_random_bits(seed, i, lo.v.u, hi.v.u));
     }
 }

@@ -25,10 +25,12 @@ GR_HD uint64_t gr_hash64(uint64_t seed, uint64_t i) {
     return z ^ (z >> 31);
 }
 
-/* Uniform in [lo, hi) for floats: 53 random bits scaled; a value that rounds up to hi folds to lo. */
+/* Uniform in [lo, hi) for floats: 53 random bits scaled; a value that rounds up to hi folds to lo. Where
+ * hi - lo overflows (bounds near the type's limits), the two ends are weighted separately instead. */
 GR_HD double gr_random_real(uint64_t h, double lo, double hi) {
     double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
-    double v = lo + (hi - lo) * u;
+    double span = hi - lo;
+    double v = span - span == 0.0 ? lo + span * u : lo * (1.0 - u) + hi * u;
     return v >= hi ? lo : v;
 }
 
@@ -38,10 +40,18 @@ GR_HD float gr_random_real32(uint64_t h, double lo, double hi) {
     return v >= (float)hi ? (float)lo : v;
 }
 
-/* Uniform in [lo, hi] for integers, in 64-bit two's-complement arithmetic (span 0 = the full range). */
-GR_HD uint64_t gr_random_bits(uint64_t h, uint64_t lo, uint64_t hi) {
+/* Uniform in [lo, hi] for integers, in 64-bit two's-complement arithmetic (span 0 = the full range),
+ * element i of the sequence of `seed`. h % span alone favours the small values when span does not
+ * divide 2^64 (by up to 2:1 for spans near 2^63): draws below 2^64 mod span are rejected and replaced
+ * by fresh hashes of the same element, so every value is equally likely and each element still
+ * depends on (seed, i) alone. */
+GR_HD uint64_t gr_random_bits(uint64_t seed, uint64_t i, uint64_t lo, uint64_t hi) {
     uint64_t span = hi - lo + 1;
-    return lo + (span ? h % span : h);
+    uint64_t h = gr_hash64(seed, i);
+    if (span == 0) return lo + h;
+    uint64_t reject_below = (0 - span) % span;      /* 2^64 mod span */
+    for (uint64_t k = 1; h < reject_below; k++) h = gr_hash64(seed ^ (k * 0x9E3779B97F4A7C15ull), i);
+    return lo + h % span;
 }
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct { const char *name; size_t size; int is_float, is_signed; } dtypes[GR_DTYPE_COUNT] = {
@@ -87,15 +88,15 @@ int gr_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     if ((op == GR_SUM || op == GR_PROD) && !gr_dtype_is_float(t) &&
         (override == GR_INT64 || override == GR_UINT64))
         return GR_UINT64;                       /* already 64-bit: same bits either way */
-    gr_fail(ctx, GR_EINVAL,
-            "opts.acc: %s is not accepted for %s of %s (accepted: %s%s)", gr_dtype_name(override),
+    gr_fail_arg(ctx, GR_EINVAL, "acc",
+            "%s is not accepted for %s of %s (accepted: %s%s)", gr_dtype_name(override),
             gr_op_name(op), gr_dtype_name(t), gr_dtype_name(natural),
             ((op == GR_SUM || op == GR_PROD) && t == GR_FLOAT32) ? ", float64" : "");
     return -1;
 }
 
 gr_scalar gr_acc_to_scalar(const void *p, gr_dtype acc, gr_dtype in_dtype, gr_op op) {
-    gr_scalar s;
+    gr_scalar s = {0};      /* every byte set: a caller reading the wrong member sees 0, not garbage */
     if (op == GR_AND || op == GR_OR) {
         s.kind = GR_SCALAR_BOOL;
         s.v.b = *(const uint8_t *)p != 0;
@@ -119,7 +120,7 @@ gr_scalar gr_acc_to_scalar(const void *p, gr_dtype acc, gr_dtype in_dtype, gr_op
 }
 
 gr_scalar gr_identity_scalar(gr_op op, gr_dtype in_dtype, gr_dtype acc) {
-    gr_scalar s;
+    gr_scalar s = {0};
     if (op == GR_AND || op == GR_OR) { s.kind = GR_SCALAR_BOOL; s.v.b = op == GR_AND; return s; }
     int one = op == GR_PROD;
     if (gr_dtype_is_float(acc)) { s.kind = GR_SCALAR_FLOAT; s.v.f = one; }
@@ -130,21 +131,37 @@ gr_scalar gr_identity_scalar(gr_op op, gr_dtype in_dtype, gr_dtype acc) {
 
 /* ---- scalar -> element ------------------------------------------------------------------------- */
 
+/* The shortest decimal form that reads back as the same double, marked as a float ("-1.0", "1e+39"). */
+static void format_float(char *v, size_t len, double d) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(v, len, "%.*g", digits, d);
+        if (strtod(v, NULL) == d) break;
+    }
+    if (!strpbrk(v, ".eni")) strncat(v, ".0", len - strlen(v) - 1);
+}
+
 static gr_status out_of_range(gr_context *ctx, const char *what, gr_scalar s, gr_dtype t) {
     char v[64];
-    if (s.kind == GR_SCALAR_FLOAT) snprintf(v, sizeof v, "%.17g", s.v.f);
+    if (s.kind == GR_SCALAR_FLOAT) format_float(v, sizeof v, s.v.f);
     else if (s.kind == GR_SCALAR_UINT) snprintf(v, sizeof v, "%llu", (unsigned long long)s.v.u);
     else snprintf(v, sizeof v, "%lld", (long long)s.v.i);
-    return gr_fail(ctx, GR_EINVAL, "%s: %s does not fit in %s", what, v, gr_dtype_name(t));
+    return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s", v, gr_dtype_name(t));
 }
 
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
-    if (s.kind == GR_SCALAR_BOOL) { s.kind = GR_SCALAR_INT; s.v.i = s.v.b != 0; }
+    if (s.kind == GR_SCALAR_BOOL)
+        return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
     if (gr_dtype_is_float(t)) {
         double d = s.kind == GR_SCALAR_FLOAT ? s.v.f
                  : s.kind == GR_SCALAR_UINT ? (double)s.v.u : (double)s.v.i;
-        if (t == GR_FLOAT32) { float f = (float)d; memcpy(out, &f, 4); }
-        else memcpy(out, &d, 8);
+        if (t == GR_FLOAT32) {
+            /* a finite value that rounds to infinity does not fit; inf and NaN themselves do */
+            float f = (float)d;
+            if (isinf(f) && !isinf(d)) return out_of_range(ctx, what, s, t);
+            memcpy(out, &f, 4);
+        } else {
+            memcpy(out, &d, 8);
+        }
         return GR_OK;
     }
     /* integers: the value must be integral and in range */
@@ -155,6 +172,7 @@ gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, c
         if (!(d == floor(d)) || fabs(d) >= 18446744073709551616.0) return out_of_range(ctx, what, s, t);
         neg = d < 0;
         mag = neg ? (uint64_t)(-d) : (uint64_t)d;
+        if (neg && t == GR_UINT64) return out_of_range(ctx, what, s, t);
     } else if (s.kind == GR_SCALAR_UINT) {
         mag = s.v.u;
     } else {
@@ -178,9 +196,10 @@ gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, c
         if (neg ? mag > (uint64_t)1 << 63 : mag > (uint64_t)INT64_MAX) return out_of_range(ctx, what, s, t);
         *(int64_t *)out = neg ? (int64_t)((uint64_t)0 - mag) : (int64_t)mag; return GR_OK;
     case GR_UINT64:
-        /* Lua integers are signed: a negative one stands for its two's-complement bits */
+        /* A Lua integer is signed: a negative one stands for its two's-complement bits, the form in
+         * which uint64 values come back (a float must be a non-negative whole number) */
         *(uint64_t *)out = neg ? (uint64_t)0 - mag : mag; return GR_OK;
     default:
-        return gr_fail(ctx, GR_EINVAL, "%s: unknown dtype", what);
+        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
     }
 }

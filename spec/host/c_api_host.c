@@ -16,10 +16,19 @@ static int check(gr_context *ctx, gr_buffer *b, gr_op op, gr_scalar want) {
         fprintf(stderr, "c_api_host: %s failed: %s\n", gr_op_name(op), gr_errmsg(ctx));
         return 0;
     }
-    int same = got.kind == want.kind && got.v.i == want.v.i;
+    /* compare the member the kind says is valid, and only that one */
+    int same = got.kind == want.kind;
+    if (same) {
+        switch (want.kind) {
+        case GR_SCALAR_INT: same = got.v.i == want.v.i; break;
+        case GR_SCALAR_UINT: same = got.v.u == want.v.u; break;
+        case GR_SCALAR_FLOAT: same = got.v.f == want.v.f; break;
+        default: same = got.v.b == want.v.b; break;
+        }
+    }
     if (!same)
-        fprintf(stderr, "c_api_host: %s gave %lld, expected %lld\n", gr_op_name(op), (long long)got.v.i,
-                (long long)want.v.i);
+        fprintf(stderr, "c_api_host: %s gave kind %d (int %lld, bool %d), expected kind %d\n", gr_op_name(op),
+                (int)got.kind, (long long)got.v.i, got.v.b, (int)want.kind);
     return same;
 }
 
@@ -39,6 +48,13 @@ int main(void) {
     ok &= check(ctx, b, GR_MIN, (gr_scalar){GR_SCALAR_INT, {.i = 1}});
     ok &= check(ctx, b, GR_MAX, (gr_scalar){GR_SCALAR_INT, {.i = (int64_t)n}});
     ok &= check(ctx, b, GR_AND, (gr_scalar){GR_SCALAR_BOOL, {.b = 1}});
+    ok &= check(ctx, b, GR_OR, (gr_scalar){GR_SCALAR_BOOL, {.b = 1}});
+
+    /* 0, 1, ..., n - 1: "and" is false now, "or" still true */
+    gr_scalar zero = {GR_SCALAR_INT, {.i = 0}};
+    gr_buffer_iota(ctx, b, zero, one);
+    ok &= check(ctx, b, GR_AND, (gr_scalar){GR_SCALAR_BOOL, {.b = 0}});
+    ok &= check(ctx, b, GR_OR, (gr_scalar){GR_SCALAR_BOOL, {.b = 1}});
 
     gr_options o;
     gr_options_init(&o, GR_SUM);
