@@ -29,7 +29,7 @@ NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
 ENGINE_SRC := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(OBJ)/%.o)
-BINDING_OBJ := $(OBJ)/lua/lgpureduce.o
+BINDING_OBJ := $(patsubst %.c,$(OBJ)/%.o,$(wildcard lua/*.c))
 CUDA_SRC   := $(wildcard cuda/*.cu)
 CUDA_OBJ   := $(CUDA_SRC:%.cu=$(OBJ)/%.o)
 
@@ -65,7 +65,7 @@ $(OBJ)/engine/%.o: engine/%.c engine/gr.h engine/internal.h engine/gen_element.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
 
-$(BINDING_OBJ): lua/lgpureduce.c engine/gr.h
+$(OBJ)/lua/%.o: lua/%.c lua/binding.h engine/gr.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
 

@@ -1,0 +1,150 @@
+/*
+ * binding.h -- what the files of the Lua binding (module gpureduce.core) share.
+ *
+ *   lcore.c     the module: its context, the metatables, the function table
+ *   lbuffer.c   Buffer userdata: construction, contents, views, element marshalling
+ *   lreduce.c   reductions with their options, Stream and Pending userdata
+ *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
+ *   lopts.c     the table-driven parser of every options table
+ *
+ * No CUDA header here: everything goes through engine/gr.h. Every function registered by the module
+ * has the context userdata as upvalue 1.
+ */
+#ifndef LGR_BINDING_H
+#define LGR_BINDING_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include <stddef.h>
+
+#include "../engine/gr.h"
+
+#define CONTEXT_MT "gpureduce.Context"
+#define BUFFER_MT "gpureduce.Buffer"
+#define STREAM_MT "gpureduce.Stream"
+#define PENDING_MT "gpureduce.Pending"
+
+typedef struct { gr_context *ctx; } lcontext;
+typedef struct { gr_buffer *b; } lbuffer;
+typedef struct { gr_stream *s; } lstream;
+typedef struct { gr_pending *p; } lpending;
+
+/* ---- the context and failures (lcore.c) ------------------------------------------------------------ */
+
+/* The context; raises a clear error once the Lua state's closing has destroyed it (a finalizer that
+ * runs after the module's own may still call in). */
+gr_context *lgr_ctx(lua_State *L);
+/* The context or NULL when it is gone: for the release functions, which never raise. */
+gr_context *lgr_ctx_or_null(lua_State *L);
+
+/* Raises the engine's last failure. Misuse is blamed on an argument: `args` maps the parameter names
+ * the engine reports (gr_errarg, e.g. "values") to argument positions, as pairs ending with NULL; any
+ * other name is an option and is said "opts.<name>" of argument `opts_arg` (0: no options argument).
+ * Failures of the environment raise "gpureduce: <message>" with the CUDA error's name. */
+int lgr_fail(lua_State *L, gr_status st, int opts_arg, ...);
+
+/* After an out-of-memory failure: runs a full collection (finalizers free unreachable buffers) and
+ * returns 1 so that the caller tries once more; 0 for any other status. */
+int lgr_retry_after_gc(lua_State *L, gr_status st);
+/* Tells the collector about `bytes` held outside the Lua heap by a new object (a buffer looks like a
+ * few bytes to it otherwise, and a loop that drops large buffers would run out of device memory
+ * before the collector thought of running). */
+void lgr_track(lua_State *L, size_t bytes);
+
+/* ---- values ---------------------------------------------------------------------------------------- */
+
+/* A Lua number as an engine scalar (integers stay exact, floats stay floats); raises otherwise, booleans
+ * included, naming `what` and the type given. */
+gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
+void lgr_push_scalar(lua_State *L, gr_scalar s);
+/* An integer argument within [min, max]; raises naming `what` and the value given. */
+lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max);
+gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def);
+
+/* ---- buffers (lbuffer.c) -------------------------------------------------------------------------- */
+
+gr_buffer *lgr_check_buffer(lua_State *L, int arg);
+/* A new Buffer userdata with no handle yet, on the top of the stack. */
+lbuffer *lgr_new_buffer_ud(lua_State *L);
+/* Host staging of a table or byte string of elements of dtype t; the caller frees *out. Returns the
+ * element count; raises on a bad element, naming its index. */
+size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out);
+
+int lgr_buffer(lua_State *L);
+/* b[i] = v: (buffer, index, value) on the stack. */
+int lgr_buffer_set_element(lua_State *L);
+int lgr_copy(lua_State *L);
+int lgr_wrap(lua_State *L);
+extern const luaL_Reg lgr_buffer_methods[];
+extern const luaL_Reg lgr_buffer_meta[];
+
+/* ---- options (lopts.c) ----------------------------------------------------------------------------- */
+
+/* One key of an options table: how to read its value (at the top of the stack) into the destination
+ * struct at `offset`; min/max bound integers, names list the words of an enumeration. */
+typedef struct lgr_opt {
+    const char *key;
+    void (*read)(lua_State *L, int arg, const struct lgr_opt *opt, void *field);
+    size_t offset;
+    lua_Integer min, max;
+    const char *const *names;
+} lgr_opt;
+
+/* Reads opts (argument `arg`, nil or absent for none) into dst by the specs (ending with a NULL key);
+ * a key that is not in the specs, a value of the wrong type or out of range raises, naming the key
+ * and what is accepted. */
+void lgr_parse_opts(lua_State *L, int arg, const lgr_opt *specs, void *dst);
+
+void lgr_read_int(lua_State *L, int arg, const lgr_opt *opt, void *field);        /* int */
+void lgr_read_size(lua_State *L, int arg, const lgr_opt *opt, void *field);       /* size_t */
+void lgr_read_bool(lua_State *L, int arg, const lgr_opt *opt, void *field);       /* int 0/1 */
+void lgr_read_dtype(lua_State *L, int arg, const lgr_opt *opt, void *field);      /* int, a gr_dtype */
+void lgr_read_choice(lua_State *L, int arg, const lgr_opt *opt, void *field);     /* int, index in names */
+
+/* ---- reductions, streams, pendings (lreduce.c) ------------------------------------------------------ */
+
+/* A reduction's options as read from Lua: the engine's, and what the binding handles itself. */
+typedef struct lgr_reduce_opts {
+    gr_options o;
+    int async;
+    int streamed, streams;      /* streamed host data: on/off, stream count (0 = default) */
+    size_t chunk;               /* bytes per chunk (0 = default) */
+    int dtype;                  /* the dtype of a table or byte-string source, -1 = float32 */
+    int reps, warmup;           /* gr.bench */
+} lgr_reduce_opts;
+
+/* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
+ * gr.bench (bench = 1). */
+void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r);
+
+int lgr_reduce(lua_State *L);
+int lgr_sum(lua_State *L);
+int lgr_prod(lua_State *L);
+int lgr_min(lua_State *L);
+int lgr_max(lua_State *L);
+int lgr_all(lua_State *L);
+int lgr_any(lua_State *L);
+int lgr_stream(lua_State *L);
+extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
+extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
+
+/* ---- tables about the engine (linfo.c) ------------------------------------------------------------ */
+
+int lgr_backend(lua_State *L);
+int lgr_bench(lua_State *L);
+int lgr_bench_read(lua_State *L);
+int lgr_clock(lua_State *L);
+int lgr_debug_events(lua_State *L);
+int lgr_debug_fault(lua_State *L);
+int lgr_device(lua_State *L);
+int lgr_dtypes(lua_State *L);
+int lgr_finishes(lua_State *L);
+int lgr_memory_limit(lua_State *L);
+int lgr_ops(lua_State *L);
+int lgr_plan(lua_State *L);
+int lgr_pool_stats(lua_State *L);
+int lgr_pool_trim(lua_State *L);
+int lgr_variants(lua_State *L);
+
+#endif

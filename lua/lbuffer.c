@@ -1,0 +1,378 @@
+/*
+ * lbuffer.c -- Buffer userdata: construction (gr.buffer, gr.wrap), contents, views, element marshalling,
+ * and gr.copy.
+ *
+ * Indices are 1-based as in Lua and are checked here, in the script's own numbers, before the engine
+ * sees them (the engine's own checks stay as a second line). A slice keeps its parent userdata as a
+ * user value, so the parent cannot be collected while the view lives.
+ */
+#include "binding.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- marshalling --------------------------------------------------------------------------------- */
+
+/* One element of dtype t at p as a Lua value. */
+static void push_element(lua_State *L, const void *p, gr_dtype t) {
+    switch (t) {
+    case GR_INT8: lua_pushinteger(L, *(const int8_t *)p); break;
+    case GR_UINT8: lua_pushinteger(L, *(const uint8_t *)p); break;
+    case GR_INT32: lua_pushinteger(L, *(const int32_t *)p); break;
+    case GR_UINT32: lua_pushinteger(L, *(const uint32_t *)p); break;
+    case GR_INT64: lua_pushinteger(L, (lua_Integer) * (const int64_t *)p); break;
+    case GR_UINT64: lua_pushinteger(L, (lua_Integer) * (const uint64_t *)p); break;   /* the same bits */
+    case GR_FLOAT32: lua_pushnumber(L, *(const float *)p); break;
+    default: lua_pushnumber(L, *(const double *)p); break;
+    }
+}
+
+size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
+    size_t es = gr_dtype_size(t);
+    *out = NULL;
+    if (lua_type(L, arg) == LUA_TSTRING) {
+        size_t len;
+        const char *s = lua_tolstring(L, arg, &len);
+        if (len % es)
+            luaL_argerror(L, arg, lua_pushfstring(L, "byte string of length %I is not a whole number of %s "
+                                                 "elements (%d bytes each)", (lua_Integer)len, gr_dtype_name(t), (int)es));
+        *out = malloc(len ? len : 1);
+        if (!*out) luaL_error(L, "gpureduce: out of host memory");
+        memcpy(*out, s, len);
+        return len / es;
+    }
+    luaL_checktype(L, arg, LUA_TTABLE);
+    size_t n = (size_t)lua_rawlen(L, arg);
+    if (n > SIZE_MAX / es) luaL_argerror(L, arg, "table too long");
+    char *data = malloc(n ? n * es : 1);
+    if (!data) luaL_error(L, "gpureduce: out of host memory");
+    gr_context *ctx = lgr_ctx(L);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, arg, (lua_Integer)i + 1);
+        gr_scalar s = {0};
+        int type = lua_type(L, -1);
+        if (lua_isinteger(L, -1)) {
+            s.kind = GR_SCALAR_INT;
+            s.v.i = lua_tointeger(L, -1);
+        } else if (type == LUA_TNUMBER) {
+            s.kind = GR_SCALAR_FLOAT;
+            s.v.f = lua_tonumber(L, -1);
+        } else {
+            free(data);
+            luaL_argerror(L, arg, lua_pushfstring(L, "element %I: expected a number, got %s", (lua_Integer)i + 1,
+                                                  lua_typename(L, type)));
+        }
+        char what[48];
+        snprintf(what, sizeof what, "element %zu", i + 1);
+        if (gr_scalar_store(ctx, s, t, data + i * es, what) != GR_OK) {
+            free(data);
+            luaL_argerror(L, arg, gr_errmsg(ctx));
+        }
+        lua_pop(L, 1);
+    }
+    *out = data;
+    return n;
+}
+
+/* ---- construction -------------------------------------------------------------------------------- */
+
+lbuffer *lgr_new_buffer_ud(lua_State *L) {
+    lbuffer *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->b = NULL;
+    luaL_setmetatable(L, BUFFER_MT);
+    return u;
+}
+
+gr_buffer *lgr_check_buffer(lua_State *L, int arg) {
+    lbuffer *u = luaL_checkudata(L, arg, BUFFER_MT);
+    if (!u->b) luaL_argerror(L, arg, "buffer has been freed");
+    return u->b;
+}
+
+static const char *const where_names[] = {"device", "host", NULL};
+
+typedef struct { int where; } buffer_opts;
+static const lgr_opt buffer_opt_specs[] = {
+    {"where", lgr_read_choice, offsetof(buffer_opts, where), 0, 0, where_names},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+static gr_where read_where(lua_State *L, int arg) {
+    buffer_opts bo = {0};
+    lgr_parse_opts(L, arg, buffer_opt_specs, &bo);
+    return bo.where == 1 ? GR_HOST : GR_DEVICE;
+}
+
+/* gr.buffer(n | table | bytes, dtype = "float32", {where = "device" | "host"}) */
+int lgr_buffer(lua_State *L) {
+    int source = lua_type(L, 1);
+    if (source != LUA_TNUMBER && source != LUA_TTABLE && source != LUA_TSTRING)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "expected a size, a table or a byte string, got %s",
+                                                   luaL_typename(L, 1)));
+    gr_dtype t = lgr_check_dtype(L, 2, "float32");
+    gr_where where = read_where(L, 3);
+    gr_context *ctx = lgr_ctx(L);
+    size_t n = 0;
+    void *data = NULL;
+    if (source == LUA_TNUMBER) n = (size_t)lgr_check_integer(L, 1, "size", 0, LUA_MAXINTEGER);
+    else n = lgr_stage_source(L, 1, t, &data);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st = gr_buffer_new(ctx, n, t, where, &u->b);
+    if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, where, &u->b);
+    if (st == GR_OK && data) st = gr_buffer_write(ctx, u->b, 0, data, n);
+    free(data);
+    if (st != GR_OK) return lgr_fail(L, st, 3, "size", 1, "values", 1, NULL);
+    lgr_track(L, n * gr_dtype_size(t));
+    return 1;
+}
+
+/* gr.wrap(ptr, n, dtype, {where=}) -- memory the host application owns, handed over as a light
+ * userdata; never freed by the module. */
+int lgr_wrap(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TLIGHTUSERDATA);
+    void *ptr = lua_touserdata(L, 1);
+    lua_Integer n = lgr_check_integer(L, 2, "size", 0, LUA_MAXINTEGER);
+    gr_dtype t = lgr_check_dtype(L, 3, NULL);
+    gr_where where = read_where(L, 4);
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st = gr_buffer_wrap(ctx, ptr, (size_t)n, t, where, &u->b);
+    if (st != GR_OK) return lgr_fail(L, st, 4, "ptr", 1, "size", 2, NULL);
+    return 1;
+}
+
+static int b_release(lua_State *L) {
+    lbuffer *u = luaL_checkudata(L, 1, BUFFER_MT);
+    gr_context *ctx = lgr_ctx_or_null(L);
+    if (u->b && ctx) gr_buffer_free(ctx, u->b);
+    u->b = NULL;
+    lua_pushnil(L);                     /* let go of the parent of a slice, too */
+    lua_setiuservalue(L, 1, 1);
+    return 0;
+}
+
+/* ---- plain facts --------------------------------------------------------------------------------- */
+
+static int b_size(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)gr_buffer_size(lgr_check_buffer(L, 1)));
+    return 1;
+}
+
+static int b_dtype(lua_State *L) {
+    lua_pushstring(L, gr_dtype_name(gr_buffer_dtype(lgr_check_buffer(L, 1))));
+    return 1;
+}
+
+static int b_where(lua_State *L) {
+    lua_pushstring(L, gr_buffer_where(lgr_check_buffer(L, 1)) == GR_HOST ? "host" : "device");
+    return 1;
+}
+
+static int b_tostring(lua_State *L) {
+    lbuffer *u = luaL_checkudata(L, 1, BUFFER_MT);
+    if (!u->b) lua_pushstring(L, "gpureduce.Buffer(freed)");
+    else
+        lua_pushfstring(L, "gpureduce.Buffer(%s, %I, %s)", gr_dtype_name(gr_buffer_dtype(u->b)),
+                        (lua_Integer)gr_buffer_size(u->b), gr_buffer_where(u->b) == GR_HOST ? "host" : "device");
+    return 1;
+}
+
+/* ---- generated contents -------------------------------------------------------------------------- */
+
+static int b_fill(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    gr_scalar v = lgr_check_number(L, 2, "value");
+    gr_status st = gr_buffer_fill(lgr_ctx(L), b, v);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "value", 2, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* b:iota(start = 0, step = 1) */
+static int b_iota(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    gr_scalar start = {GR_SCALAR_INT, {.i = 0}}, step = {GR_SCALAR_INT, {.i = 1}};
+    if (!lua_isnoneornil(L, 2)) start = lgr_check_number(L, 2, "start");
+    if (!lua_isnoneornil(L, 3)) step = lgr_check_number(L, 3, "step");
+    gr_status st = gr_buffer_iota(lgr_ctx(L), b, start, step);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "start", 2, "step", 3, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* b:random(seed = 0, lo, hi): floats in [lo, hi) (default [0, 1)); integers in [lo, hi] (default the
+ * dtype's whole range). */
+static int b_random(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    gr_dtype t = gr_buffer_dtype(b);
+    lua_Integer seed = lua_isnoneornil(L, 2) ? 0 : lgr_check_integer(L, 2, "seed", LUA_MININTEGER, LUA_MAXINTEGER);
+    gr_scalar lo, hi;
+    if (gr_dtype_is_float(t)) {
+        lo = (gr_scalar){GR_SCALAR_FLOAT, {.f = 0.0}};
+        hi = (gr_scalar){GR_SCALAR_FLOAT, {.f = 1.0}};
+    } else {
+        static const int64_t smin[] = {[GR_INT8] = INT8_MIN, [GR_INT32] = INT32_MIN, [GR_INT64] = INT64_MIN};
+        static const uint64_t umax[] = {[GR_UINT8] = UINT8_MAX, [GR_UINT32] = UINT32_MAX, [GR_UINT64] = UINT64_MAX,
+                                        [GR_INT8] = INT8_MAX, [GR_INT32] = INT32_MAX, [GR_INT64] = INT64_MAX};
+        int sgn = gr_dtype_is_signed(t);
+        lo = sgn ? (gr_scalar){GR_SCALAR_INT, {.i = smin[t]}} : (gr_scalar){GR_SCALAR_UINT, {.u = 0}};
+        hi = (gr_scalar){GR_SCALAR_UINT, {.u = umax[t]}};
+    }
+    if (!lua_isnoneornil(L, 3)) lo = lgr_check_number(L, 3, "lo");
+    if (!lua_isnoneornil(L, 4)) hi = lgr_check_number(L, 4, "hi");
+    gr_status st = gr_buffer_random(lgr_ctx(L), b, (uint64_t)seed, lo, hi);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "lo", 3, "hi", 4, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* ---- ranges in the script's numbers -------------------------------------------------------------- */
+
+/* "95..104", or, where the last index would not fit in a Lua integer, "95 and 2^63 - 1 after it". */
+static const char *span(lua_State *L, lua_Integer first, lua_Integer count) {
+    if (count > 0 && first > 0 && count - 1 <= LUA_MAXINTEGER - first)
+        return lua_pushfstring(L, "%I..%I", first, first + count - 1);
+    return lua_pushfstring(L, "of %I elements from %I", count, first);
+}
+
+/* The elements first .. first + count - 1 (1-based) must lie in a buffer of n; count defaults to the
+ * rest. Returns the 0-based offset and sets *count. */
+static size_t check_span(lua_State *L, lua_Integer n, int first_arg, int count_arg, const char *what,
+                         size_t *count) {
+    lua_Integer first = lua_isnoneornil(L, first_arg) ? 1
+                      : lgr_check_integer(L, first_arg, "offset", 1, LUA_MAXINTEGER);
+    if (first > n + 1)
+        luaL_argerror(L, first_arg, lua_pushfstring(L, "offset %I is past the end of the buffer (size %I)", first, n));
+    lua_Integer room = n - (first - 1);
+    lua_Integer c = lua_isnoneornil(L, count_arg) ? room
+                  : lgr_check_integer(L, count_arg, "count", 0, LUA_MAXINTEGER);
+    if (c > room)
+        luaL_argerror(L, count_arg, lua_pushfstring(L, "%s %s is outside the buffer (size %I)", what,
+                                                    span(L, first, c), n));
+    *count = (size_t)c;
+    return (size_t)(first - 1);
+}
+
+/* ---- contents ------------------------------------------------------------------------------------ */
+
+/* b:set(table | bytes, offset = 1) */
+static int b_set(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    lua_Integer n = (lua_Integer)gr_buffer_size(b);
+    if (lua_type(L, 2) != LUA_TTABLE && lua_type(L, 2) != LUA_TSTRING)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "expected a table or a byte string, got %s",
+                                                   luaL_typename(L, 2)));
+    lua_Integer offset = lua_isnoneornil(L, 3) ? 1 : lgr_check_integer(L, 3, "offset", 1, LUA_MAXINTEGER);
+    if (offset > n + 1)
+        return luaL_argerror(L, 3, lua_pushfstring(L, "offset %I is past the end of the buffer (size %I)", offset, n));
+    void *data;
+    size_t count = lgr_stage_source(L, 2, gr_buffer_dtype(b), &data);
+    lua_Integer room = n - (offset - 1);
+    if ((lua_Unsigned)count > (lua_Unsigned)room) {
+        free(data);
+        return luaL_argerror(L, 2, lua_pushfstring(L, "%I values from offset %I do not fit in a buffer of %I "
+                                                   "(room for %I)", (lua_Integer)count, offset, n, room));
+    }
+    gr_status st = gr_buffer_write(lgr_ctx(L), b, (size_t)offset - 1, data, count);
+    free(data);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "values", 2, "offset", 3, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int b_get(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    lua_Integer i = lgr_check_integer(L, 2, "index", LUA_MININTEGER, LUA_MAXINTEGER);
+    lua_Integer n = (lua_Integer)gr_buffer_size(b);
+    if (i < 1 || i > n)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "index %I out of range (1..%I)", i, n));
+    uint64_t elem;
+    gr_status st = gr_buffer_read(lgr_ctx(L), b, (size_t)i - 1, &elem, 1);
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    push_element(L, &elem, gr_buffer_dtype(b));
+    return 1;
+}
+
+int lgr_buffer_set_element(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    lua_Integer i = lgr_check_integer(L, 2, "index", LUA_MININTEGER, LUA_MAXINTEGER);
+    lua_Integer n = (lua_Integer)gr_buffer_size(b);
+    if (i < 1 || i > n)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "index %I out of range (1..%I)", i, n));
+    gr_scalar v = lgr_check_number(L, 3, "value");
+    gr_context *ctx = lgr_ctx(L);
+    uint64_t elem;
+    gr_status st = gr_scalar_store(ctx, v, gr_buffer_dtype(b), &elem, "value");
+    if (st == GR_OK) st = gr_buffer_write(ctx, b, (size_t)i - 1, &elem, 1);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "value", 3, NULL);
+    return 0;
+}
+
+/* b:totable(first = 1, count = rest) */
+static int b_totable(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    size_t count, es = gr_dtype_size(gr_buffer_dtype(b));
+    size_t first = check_span(L, (lua_Integer)gr_buffer_size(b), 2, 3, "elements", &count);
+    if (count > (size_t)INT32_MAX) return luaL_argerror(L, 3, "too many elements for one Lua table");
+    char *data = malloc(count ? count * es : 1);
+    if (!data) return luaL_error(L, "gpureduce: out of host memory");
+    gr_status st = gr_buffer_read(lgr_ctx(L), b, first, data, count);
+    if (st != GR_OK) {
+        free(data);
+        return lgr_fail(L, st, 0, NULL);
+    }
+    lua_createtable(L, (int)count, 0);
+    for (size_t i = 0; i < count; i++) {
+        push_element(L, data + i * es, gr_buffer_dtype(b));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    free(data);
+    return 1;
+}
+
+/* b:tobytes(first = 1, count = rest) */
+static int b_tobytes(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    size_t count, es = gr_dtype_size(gr_buffer_dtype(b));
+    size_t first = check_span(L, (lua_Integer)gr_buffer_size(b), 2, 3, "elements", &count);
+    luaL_Buffer lb;
+    char *dst = luaL_buffinitsize(L, &lb, count * es);
+    gr_status st = gr_buffer_read(lgr_ctx(L), b, first, dst, count);
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    luaL_pushresultsize(&lb, count * es);
+    return 1;
+}
+
+/* b:slice(offset, count = rest) -- 1-based like string.sub; the view keeps its parent alive. */
+static int b_slice(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    luaL_checkany(L, 2);
+    size_t count;
+    size_t first = check_span(L, (lua_Integer)gr_buffer_size(b), 2, 3, "slice", &count);
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st = gr_buffer_slice(ctx, b, first, count, &u->b);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "offset", 2, NULL);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+/* gr.copy(dst, src): same dtype and size, any mix of host and device buffers; overlapping views of one
+ * buffer copy as memmove does. */
+int lgr_copy(lua_State *L) {
+    gr_buffer *dst = lgr_check_buffer(L, 1), *src = lgr_check_buffer(L, 2);
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st = gr_buffer_copy(ctx, dst, src);
+    if (lgr_retry_after_gc(L, st)) st = gr_buffer_copy(ctx, dst, src);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "src", 2, NULL);
+    lua_settop(L, 1);
+    return 1;
+}
+
+const luaL_Reg lgr_buffer_methods[] = {
+    {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
+    {"random", b_random}, {"set", b_set}, {"size", b_size}, {"slice", b_slice}, {"tobytes", b_tobytes},
+    {"totable", b_totable}, {"where", b_where}, {NULL, NULL}};
+const luaL_Reg lgr_buffer_meta[] = {
+    {"__close", b_release}, {"__gc", b_release}, {"__len", b_size}, {"__tostring", b_tostring}, {NULL, NULL}};

@@ -1,0 +1,217 @@
+/*
+ * lcore.c -- the module gpureduce.core: its context, the metatables of its userdata, its functions, and
+ * the failure and value helpers every file of the binding uses.
+ *
+ * Lifetime rules (STYLE.md): a userdata is created with a NULL handle and its metatable before anything
+ * is allocated, so a failed allocation leaves a harmless object; one idempotent release function serves
+ * __gc, __close and :free(); methods reach the handle through one accessor that rejects a freed object.
+ */
+#include "binding.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the context --------------------------------------------------------------------------------- */
+
+gr_context *lgr_ctx_or_null(lua_State *L) {
+    return ((lcontext *)lua_touserdata(L, lua_upvalueindex(1)))->ctx;
+}
+
+gr_context *lgr_ctx(lua_State *L) {
+    gr_context *ctx = lgr_ctx_or_null(L);
+    if (!ctx)
+        luaL_error(L, "gpureduce: the module's context is closed (the Lua state is closing): "
+                      "gpureduce cannot be used from a finalizer that runs after its own");
+    return ctx;
+}
+
+/* Closing the state finalizes the context after every buffer, stream and pending made after it (Lua
+ * runs finalizers in the reverse order of their marking), but objects marked before it -- a finalizer
+ * set up before `require "gpureduce"` -- run later still: every entry point checks the context. */
+static int ctx_gc(lua_State *L) {
+    lcontext *u = luaL_checkudata(L, 1, CONTEXT_MT);
+    gr_context_destroy(u->ctx);
+    u->ctx = NULL;
+    return 0;
+}
+
+/* ---- failures ------------------------------------------------------------------------------------ */
+
+int lgr_fail(lua_State *L, gr_status st, int opts_arg, ...) {
+    gr_context *ctx = lgr_ctx(L);
+    const char *msg = gr_errmsg(ctx), *name = gr_errarg(ctx);
+    int arg = 0;
+    if (*name) {
+        va_list ap;
+        va_start(ap, opts_arg);
+        for (const char *k; !arg && (k = va_arg(ap, const char *)) != NULL;) {
+            int pos = va_arg(ap, int);
+            if (strcmp(k, name) == 0) arg = pos;
+        }
+        va_end(ap);
+        if (!arg && opts_arg) {     /* an option: say it the way the script wrote it */
+            msg = lua_pushfstring(L, "opts.%s", msg);
+            arg = opts_arg;
+        }
+    }
+    if (st == GR_EINVAL && arg > 0) return luaL_argerror(L, arg, msg);
+    return luaL_error(L, "gpureduce: %s", msg);
+}
+
+int lgr_retry_after_gc(lua_State *L, gr_status st) {
+    if (st != GR_ENOMEM) return 0;
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return 1;
+}
+
+void lgr_track(lua_State *L, size_t bytes) {
+    size_t kb = bytes >> 10;
+    if (kb > 0) lua_gc(L, LUA_GCSTEP, (int)(kb < (size_t)1 << 30 ? kb : (size_t)1 << 30));
+}
+
+/* ---- values -------------------------------------------------------------------------------------- */
+
+gr_scalar lgr_check_number(lua_State *L, int arg, const char *what) {
+    gr_scalar s = {0};
+    if (lua_isinteger(L, arg)) {
+        s.kind = GR_SCALAR_INT;
+        s.v.i = lua_tointeger(L, arg);
+    } else if (lua_type(L, arg) == LUA_TNUMBER) {
+        s.kind = GR_SCALAR_FLOAT;
+        s.v.f = lua_tonumber(L, arg);
+    } else {
+        luaL_argerror(L, arg, lua_pushfstring(L, "%s: expected a number, got %s", what, luaL_typename(L, arg)));
+    }
+    return s;
+}
+
+void lgr_push_scalar(lua_State *L, gr_scalar s) {
+    switch (s.kind) {
+    case GR_SCALAR_INT: lua_pushinteger(L, (lua_Integer)s.v.i); break;
+    case GR_SCALAR_UINT: lua_pushinteger(L, (lua_Integer)s.v.u); break;   /* two's-complement bits */
+    case GR_SCALAR_FLOAT: lua_pushnumber(L, (lua_Number)s.v.f); break;
+    default: lua_pushboolean(L, s.v.b); break;
+    }
+}
+
+lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max) {
+    int isint;
+    lua_Integer v = lua_tointegerx(L, arg, &isint);
+    if (!isint) {
+        const char *got = lua_type(L, arg) == LUA_TNUMBER ? lua_pushfstring(L, "%f", lua_tonumber(L, arg))
+                                                           : luaL_typename(L, arg);
+        luaL_argerror(L, arg, lua_pushfstring(L, "%s: expected an integer, got %s", what, got));
+    }
+    if (v < min || v > max) {
+        if (max == LUA_MAXINTEGER)
+            luaL_argerror(L, arg, lua_pushfstring(L, "%s must be >= %I (got %I)", what, min, v));
+        luaL_argerror(L, arg, lua_pushfstring(L, "%s must be %I to %I (got %I)", what, min, max, v));
+    }
+    return v;
+}
+
+gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def) {
+    if (!def && lua_type(L, arg) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "dtype: expected a string (accepted: %s), got %s", gr_dtype_names(),
+                                              luaL_typename(L, arg)));
+    const char *name = def ? luaL_optstring(L, arg, def) : lua_tostring(L, arg);
+    int t = gr_dtype_from_name(name);
+    if (t < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s' (accepted: %s)", name, gr_dtype_names()));
+    return (gr_dtype)t;
+}
+
+/* ---- the module ---------------------------------------------------------------------------------- */
+
+static const luaL_Reg module_funcs[] = {
+    {"all", lgr_all}, {"any", lgr_any}, {"backend", lgr_backend}, {"bench", lgr_bench},
+    {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"copy", lgr_copy},
+    {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
+    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"max", lgr_max}, {"memory_limit", lgr_memory_limit},
+    {"min", lgr_min}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
+    {"pool_trim", lgr_pool_trim}, {"prod", lgr_prod}, {"reduce", lgr_reduce}, {"stream", lgr_stream},
+    {"sum", lgr_sum}, {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
+
+/* Buffers index their elements (b[1]) as well as their methods: __index is a function that gets the
+ * methods table as upvalue 2. */
+
+/* A metatable whose functions all see the context (at stack index ctx_idx) as upvalue 1; made once
+ * per state. With `indexer`, __index is that function (upvalues: the context, the methods table). */
+static void new_type(lua_State *L, const char *name, const luaL_Reg *methods, const luaL_Reg *meta, int ctx_idx,
+                     lua_CFunction indexer) {
+    if (!luaL_newmetatable(L, name)) {
+        lua_pop(L, 1);
+        return;
+    }
+    lua_pushvalue(L, ctx_idx);
+    luaL_setfuncs(L, meta, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, ctx_idx);
+    luaL_setfuncs(L, methods, 1);
+    if (indexer) {
+        lua_pushvalue(L, ctx_idx);
+        lua_insert(L, -2);
+        lua_pushcclosure(L, indexer, 2);
+    }
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}
+
+/* b[i] reads element i (1-based); b.name finds a method. An integer outside 1..#b raises, like b:get. */
+static int buffer_index(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        lua_getfield(L, lua_upvalueindex(2), "get");
+        lua_insert(L, 1);
+        lua_call(L, 2, 1);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(2));
+    return 1;
+}
+
+/* b[i] = v writes element i; anything else is refused (a buffer has no fields to set). */
+static int buffer_newindex(lua_State *L) {
+    if (lua_type(L, 2) != LUA_TNUMBER)
+        return luaL_error(L, "gpureduce.Buffer: cannot set field '%s' (only elements b[1] to b[#b] can be "
+                             "assigned)", luaL_tolstring(L, 2, NULL));
+    return lgr_buffer_set_element(L);
+}
+
+/* One context per Lua state, kept in the registry: a second load of the module (busted reloads modules
+ * for every spec file) shares it, so objects made under either load stay valid. */
+#define CONTEXT_KEY "gpureduce.context"
+
+static void push_context(lua_State *L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY) == LUA_TUSERDATA) return;
+    lua_pop(L, 1);
+    lcontext *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->ctx = NULL;
+    luaL_newmetatable(L, CONTEXT_MT);
+    lua_pushcfunction(L, ctx_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    if (gr_context_create(&u->ctx) != GR_OK) luaL_error(L, "gpureduce: cannot create a context");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY);
+}
+
+int luaopen_gpureduce_core(lua_State *L) {
+    push_context(L);
+    int ctx_idx = lua_gettop(L);
+    new_type(L, BUFFER_MT, lgr_buffer_methods, lgr_buffer_meta, ctx_idx, buffer_index);
+    luaL_getmetatable(L, BUFFER_MT);
+    lua_pushvalue(L, ctx_idx);
+    lua_pushcclosure(L, buffer_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
+    lua_pop(L, 1);
+    new_type(L, STREAM_MT, lgr_stream_methods, lgr_stream_meta, ctx_idx, NULL);
+    new_type(L, PENDING_MT, lgr_pending_methods, lgr_pending_meta, ctx_idx, NULL);
+    luaL_newlibtable(L, module_funcs);
+    lua_pushvalue(L, ctx_idx);
+    luaL_setfuncs(L, module_funcs, 1);
+    lua_pushstring(L, GR_VERSION);
+    lua_setfield(L, -2, "version");
+    return 1;
+}

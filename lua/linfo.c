@@ -1,0 +1,235 @@
+/*
+ * linfo.c -- tables about the engine for scripts: the variant registry, the device, plans, benchmarks,
+ * the pool's statistics, the names of dtypes, ops and finishing modes, and the testing hooks.
+ */
+#include "binding.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <time.h>
+
+static void set_int(lua_State *L, const char *k, lua_Integer v) { lua_pushinteger(L, v); lua_setfield(L, -2, k); }
+static void set_num(lua_State *L, const char *k, double v) { lua_pushnumber(L, v); lua_setfield(L, -2, k); }
+static void set_str(lua_State *L, const char *k, const char *v) { lua_pushstring(L, v); lua_setfield(L, -2, k); }
+
+static void push_plan(lua_State *L, const gr_plan *p) {
+    lua_createtable(L, 0, 6);
+    set_str(L, "variant", gr_variant_get(p->variant)->name);
+    set_str(L, "finish", gr_finish_name(p->finish));
+    set_str(L, "acc", gr_dtype_name(p->acc));
+    set_int(L, "threshold", (lua_Integer)p->threshold);
+    lua_createtable(L, p->npasses, 0);
+    for (int i = 0; i < p->npasses; i++) {
+        const gr_pass *ps = &p->pass[i];
+        lua_createtable(L, 0, 5);
+        set_int(L, "elements", (lua_Integer)ps->elements);
+        set_int(L, "blocks", (lua_Integer)ps->blocks);
+        set_int(L, "block", ps->block);
+        set_str(L, "dtype", gr_dtype_name(ps->in_dtype));
+        set_str(L, "where", ps->on_host ? "host" : "device");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "passes");
+}
+
+int lgr_plan(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    lgr_reduce_opts r;
+    lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    gr_plan p;
+    gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    push_plan(L, &p);
+    return 1;
+}
+
+static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
+    lua_createtable(L, 0, 12);
+    set_num(L, "ms", r->ms);
+    set_num(L, "ms_min", r->ms_min);
+    set_num(L, "ms_max", r->ms_max);
+    set_num(L, "gbps", r->gbps);
+    set_int(L, "reps", r->reps);
+    set_int(L, "warmup", r->warmup);
+    set_int(L, "n", (lua_Integer)gr_buffer_size(b));
+    set_int(L, "bytes", (lua_Integer)(gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b))));
+    set_str(L, "timer", timer);
+}
+
+/* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
+int lgr_bench(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    lgr_reduce_opts x;
+    lgr_reduce_opts_read(L, 2, -1, 1, &x);
+    gr_context *ctx = lgr_ctx(L);
+    gr_bench_result r;
+    if (x.streamed) {
+        gr_status st = gr_bench_streamed(ctx, b, &x.o, x.chunk, x.streams, x.warmup, x.reps, &r);
+        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+        push_bench(L, &r, b, "clock");
+        return 1;
+    }
+    gr_plan p;
+    gr_status st = gr_plan_make(ctx, b, &x.o, &p);
+    if (st == GR_OK) st = gr_bench(ctx, b, &x.o, x.warmup, x.reps, &r);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    push_bench(L, &r, b, p.npasses && !p.pass[0].on_host ? "events" : "clock");
+    push_plan(L, &p);
+    lua_setfield(L, -2, "plan");
+    return 1;
+}
+
+/* gr.bench_read(b, {reps=, warmup=}): the read-bandwidth ceiling on this buffer. */
+typedef struct { int reps, warmup; } read_opts;
+static const lgr_opt read_specs[] = {
+    {"reps", lgr_read_int, offsetof(read_opts, reps), 1, INT_MAX, NULL},
+    {"warmup", lgr_read_int, offsetof(read_opts, warmup), 0, INT_MAX, NULL},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+int lgr_bench_read(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    read_opts x = {20, 3};
+    lgr_parse_opts(L, 2, read_specs, &x);
+    gr_bench_result r;
+    gr_status st = gr_bench_read(lgr_ctx(L), b, x.warmup, x.reps, &r);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    push_bench(L, &r, b, "events");
+    return 1;
+}
+
+int lgr_pool_stats(lua_State *L) {
+    gr_pool_stats s;
+    gr_pool_stats_get(lgr_ctx(L), &s);
+    lua_createtable(L, 0, 6);
+    set_int(L, "device_allocs", (lua_Integer)s.device_allocs);
+    set_int(L, "host_allocs", (lua_Integer)s.host_allocs);
+    set_int(L, "slots", s.slots);
+    set_int(L, "live_device_bytes", (lua_Integer)s.live_device_bytes);
+    set_int(L, "live_pinned_bytes", (lua_Integer)s.live_pinned_bytes);
+    set_int(L, "live_allocations", (lua_Integer)s.live_allocations);
+    return 1;
+}
+
+/* gr.pool_trim(): gives back the scratch of idle slots. */
+int lgr_pool_trim(lua_State *L) {
+    gr_pool_trim(lgr_ctx(L));
+    return 0;
+}
+
+/* gr.memory_limit(bytes): caps what the context holds (0 = no cap); a test can make a small device. */
+int lgr_memory_limit(lua_State *L) {
+    lua_Integer bytes = lgr_check_integer(L, 1, "bytes", 0, LUA_MAXINTEGER);
+    gr_context_set_memory_limit(lgr_ctx(L), (size_t)bytes);
+    return 0;
+}
+
+/* gr.debug_fault(kind, k): the k-th "alloc", "launch" or "copy" from now fails (0 disarms). */
+int lgr_debug_fault(lua_State *L) {
+    const char *kind = luaL_checkstring(L, 1);
+    lua_Integer k = lgr_check_integer(L, 2, "k", 0, LONG_MAX);
+    gr_status st = gr_debug_fault(lgr_ctx(L), kind, (long)k);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "kind", 1, "k", 2, NULL);
+    return 0;
+}
+
+/* gr.debug_events(): {alloc =, launch =, copy =} events counted so far. */
+int lgr_debug_events(lua_State *L) {
+    size_t c[3];
+    gr_debug_events(lgr_ctx(L), c);
+    lua_createtable(L, 0, 3);
+    set_int(L, "alloc", (lua_Integer)c[0]);
+    set_int(L, "launch", (lua_Integer)c[1]);
+    set_int(L, "copy", (lua_Integer)c[2]);
+    return 1;
+}
+
+int lgr_variants(lua_State *L) {
+    gr_context *ctx = lgr_ctx(L);
+    int n = gr_variant_count();
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        const gr_variant *v = gr_variant_get(i);
+        lua_createtable(L, 0, 10);
+        set_str(L, "name", v->name);
+        set_int(L, "ordinal", v->ordinal);
+        set_str(L, "origin", v->origin);
+        set_str(L, "summary", v->summary);
+        lua_newtable(L);
+        for (int f = 1, k = 0; f < GR_FINISH_COUNT; f++)
+            if (v->finishes & (1u << f)) {
+                lua_pushstring(L, gr_finish_name((gr_finish)f));
+                lua_rawseti(L, -2, ++k);
+            }
+        lua_setfield(L, -2, "finishes");
+        set_str(L, "default_finish", gr_finish_name(v->default_finish));
+        lua_createtable(L, 0, 3);
+        set_int(L, "min", v->block_min);
+        set_int(L, "max", v->block_max);
+        set_int(L, "default", v->block_default);
+        lua_setfield(L, -2, "block");
+        lua_newtable(L);
+        int k = 0;
+        if (v->needs & GR_NEEDS_CUDA) { lua_pushstring(L, "cuda"); lua_rawseti(L, -2, ++k); }
+        if (v->needs & GR_NEEDS_POW2_BLOCK) { lua_pushstring(L, "power-of-two block"); lua_rawseti(L, -2, ++k); }
+        lua_setfield(L, -2, "needs");
+        lua_pushboolean(L, !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
+        lua_setfield(L, -2, "available");
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+int lgr_backend(lua_State *L) {
+    lua_pushstring(L, gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA ? "cuda" : "cpu");
+    return 1;
+}
+
+int lgr_device(lua_State *L) {
+    gr_device_info d;
+    if (gr_device_info_get(lgr_ctx(L), &d) != GR_OK) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_createtable(L, 0, 12);
+    set_str(L, "name", d.name);
+    set_int(L, "sms", d.sms);
+    set_int(L, "memory", (lua_Integer)d.memory);
+    lua_pushfstring(L, "%d.%d", d.cc_major, d.cc_minor);
+    lua_setfield(L, -2, "cc");
+    set_int(L, "cc_major", d.cc_major);
+    set_int(L, "cc_minor", d.cc_minor);
+    set_int(L, "l2", (lua_Integer)d.l2);
+    set_int(L, "clock_khz", d.clock_khz);
+    set_int(L, "mem_clock_khz", d.mem_clock_khz);
+    set_int(L, "bus_width", d.bus_width);
+    set_int(L, "max_threads_per_sm", d.max_threads_per_sm);
+    lua_pushfstring(L, "%d.%d", d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
+    lua_setfield(L, -2, "cuda_runtime");
+    lua_pushfstring(L, "%d.%d", d.driver_version / 1000, (d.driver_version % 1000) / 10);
+    lua_setfield(L, -2, "cuda_driver");
+    return 1;
+}
+
+static int push_names(lua_State *L, int count, const char *(*name)(int)) {
+    lua_createtable(L, count, 0);
+    for (int i = 0; i < count; i++) {
+        lua_pushstring(L, name(i));
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+static const char *dtype_at(int i) { return gr_dtype_name((gr_dtype)i); }
+static const char *op_at(int i) { return gr_op_name((gr_op)i); }
+static const char *finish_at(int i) { return gr_finish_name((gr_finish)i); }
+int lgr_dtypes(lua_State *L) { return push_names(L, GR_DTYPE_COUNT, dtype_at); }
+int lgr_ops(lua_State *L) { return push_names(L, GR_OP_COUNT, op_at); }
+int lgr_finishes(lua_State *L) { return push_names(L, GR_FINISH_COUNT, finish_at); }
+
+/* A monotonic clock in seconds, for wall-time measurements in scripts (os.clock is CPU time). */
+int lgr_clock(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+

@@ -1,0 +1,270 @@
+/*
+ * lreduce.c -- reductions from Lua: gr.reduce and its shortcuts with their options, streamed host data,
+ * and the Stream and Pending userdata of asynchronous work.
+ *
+ * A Pending keeps the buffer it reads (user value 1) and the stream it runs on (user value 2) alive
+ * while the work is in flight; collecting an unfinished Pending waits for it.
+ */
+#include "binding.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- options ------------------------------------------------------------------------------------- */
+
+static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s), got %s",
+                                              gr_op_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int v = gr_op_from_name(name);
+    if (v < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: unknown op '%s' (accepted: %s)", name, gr_op_names()));
+    *(gr_op *)field = (gr_op)v;
+}
+
+static void read_variant(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: expected a string (accepted: %s), got %s",
+                                              gr_variant_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int v = strcmp(name, "auto") == 0 ? -1 : gr_variant_find(name);
+    if (v < 0 && strcmp(name, "auto") != 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: unknown variant '%s' (accepted: %s)", name,
+                                              gr_variant_names()));
+    *(int *)field = v;
+}
+
+static void read_finish(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: expected a string (accepted: %s), got %s",
+                                              gr_finish_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int f = gr_finish_from_name(name);
+    if (f < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: unknown mode '%s' (accepted: %s)", name,
+                                              gr_finish_names()));
+    *(gr_finish *)field = (gr_finish)f;
+}
+
+static void read_stream(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    lstream *u = luaL_testudata(L, -1, STREAM_MT);
+    if (!u)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.stream: expected a gpureduce.Stream, got %s",
+                                              luaL_typename(L, -1)));
+    if (!u->s) luaL_argerror(L, arg, "opts.stream: stream has been freed");
+    *(gr_stream **)field = u->s;
+}
+
+#define R(field) offsetof(lgr_reduce_opts, field)
+#define ANY_SIZE 1, LUA_MAXINTEGER
+
+/* The keys of gr.reduce and gr.plan; gr.bench takes these but async and dtype, plus reps and warmup. */
+static const lgr_opt reduce_specs[] = {
+    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
+    {"async", lgr_read_bool, R(async), 0, 0, NULL},
+    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
+    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
+    {"finish", read_finish, R(o.finish), 0, 0, NULL},
+    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"op", read_op, R(o.op), 0, 0, NULL},
+    {"stream", read_stream, R(o.stream), 0, 0, NULL},
+    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
+    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
+    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
+    {"variant", read_variant, R(o.variant), 0, 0, NULL},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+static const lgr_opt bench_specs[] = {
+    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
+    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
+    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"finish", read_finish, R(o.finish), 0, 0, NULL},
+    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"op", read_op, R(o.op), 0, 0, NULL},
+    {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
+    {"stream", read_stream, R(o.stream), 0, 0, NULL},
+    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
+    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
+    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
+    {"variant", read_variant, R(o.variant), 0, 0, NULL},
+    {"warmup", lgr_read_int, R(warmup), 0, INT_MAX, NULL},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r) {
+    memset(r, 0, sizeof *r);
+    gr_options_init(&r->o, op >= 0 ? (gr_op)op : GR_SUM);
+    r->reps = 20;
+    r->warmup = 3;
+    r->dtype = -1;
+    lgr_parse_opts(L, arg, bench ? bench_specs : reduce_specs, r);
+    if (op >= 0 && r->o.op != (gr_op)op)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: '%s' conflicts with this function's op '%s'",
+                                              gr_op_name(r->o.op), gr_op_name((gr_op)op)));
+    if ((r->chunk || r->streams) && !r->streamed)
+        luaL_argerror(L, arg, "opts.chunk and opts.streams go with opts.streamed = true");
+    if (r->streamed && r->async)
+        luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
+}
+
+/* ---- reductions ---------------------------------------------------------------------------------- */
+
+static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r);
+
+/* A table or byte string reduced as streamed host data: staged through pinned memory first. */
+static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_dtype t = r->dtype < 0 ? GR_FLOAT32 : (gr_dtype)r->dtype;
+    void *data;
+    size_t n = lgr_stage_source(L, 1, t, &data);
+    lbuffer *u = lgr_new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
+    gr_status st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
+    if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
+    if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
+    free(data);
+    gr_scalar v;
+    if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
+    if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
+    gr_buffer_free(ctx, u->b);
+    u->b = NULL;
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lgr_push_scalar(L, v);
+    return 1;
+}
+
+static int reduce_with(lua_State *L, int op) {
+    lgr_reduce_opts r;
+    int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
+    lgr_reduce_opts_read(L, 2, op, 0, &r);
+    if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
+        return reduce_source(L, &r);
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    if (r.dtype >= 0)
+        luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+    if (r.async) return push_pending(L, b, &r);
+    gr_context *ctx = lgr_ctx(L);
+    gr_scalar v;
+    gr_status st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    if (lgr_retry_after_gc(L, st))
+        st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lgr_push_scalar(L, v);
+    return 1;
+}
+
+int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
+int lgr_sum(lua_State *L) { return reduce_with(L, GR_SUM); }
+int lgr_prod(lua_State *L) { return reduce_with(L, GR_PROD); }
+int lgr_min(lua_State *L) { return reduce_with(L, GR_MIN); }
+int lgr_max(lua_State *L) { return reduce_with(L, GR_MAX); }
+int lgr_all(lua_State *L) { return reduce_with(L, GR_AND); }
+int lgr_any(lua_State *L) { return reduce_with(L, GR_OR); }
+
+/* ---- pendings ------------------------------------------------------------------------------------ */
+
+static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+    gr_context *ctx = lgr_ctx(L);
+    lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
+    u->p = NULL;
+    luaL_setmetatable(L, PENDING_MT);
+    gr_status st = gr_reduce_async(ctx, b, &r->o, &u->p);
+    if (lgr_retry_after_gc(L, st)) st = gr_reduce_async(ctx, b, &r->o, &u->p);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lua_pushvalue(L, 1);                 /* keep the buffer and the stream alive while in flight */
+    lua_setiuservalue(L, -2, 1);
+    if (r->o.stream) {
+        lua_getfield(L, 2, "stream");
+        lua_setiuservalue(L, -2, 2);
+    }
+    return 1;
+}
+
+static gr_pending *check_pending(lua_State *L, int arg) {
+    lpending *u = luaL_checkudata(L, arg, PENDING_MT);
+    if (!u->p) luaL_argerror(L, arg, "pending has been released");
+    return u->p;
+}
+
+static int p_ready(lua_State *L) {
+    gr_pending *p = check_pending(L, 1);
+    lua_pushboolean(L, gr_pending_ready(lgr_ctx(L), p));
+    return 1;
+}
+
+static int p_wait(lua_State *L) {
+    gr_pending *p = check_pending(L, 1);
+    gr_scalar v;
+    gr_status st = gr_pending_wait(lgr_ctx(L), p, &v);
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    lgr_push_scalar(L, v);
+    return 1;
+}
+
+static int p_release(lua_State *L) {
+    lpending *u = luaL_checkudata(L, 1, PENDING_MT);
+    gr_context *ctx = lgr_ctx_or_null(L);
+    if (u->p && ctx) gr_pending_free(ctx, u->p);
+    u->p = NULL;
+    return 0;
+}
+
+static int p_tostring(lua_State *L) {
+    lpending *u = luaL_checkudata(L, 1, PENDING_MT);
+    gr_context *ctx = lgr_ctx_or_null(L);
+    lua_pushstring(L, !u->p || !ctx ? "gpureduce.Pending(released)"
+                            : gr_pending_ready(ctx, u->p) ? "gpureduce.Pending(ready)"
+                                                          : "gpureduce.Pending(running)");
+    return 1;
+}
+
+/* ---- streams ------------------------------------------------------------------------------------- */
+
+static gr_stream *check_stream(lua_State *L, int arg) {
+    lstream *u = luaL_checkudata(L, arg, STREAM_MT);
+    if (!u->s) luaL_argerror(L, arg, "stream has been freed");
+    return u->s;
+}
+
+int lgr_stream(lua_State *L) {
+    gr_context *ctx = lgr_ctx(L);
+    lstream *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->s = NULL;
+    luaL_setmetatable(L, STREAM_MT);
+    gr_status st = gr_stream_new(ctx, &u->s);
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    return 1;
+}
+
+static int s_release(lua_State *L) {
+    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
+    gr_context *ctx = lgr_ctx_or_null(L);
+    if (u->s && ctx) gr_stream_free(ctx, u->s);
+    u->s = NULL;
+    return 0;
+}
+
+static int s_sync(lua_State *L) {
+    gr_stream *s = check_stream(L, 1);
+    gr_status st = gr_stream_sync(lgr_ctx(L), s);
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    return 0;
+}
+
+static int s_tostring(lua_State *L) {
+    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
+    lua_pushstring(L, u->s ? "gpureduce.Stream" : "gpureduce.Stream(freed)");
+    return 1;
+}
+
+const luaL_Reg lgr_stream_methods[] = {{"free", s_release}, {"sync", s_sync}, {NULL, NULL}};
+const luaL_Reg lgr_stream_meta[] = {
+    {"__close", s_release}, {"__gc", s_release}, {"__tostring", s_tostring}, {NULL, NULL}};
+const luaL_Reg lgr_pending_methods[] = {{"free", p_release}, {"ready", p_ready}, {"wait", p_wait}, {NULL, NULL}};
+const luaL_Reg lgr_pending_meta[] = {
+    {"__close", p_release}, {"__gc", p_release}, {"__tostring", p_tostring}, {NULL, NULL}};
