@@ -83,7 +83,7 @@ for _, n in ipairs(list) do
   local bufs, want = {}, {}
   for i = 1, k do
     bufs[i] = validate.fill(gr.buffer(n, dtype), dtype, op, 100 + i)
-    want[i] = gr.reduce(bufs[i], { op = op, variant = "cpu" })
+    want[i] = gr.reduce(bufs[i], validate.reference_opts(dtype, op))
   end
   -- check every way once, before timing any
   local bad = {}

@@ -80,7 +80,7 @@ if backend ~= "cuda" then
 end
 
 local b <close> = validate.fill(gr.buffer(args.mid, "float32"), "float32", "sum", 11)
-local want = gr.reduce(b, { op = "sum", variant = "cpu" })
+local want = gr.reduce(b, validate.reference_opts("float32", "sum"))
 
 -- rows: device, hybrid at each threshold, host; a cell is "ms" or "✗" (failed validation, not timed)
 local rows = { { label = "device", finish = "device" } }

@@ -43,6 +43,15 @@ if counts.configs == 0 then
   os.exit(1)
 end
 
+-- a run that cannot write its results fails now, not after the timing
+do
+  local ok, why = output.check_writable(s.out)
+  if not ok then
+    note("cannot write results to " .. tostring(s.out) .. ": " .. tostring(why))
+    os.exit(1)
+  end
+end
+
 local h = header.build(gr, here)
 local dev = gr.device()
 h.reps, h.warmup, h.rotate, h.seed = s.reps, s.warmup, s.rotate, s.seed
@@ -126,7 +135,7 @@ for _, g in ipairs(groups) do
   if b then
     progress:start("check-host", g.bytes,
       string.format("ref   cpu %s %s n=%s", g.dtype, g.op, sizes.format(g.n)))
-    local ok, r = pcall(gr.reduce, b, { op = g.op, variant = "cpu" })
+    local ok, r = pcall(gr.reduce, b, validate.reference_opts(g.dtype, g.op))
     progress:finish()
     if ok then ref = r else err = "reference failed: " .. tostring(r) end
   end
@@ -339,6 +348,7 @@ if jpath then
   end
 else
   note("could not write results: " .. tostring(cpath))
+  os.exit(1, true)
 end
 
 if failed > 0 then

@@ -45,6 +45,18 @@ function M.mkdir(dir)
   return true
 end
 
+--- Whether results can be written under dir: makes it, then creates and removes a probe file there.
+function M.check_writable(dir)
+  local ok, why = M.mkdir(dir)
+  if not ok then return nil, why end
+  local probe = dir .. "/.write-probe"
+  local f, err = io.open(probe, "w")
+  if not f then return nil, err end
+  f:close()
+  os.remove(probe)
+  return true
+end
+
 local function write_file(path, text)
   local f, err = io.open(path, "w")
   if not f then return nil, err end

@@ -5,7 +5,7 @@
 -- range for sum/min/max (sums wrap in 64 bits, exactly), small values for prod and and/or, and one zero
 -- planted for and/or so that "all" is false and "any" depends on the rest.
 --
--- Reference: the `cpu` variant, which accumulates floats in float64 whatever the dtype.
+-- Reference: the `cpu` variant, float32 sums and products with a float64 accumulator (M.reference_opts).
 -- Integers and booleans, and min/max of floats, must match exactly. Float sums must lie within rtol of
 -- the summed magnitude sum|x| (signed data cancels, so |result| alone would be too strict): float32
 -- 1e-4, float64 1e-12. sum|x| is not computed (the API has no abs); its expectation n * E|x| for
@@ -34,6 +34,13 @@ function M.fill(b, dtype, op, seed)
   local n = #b
   if (op == "and" or op == "or") and n > 0 then b:set({ 0 }, (seed * 7919) % n + 1) end
   return b
+end
+
+--- The options of the reference reduction: the `cpu` variant, in float64 where float32 data would
+-- otherwise be accumulated in float32.
+function M.reference_opts(dtype, op)
+  local wide = dtype == "float32" and (op == "sum" or op == "prod")
+  return { op = op, variant = "cpu", acc = wide and "float64" or nil }
 end
 
 --- The expected sum of |x| over n uniform floats of the op's range.
