@@ -63,14 +63,14 @@ describe("errors", function()
     expect("element 1: 1.5 does not fit in int32", gr.buffer, { 1.5 }, "int32")
     expect("byte string of length 7 is not a whole number of float32 elements (4 bytes each)",
       gr.buffer, "1234567", "float32")
-    expect("fill: -1 does not fit in uint32", function() gr.buffer(3, "uint32"):fill(-1) end)
+    expect("value: -1 does not fit in uint32", function() gr.buffer(3, "uint32"):fill(-1) end)
   end)
 
   it("reject slices and indices out of range", function()
     expect("slice 95..104 is outside the buffer (size 100)", b.slice, b, 95, 10)
     expect("offset must be >= 1 (got 0)", b.slice, b, 0, 1)
     expect("index 101 out of range (1..100)", b.get, b, 101)
-    expect("set: 3 elements at offset 99 do not fit in a buffer of 100", b.set, b, { 1, 2, 3 }, 99)
+    expect("3 values from offset 99 do not fit in a buffer of 100 (room for 2)", b.set, b, { 1, 2, 3 }, 99)
   end)
 
   it("reject a block size the variant cannot take, listing the accepted ones", function()

@@ -305,6 +305,14 @@ describe("sweep runs", function()
     end
   end)
 
+  it("exit 1 at once when the results cannot be written", function()
+    local code, out, stderr = sweep("--variants cpu --sizes 2^10 --ops sum --reps 1 --no-plot --no-progress "
+      .. "--out /proc/nope")
+    assert.equal(1, code)
+    assert.matches("cannot write results to /proc/nope", stderr)
+    assert.is_nil(out:find("wrote", 1, true))
+  end)
+
   it("fail loudly when the reference is wrong: ✗, not timed, exit status 1", function()
     local dir = tmpdir()
     local code, out, stderr = sweep("--inject-wrong-reference cpu_pairwise --variants cpu,cpu_pairwise "

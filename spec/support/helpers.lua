@@ -188,4 +188,28 @@ function M.assert_close(got, want, rtol, label, magnitude)
       err / scale, rtol))
 end
 
+--- The interpreter running busted (the most negative index of arg), for specs that start a fresh Lua.
+function M.interpreter()
+  local i = -1
+  while arg and arg[i - 1] do i = i - 1 end
+  return arg and arg[i] or "lua5.4"
+end
+
+--- Runs a Lua chunk in a fresh interpreter that finds this checkout's module as the specs do; returns
+-- whether it exited 0, its exit code and everything it printed (stdout and stderr).
+function M.run_lua(code, env)
+  local chunk = os.tmpname()
+  local f = assert(io.open(chunk, "w"))
+  f:write(code)
+  f:close()
+  local function q(v) return "'" .. tostring(v):gsub("'", "'\\''") .. "'" end
+  local cmd = string.format("%s LUA_PATH=%s LUA_CPATH=%s %s %s 2>&1", env or "", q(package.path),
+    q(package.cpath), q(M.interpreter()), q(chunk))
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  local _, _, code_ = p:close()
+  os.remove(chunk)
+  return code_ == 0, code_, out
+end
+
 return M
