@@ -64,7 +64,13 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     int acc = gr_acc_dtype(ctx, o->op, h->dtype, o->acc);
     if (acc < 0) return GR_EINVAL;
     size_t n = h->n, es = gr_dtype_size(h->dtype), aes = gr_dtype_size((gr_dtype)acc);
-    if (n == 0) return gr_reduce(ctx, h, o, out);    /* identity or the empty min/max error */
+    if (n == 0) {                                    /* the identity, or the empty min/max error */
+        if (o->op == GR_MIN || o->op == GR_MAX)
+            return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity)",
+                           gr_op_name(o->op));
+        *out = gr_identity_scalar(o->op, h->dtype, (gr_dtype)acc);
+        return GR_OK;
+    }
 
     /* whole 16-byte vectors per chunk keep every chunk's start aligned for the kernel's wide loads */
     size_t per = (chunk_bytes ? chunk_bytes : DEFAULT_CHUNK) / 16 * 16 / es;
@@ -84,9 +90,10 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     void *stream[GR_MAX_AUX_STREAMS];
     /* slot k holds the chunk values; slots 0..k-1 a staging area, partials and counter each */
     st = gr_slot_acquire(ctx, chunks * aes, chunks * aes, &slot[k]);
-    for (int s = 0; s < k && st == GR_OK; s++, got++) {
+    for (int s = 0; s < k && st == GR_OK; s++) {
         st = gr_slot_acquire(ctx, staging + max_grid * aes + 256 + extra, 0, &slot[s]);
         if (st == GR_OK) st = gr_aux_stream(ctx, s, &stream[s]);
+        if (st == GR_OK) got++;         /* only the streams whose slot and stream exist are waited for */
     }
     int rc = 0;
     for (size_t c = 0; c < chunks && st == GR_OK; c++) {
