@@ -6,14 +6,57 @@
 #   make test            the busted specs (GPU specs pending without a device)
 #   make bench           the GPU benchmarks against CUB
 #   make CUDA_ARCH=90    build for one architecture only (default: 80 and 90, plus PTX of the highest)
+#
+# The CUDA toolkit: CUDA_HOME (or CUDA_PATH) if set, else where nvcc says it lives, else /usr/local/cuda.
 
 LUA        ?= lua5.4
 BUSTED     ?= $(shell command -v busted 2>/dev/null)
 LUA_INCDIR ?= /usr/include/lua5.4
 LUA_LIBDIR ?=
-NVCC       ?= $(shell command -v nvcc 2>/dev/null)
 CUDA_ARCH  ?= 80 90
 CC         ?= cc
+
+# nvcc from the PATH, looked up once; `make NVCC=` builds the CPU-only module.
+ifeq ($(origin NVCC),undefined)
+  NVCC := $(shell command -v nvcc 2>/dev/null)
+endif
+
+# Goals that never touch CUDA, and so do not need a working toolkit.
+CPU_GOALS := clean deps
+
+ifneq ($(NVCC),)
+  # The toolkit's root and headers. Not next to nvcc: the nvcc on the PATH may be a wrapper script.
+  # nvcc --dryrun prints the settings of its own profile, among them "#$ TOP=<root>" and
+  # "#$ INCLUDES="-I<include dir>"". (override: a CUDA_HOME= on the command line is also "not set".)
+  override CUDA_HOME := $(strip $(or $(CUDA_HOME),$(CUDA_PATH)))
+  CUDA_FROM := CUDA_HOME/CUDA_PATH
+  ifeq ($(CUDA_HOME),)
+    NVCC_SAYS := $(shell $(NVCC) --dryrun -x cu -c /dev/null -o /dev/null 2>&1 | \
+                   sed -n -e 's/^\#\$$ TOP=/top=/p' -e 's/^\#\$$ INCLUDES="-I\([^"]*\)".*/inc=\1/p')
+    override CUDA_HOME := $(abspath $(patsubst top=%,%,$(filter top=%,$(NVCC_SAYS))))
+    NVCC_INCDIR := $(abspath $(patsubst inc=%,%,$(filter inc=%,$(NVCC_SAYS))))
+    CUDA_FROM := $(NVCC) --dryrun
+  endif
+  ifeq ($(CUDA_HOME),)
+    override CUDA_HOME := /usr/local/cuda
+    CUDA_FROM := the default
+  endif
+  # $(CUDA_HOME)/include, else the folder that nvcc itself passes with -I.
+  ifeq ($(strip $(CUDA_INCDIR)),)
+    override CUDA_INCDIR := $(if $(wildcard $(CUDA_HOME)/include/cuda_runtime.h),$(CUDA_HOME)/include,$(or \
+                              $(NVCC_INCDIR),$(CUDA_HOME)/include))
+  endif
+
+  # Fail now, not after minutes of compiling, when nvcc does not run or the headers are not there.
+  ifneq ($(filter-out $(CPU_GOALS),$(or $(MAKECMDGOALS),all)),)
+    ifneq ($(shell $(NVCC) --version >/dev/null 2>&1 && echo ok),ok)
+      $(error '$(NVCC) --version' fails: repair that nvcc or take it off the PATH (make NVCC= builds the CPU-only module))
+    endif
+    ifeq ($(wildcard $(CUDA_INCDIR)/cuda_runtime.h),)
+      $(error No CUDA headers: $(CUDA_INCDIR)/cuda_runtime.h does not exist (CUDA_HOME=$(CUDA_HOME), from $(CUDA_FROM); nvcc is $(NVCC)). Set CUDA_HOME to the toolkit's root, the folder with include/cuda_runtime.h, e.g. make CUDA_HOME=/usr/local/cuda (or CUDA_INCDIR to its include folder))
+    endif
+  endif
+endif
 
 BUILD   ?= build
 OBJ     := $(BUILD)/obj
@@ -74,7 +117,7 @@ $(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) engine/gr.h engine/internal.h 
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API.
-HOST_CFLAGS := $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(dir $(NVCC))../include)
+HOST_CFLAGS := $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR))
 $(BUILD)/embed_host: spec/host/embed_host.c
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -I$(LUA_INCDIR) -c $< -o $(OBJ)/embed_host.o
