@@ -2,6 +2,7 @@
 #
 #   make                 the module and the two host programs the specs run; CUDA kernels when nvcc is on
 #                        the PATH, a CPU-only module otherwise. Parallel on every core unless you give -j.
+#   make module          the module only (what `luarocks make` builds)
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs (GPU specs pending without a device)
@@ -117,8 +118,9 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all run demo test bench clean deps install readme
-all: $(MODULE) $(BUILD)/embed_host $(BUILD)/c_api_host
+.PHONY: all module run demo test bench clean deps install readme
+all: module $(BUILD)/embed_host $(BUILD)/c_api_host
+module: $(MODULE)
 
 # The device objects first: under -j the slow kernels start before everything else.
 $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
