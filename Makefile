@@ -5,7 +5,7 @@
 #   make module          the module only (what `luarocks make` builds)
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
-#   make test            the busted specs (GPU specs pending without a device)
+#   make test            the busted specs, in two busted processes (GPU specs pending without a device)
 #   make bench           the GPU benchmarks against CUB
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
@@ -168,8 +168,18 @@ run: deps all
 demo: deps all
 	$(LUA_ENV) $(LUA) experiments/demo.lua
 
+# The specs in SPEC_SHARDS busted processes (1 or 2) side by side: the first runs the tests whose names
+# match the Lua pattern SPEC_SPLIT, the second all the others, so every test runs exactly once whatever
+# the names. The pattern (the words sum, min, max) splits the run time about in half (reduce_spec and
+# finish_spec name every case by its op). Each process prints its own summary line; run-specs.sh
+# prints their total last.
+SPEC_SHARDS ?= 2
+SPEC_SPLIT  ?= %f[%w][sm][uia][mnx]%f[%W]
+RUN_SPECS    = SPEC_SHARDS='$(SPEC_SHARDS)' SPEC_SPLIT='$(SPEC_SPLIT)' bash scripts/run-specs.sh
+BUSTED_ARGS := -o spec/support/summary_output.lua
+
 test: deps all
-	$(LUA) $(BUSTED) -o spec/support/summary_output.lua
+	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS)
 
 bench: deps all
 	$(LUA_ENV) $(LUA) experiments/bench.lua
