@@ -6,6 +6,8 @@
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs, in two busted processes (GPU specs pending without a device)
+#   make check-asan      the specs against a CPU-only module built with ASan + UBSan (in build-asan/)
+#   make check-valgrind  the two host programs under valgrind, on the CPU backend
 #   make bench           the GPU benchmarks against CUB
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
@@ -35,7 +37,7 @@ ifeq ($(origin NVCC),undefined)
 endif
 
 # Goals that never touch CUDA, and so do not need a working toolkit.
-CPU_GOALS := clean deps
+CPU_GOALS := clean deps check-asan
 
 ifneq ($(NVCC),)
   # The toolkit's root and headers. Not next to nvcc: the nvcc on the PATH may be a wrapper script.
@@ -78,9 +80,10 @@ ifneq ($(NVCC),)
 endif
 CUDA_ARCH ?= 90
 
-# Our flags live apart from CFLAGS, which luarocks and users set on the command line.
+# Our flags live apart from CFLAGS, which luarocks and users set on the command line. SANITIZE holds
+# extra compile and link flags for a CPU-only build (make check-asan sets it).
 CFLAGS        ?= -O2
-GR_CFLAGS      = -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS) $(FILE_CFLAGS)
+GR_CFLAGS      = -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS) $(FILE_CFLAGS) $(SANITIZE)
 HIGHEST_ARCH  := $(lastword $(shell printf '%s\n' $(CUDA_ARCH) | sort -n))
 GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                  -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
@@ -102,9 +105,9 @@ CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST
 
 ifeq ($(NVCC),)
   DEVICE_OBJ := $(OBJ)/engine/device_none.o
-  LINK       := $(CC) -shared
+  LINK       := $(CC) -shared $(SANITIZE)
   LINK_LIBS  := -lpthread -lm
-  HOST_LINK  := $(CC)
+  HOST_LINK  := $(CC) $(SANITIZE)
 else
   DEVICE_OBJ := $(CUDA_OBJ)
   LINK       := $(NVCC) -shared $(GENCODE)
@@ -118,7 +121,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module run demo test bench clean deps install readme
+.PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
 all: module $(BUILD)/embed_host $(BUILD)/c_api_host
 module: $(MODULE)
 
@@ -181,6 +184,31 @@ BUSTED_ARGS := -o spec/support/summary_output.lua
 test: deps all
 	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS)
 
+# The specs against a CPU-only module built with ASan and UBSan, in its own folder. Lua is not built
+# with ASan, so the runtimes are preloaded (ASan's must come first). malloc may return NULL: specs ask
+# for absurd sizes to test the out-of-memory errors. Leak checking is on (the interpreter and busted
+# free everything today); ASAN_OPTS=...detect_leaks=0 turns it off. host_spec.lua is left out: it
+# runs build/'s programs, which make check-valgrind covers.
+ASAN_BUILD := build-asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+ASAN_OPTS  ?= detect_leaks=1:halt_on_error=1:allocator_may_return_null=1
+ASAN_ENV    = LD_PRELOAD='$(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)' \
+              ASAN_OPTIONS=$(ASAN_OPTS) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+              GPUREDUCE_BACKEND=cpu LUA_CPATH='$(ASAN_BUILD)/?.so;;'
+check-asan: deps
+	@$(MAKE) --no-print-directory NVCC= BUILD=$(ASAN_BUILD) SANITIZE='$(ASAN_FLAGS)' module
+	@$(RUN_SPECS) env $(ASAN_ENV) $(LUA) $(BUSTED) $(BUSTED_ARGS) --cpath='$(ASAN_BUILD)/?.so' \
+	    --exclude-pattern=host_spec
+
+# The host programs under valgrind, on the CPU backend: one test in CI's count, passed or failed.
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+check-valgrind: all
+	@ok=1; command -v valgrind >/dev/null || { echo "check-valgrind: no valgrind (apt-get install valgrind)"; ok=0; }; \
+	for p in embed_host c_api_host; do \
+	    [ $$ok = 1 ] && { $(LUA_ENV) GPUREDUCE_BACKEND=cpu $(VALGRIND) $(BUILD)/$$p || ok=0; }; \
+	done; \
+	if [ $$ok = 1 ]; then echo "1 passed, 0 failed, 0 skipped"; else echo "0 passed, 1 failed, 0 skipped"; exit 1; fi
+
 bench: deps all
 	$(LUA_ENV) $(LUA) experiments/bench.lua
 
@@ -196,4 +224,4 @@ install: $(MODULE)
 	cp lua/gpureduce/init.lua $(INST_LUADIR)/gpureduce/init.lua
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD)
