@@ -18,7 +18,7 @@ dependencies = {
 }
 build = {
   type = "make",
-  build_target = "all",
+  build_target = "module",   -- the module only: not the spec host programs that `make` also builds
   build_variables = {
     CFLAGS = "$(CFLAGS)",
     LUA_INCDIR = "$(LUA_INCDIR)",

@@ -39,38 +39,50 @@ int main(void) {
         expect += host[i];
         if (i >= n - 10) expect_tail += host[i];
     }
+    /* Every exit below goes through `done`, which releases what is still held. */
     void *mem = host;
-    int on_device = 0;
+#ifdef GR_WITH_CUDA
+    void *dev = NULL;                  /* device memory not yet freed */
+#endif
+    float *back = NULL;
+    const float *seen = host;
+    lua_State *L = NULL;
+    int on_device = 0, ok = 0;
+    double sum = 0, mx = 0, tail = 0;
+    char backend[16] = "?";
 #ifdef GR_WITH_CUDA
     const char *want = getenv("GPUREDUCE_BACKEND");
     int count = 0;
     if (!(want && strcmp(want, "cpu") == 0) && cudaGetDeviceCount(&count) == cudaSuccess && count > 0) {
-        if (cudaMalloc(&mem, n * sizeof *host) != cudaSuccess ||
-            cudaMemcpy(mem, host, n * sizeof *host, cudaMemcpyHostToDevice) != cudaSuccess) {
+        if (cudaMalloc(&dev, n * sizeof *host) != cudaSuccess ||
+            cudaMemcpy(dev, host, n * sizeof *host, cudaMemcpyHostToDevice) != cudaSuccess) {
             fprintf(stderr, "embed_host: cannot set up device memory\n");
-            return 1;
+            goto done;
         }
+        mem = dev;
         on_device = 1;
     }
     cudaGetLastError();
 #endif
 
-    lua_State *L = luaL_newstate();
+    L = luaL_newstate();
+    if (!L) goto done;
     luaL_openlibs(L);
-    int ok = 1;
     if (luaL_loadstring(L, script) != LUA_OK) {
         fprintf(stderr, "embed_host: %s\n", lua_tostring(L, -1));
-        return 1;
+        goto done;
     }
     lua_pushlightuserdata(L, mem);
     lua_pushinteger(L, (lua_Integer)n);
     lua_pushstring(L, on_device ? "device" : "host");
     if (lua_pcall(L, 3, 4, 0) != LUA_OK) {
         fprintf(stderr, "embed_host: script failed: %s\n", lua_tostring(L, -1));
-        return 1;
+        goto done;
     }
-    double sum = lua_tonumber(L, -4), mx = lua_tonumber(L, -3), tail = lua_tonumber(L, -2);
-    char backend[16];
+    ok = 1;
+    sum = lua_tonumber(L, -4);
+    mx = lua_tonumber(L, -3);
+    tail = lua_tonumber(L, -2);
     snprintf(backend, sizeof backend, "%s", lua_tostring(L, -1));
     if (sum != expect || mx != 1.5 || tail != expect_tail) {
         fprintf(stderr, "embed_host: got sum %.17g max %g tail %g, expected %.17g 1.5 %g\n", sum, mx, tail,
@@ -82,21 +94,31 @@ int main(void) {
         ok = 0;
     }
     lua_close(L);       /* the module is gone: the memory must still be ours, unchanged */
+    L = NULL;
 
-    float *back = host;
 #ifdef GR_WITH_CUDA
     if (on_device) {
         back = malloc(n * sizeof *back);
-        if (!back || cudaMemcpy(back, mem, n * sizeof *back, cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
-        if (cudaFree(mem) != cudaSuccess) ok = 0;
+        if (!back || cudaMemcpy(back, dev, n * sizeof *back, cudaMemcpyDeviceToHost) != cudaSuccess) ok = 0;
+        if (cudaFree(dev) != cudaSuccess) ok = 0;
+        dev = NULL;
+        seen = back;
     }
 #endif
     for (size_t i = 0; ok && i < n; i++)
-        if (back[i] != (float)((int)(i % 7) - 3) * 0.5f) {
+        if (seen[i] != (float)((int)(i % 7) - 3) * 0.5f) {
             fprintf(stderr, "embed_host: element %zu changed\n", i);
             ok = 0;
         }
     printf("embed_host: %s (backend %s, %s memory, sum %.17g)\n", ok ? "ok" : "FAILED", backend,
            on_device ? "device" : "host", sum);
+
+done:
+    if (L) lua_close(L);
+#ifdef GR_WITH_CUDA
+    if (dev) cudaFree(dev);
+#endif
+    free(back);
+    free(host);
     return ok ? 0 : 1;
 }
