@@ -65,12 +65,11 @@ extern "C" int gr_launch_thrust(const gr_launch *L) {
             using Acc = typename Op::acc_t;
             const cudaStream_t stream = (cudaStream_t)L->stream;
             const Acc value = thrust_reduce<Op, In>((const In *)L->in, L->n, stream);
-            if (L->final_out) {               /* finish "single": pinned host memory, written here */
-                *(Acc *)L->final_out = value;
-                return cudaSuccess;
-            }
-            /* as a plain pass, the one partial goes to out[0]; `value` lives on this stack: wait */
-            cudaError_t e = cudaMemcpyAsync(L->out, &value, sizeof value, cudaMemcpyHostToDevice, stream);
+            /* finish "single": final_out, which may be pinned host memory or device memory (a streamed
+             * chunk's value stays on the device), so it is copied, not stored; as a plain pass, the one
+             * partial goes to out[0]. `value` lives on this stack: wait for the copy. */
+            void *dst = L->final_out ? L->final_out : L->out;
+            cudaError_t e = cudaMemcpyAsync(dst, &value, sizeof value, cudaMemcpyDefault, stream);
             return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
         });
     } catch (const thrust::system_error &e) {

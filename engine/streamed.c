@@ -67,7 +67,10 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
         return gr_reduce(ctx, h, &cpu, out);
     }
     size_t n = h->n, es = gr_dtype_size(h->dtype);
-    if (n == 0) return gr_reduce(ctx, h, o, out);    /* identity or the empty min/max error */
+    if (n == 0) {                                    /* the identity, or the empty min/max error */
+        int acc = gr_op_acc_dtype(ctx, o->op, h->dtype, o->acc);
+        return gr_op_empty_result(ctx, o->op, h->dtype, (gr_dtype)acc, out);
+    }
 
     /* whole 16-byte vectors per chunk keep every chunk's start aligned for the kernel's wide loads */
     size_t per = gr_policy_chunk_bytes(chunk_bytes) / 16 * 16 / es;
@@ -93,9 +96,10 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     void *stream[GR_MAX_AUX_STREAMS];
     /* slot k holds the chunk values; slots 0..k-1 a staging area, the pass's scratch and a counter each */
     st = gr_slot_acquire(ctx, chunks * aes, chunks * aes, &slot[k]);
-    for (int s = 0; s < k && st == GR_OK; s++, got++) {
+    for (int s = 0; s < k && st == GR_OK; s++) {
         st = gr_slot_acquire(ctx, staging + whole.dev_bytes, 0, &slot[s]);
         if (st == GR_OK) st = gr_aux_stream(ctx, s, &stream[s]);
+        if (st == GR_OK) got++;         /* only the streams whose slot and stream exist are waited for */
     }
     int rc = 0;
     for (size_t c = 0; c < chunks && st == GR_OK; c++) {
