@@ -61,7 +61,7 @@ $(MODULE): $(ENGINE_OBJ) $(BINDING_OBJ) $(DEVICE_OBJ)
 # The host backend's loops are written to vectorise, which gcc does at -O3.
 $(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
 
-$(OBJ)/engine/%.o: engine/%.c engine/gr.h engine/internal.h engine/gen_element.h
+$(OBJ)/engine/%.o: engine/%.c $(wildcard engine/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
 
@@ -69,7 +69,7 @@ $(OBJ)/lua/%.o: lua/%.c lua/binding.h engine/gr.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
 
-$(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) engine/gr.h engine/internal.h engine/gen_element.h
+$(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) engine/gr.h engine/launch.h engine/device.h engine/gen_element.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
