@@ -52,7 +52,11 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all run demo test bench clean deps install readme
-all: $(MODULE) $(BUILD)/embed_host $(BUILD)/c_api_host
+# The toolkit's own folders (NVRTC's header and library for the header check below).
+CUDA_HOME ?= $(if $(NVCC),$(abspath $(dir $(NVCC))..))
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(if $(NVCC),$(BUILD)/nvrtc_headers)
+
+all: $(MODULE) $(HOST_PROGRAMS)
 
 $(MODULE): $(ENGINE_OBJ) $(BINDING_OBJ) $(DEVICE_OBJ)
 	@mkdir -p $(dir $@)
@@ -79,6 +83,11 @@ $(BUILD)/embed_host: spec/host/embed_host.c
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -I$(LUA_INCDIR) -c $< -o $(OBJ)/embed_host.o
 	$(HOST_LINK) -o $@ $(OBJ)/embed_host.o $(LUA_LINK) $(LINK_LIBS)
+
+# Compiles the NVRTC-clean device headers with NVRTC (no GPU needed): links libnvrtc of the toolkit.
+$(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -I$(CUDA_HOME)/include $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
 $(BUILD)/c_api_host: spec/host/c_api_host.c $(ENGINE_OBJ) $(DEVICE_OBJ)
 	@mkdir -p $(dir $@)

@@ -28,8 +28,8 @@
 static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_options *o, size_t chunk,
                                 int streams, int *variant) {
     if (gr_buffer_where(h) != GR_HOST)
-        return gr_fail_arg(ctx, GR_EINVAL, "streamed", "needs host data (a pinned host buffer, a table or a "
-                           "byte string); this buffer is on the device");
+        return gr_fail_arg(ctx, GR_EINVAL, "streamed", "needs host data (a buffer in pinned host memory); "
+                           "this buffer is on the device");
     if (chunk && chunk < 4096)
         return gr_fail_arg(ctx, GR_EINVAL, "chunk", "must be at least 4096 bytes (got %zu)", chunk);
     if (streams < 0 || streams > GR_MAX_AUX_STREAMS)

@@ -152,6 +152,9 @@ static int reduce_with(lua_State *L, int op) {
     gr_status st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
     if (lgr_retry_after_gc(L, st))
         st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    if (st == GR_EINVAL && r.streamed && strcmp(gr_errarg(ctx), "streamed") == 0)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s, or pass a table or a byte string with opts.dtype",
+                                                   gr_errmsg(ctx)));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     return lgr_push_result(L, &v);
 }

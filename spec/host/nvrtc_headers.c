@@ -38,16 +38,18 @@ static const char *source =
     "    using Op = typename gr::OpOf<Id, In, Acc>::type;\n"
     "    static constexpr bool ok = gr::OpOf<Id, In, Acc>::valid;\n"
     "};\n"
-    "#define ONE(Id, In, Acc) template __global__ void shuffle<Each<Id, In, Acc>::Op, In>(const In *, size_t, \\\n"
-    "    Each<Id, In, Acc>::Op::acc_t *, unsigned *, Each<Id, In, Acc>::Op::acc_t *); \\\n"
-    "    template __global__ void others<Each<Id, In, Acc>::Op, In>(const In *, size_t, \\\n"
+    "#define SHUFFLE(Id, In, Acc) template __global__ void shuffle<Each<Id, In, Acc>::Op, In>(const In *, \\\n"
+    "    size_t, Each<Id, In, Acc>::Op::acc_t *, unsigned *, Each<Id, In, Acc>::Op::acc_t *);\n"
+    "#define OTHERS(Id, In, Acc) template __global__ void others<Each<Id, In, Acc>::Op, In>(const In *, size_t, \\\n"
     "    Each<Id, In, Acc>::Op::acc_t *);\n"
-    "#define INTS(In) ONE(0, In, gr::u64) ONE(1, In, gr::u64) ONE(2, In, In) ONE(3, In, In) \\\n"
-    "    ONE(4, In, gr::u8) ONE(5, In, gr::u8)\n"
-    "#define FLOATS(In) ONE(0, In, In) ONE(1, In, In) ONE(2, In, In) ONE(3, In, In) ONE(4, In, gr::u8) \\\n"
-    "    ONE(5, In, gr::u8)\n"
-    "INTS(gr::i8) INTS(gr::u8) INTS(gr::i32) INTS(gr::u32) INTS(gr::i64) INTS(gr::u64)\n"
-    "FLOATS(float) FLOATS(double) ONE(0, float, double) ONE(1, float, double)\n";
+    "#define INTS(X, In) X(0, In, gr::u64) X(1, In, gr::u64) X(2, In, In) X(3, In, In) X(4, In, gr::u8) \\\n"
+    "    X(5, In, gr::u8)\n"
+    "#define FLOATS(X, In) X(0, In, In) X(1, In, In) X(2, In, In) X(3, In, In) X(4, In, gr::u8) X(5, In, gr::u8)\n"
+    /* every op on every dtype through the grid-stride path; the other paths on one dtype of each kind */
+    "INTS(SHUFFLE, gr::i8) INTS(SHUFFLE, gr::u8) INTS(SHUFFLE, gr::i32) INTS(SHUFFLE, gr::u32)\n"
+    "INTS(SHUFFLE, gr::i64) INTS(SHUFFLE, gr::u64) FLOATS(SHUFFLE, float) FLOATS(SHUFFLE, double)\n"
+    "SHUFFLE(0, float, double) SHUFFLE(1, float, double)\n"
+    "INTS(OTHERS, gr::i8) INTS(OTHERS, gr::u64) FLOATS(OTHERS, float)\n";
 
 int main(int argc, char **argv) {
     if (argc < 2) {
