@@ -190,7 +190,30 @@ DEFINE_RANGE(f32, float, 1, 1, 0, 0, float)
 DEFINE_RANGE(f32_wide, float, 1, 1, 0, 0, double)
 DEFINE_RANGE(f64, double, 1, 1, 0, 0, double)
 
+/* Any map and combine, one element at a time: the path of an op whose pair has no loop above. Float
+ * accumulators of float32 round after every step, as a float32 accumulator would. */
+static acc64 generic_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
+    enum category c = category_of(op, t);
+    int round32 = c == CAT_FLOAT && acc == GR_FLOAT32;
+    acc64 a = identity64(op, c);
+    for (size_t k = lo; k < hi; k++) {
+        a = combine64(op, c, a, load64(p, k, t, op, c));
+        if (round32) a.f = (float)a.f;
+    }
+    return a;
+}
+
+/* The per-dtype loops above serve a value folded by add, multiply, min or max, and a flag folded by
+ * and or or. */
+static int has_loop(const gr_op_desc *op) {
+    if (op->map == GR_MAP_VALUE)
+        return op->combine == GR_COMBINE_ADD || op->combine == GR_COMBINE_MUL || op->combine == GR_COMBINE_MIN ||
+               op->combine == GR_COMBINE_MAX;
+    return op->map == GR_MAP_NONZERO && (op->combine == GR_COMBINE_AND || op->combine == GR_COMBINE_OR);
+}
+
 static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
+    if (!has_loop(op)) return generic_range(p, lo, hi, t, op, acc);
     if (t == GR_FLOAT32 && acc == GR_FLOAT64) return range_f32_wide(p, lo, hi, op);
     switch (t) {
     case GR_INT8: return range_i8(p, lo, hi, op);

@@ -14,12 +14,13 @@
 #include <string.h>
 
 static const gr_op_desc ops[GR_OP_COUNT] = {
-    [GR_SUM] = {"sum", NULL, GR_SUM, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_WIDE, 1, 1},
-    [GR_PROD] = {"prod", NULL, GR_PROD, GR_MAP_VALUE, GR_COMBINE_MUL, GR_ACC_WIDE, 1, 1},
-    [GR_MIN] = {"min", NULL, GR_MIN, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, 1, 0},
-    [GR_MAX] = {"max", NULL, GR_MAX, GR_MAP_VALUE, GR_COMBINE_MAX, GR_ACC_INPUT, 1, 0},
-    [GR_AND] = {"and", "all", GR_AND, GR_MAP_NONZERO, GR_COMBINE_AND, GR_ACC_FLAG, 1, 1},
-    [GR_OR] = {"or", "any", GR_OR, GR_MAP_NONZERO, GR_COMBINE_OR, GR_ACC_FLAG, 1, 1},
+    /* name    alias  id       map             combine          acc           result           arity identity */
+    [GR_SUM] = {"sum", NULL, GR_SUM, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_PROD] = {"prod", NULL, GR_PROD, GR_MAP_VALUE, GR_COMBINE_MUL, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_MIN] = {"min", NULL, GR_MIN, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_MAX] = {"max", NULL, GR_MAX, GR_MAP_VALUE, GR_COMBINE_MAX, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_AND] = {"and", "all", GR_AND, GR_MAP_NONZERO, GR_COMBINE_AND, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
+    [GR_OR] = {"or", "any", GR_OR, GR_MAP_NONZERO, GR_COMBINE_OR, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
 };
 
 const gr_op_desc *gr_op_desc_get(gr_op op) { return (unsigned)op < GR_OP_COUNT ? &ops[op] : NULL; }
@@ -74,7 +75,7 @@ gr_result gr_op_result(gr_op op, const void *acc_value, gr_dtype acc, gr_dtype i
     const gr_op_desc *d = gr_op_desc_get(op);
     gr_result r = {0};
     r.count = 1;
-    if (d->map == GR_MAP_NONZERO) {
+    if (d->result == GR_RESULT_BOOL) {
         r.value[0].kind = GR_SCALAR_BOOL;
         r.value[0].v.b = *(const uint8_t *)acc_value != 0;
     } else {
@@ -89,7 +90,7 @@ gr_status gr_op_empty_result(gr_context *ctx, gr_op op, gr_dtype in_dtype, gr_dt
         return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity)", d->name);
     gr_result r = {0};
     r.count = 1;
-    if (d->map == GR_MAP_NONZERO) {
+    if (d->result == GR_RESULT_BOOL) {
         r.value[0].kind = GR_SCALAR_BOOL;
         r.value[0].v.b = d->combine == GR_COMBINE_AND;
     } else {

@@ -6,8 +6,8 @@
  *   combine  how two contributions meet: add, multiply, min, max, and, or;
  *   acc      which accumulator that needs for an input dtype: a wide one (64-bit integers, the float
  *            itself or float64), the input's own dtype, or a byte flag;
- *   result   how many values come back, whether an empty input has an identity, whether the result
- *            is a boolean.
+ *   result   what the combined accumulator becomes (its value, or a boolean), how many values come
+ *            back, whether an empty input has an identity.
  * The CPU backend and the host finishes read these fields; the kernels have one functor per op
  * (cuda/ops.cuh) that the dispatch finds by the op's id. docs/extending.md walks through adding one.
  */
@@ -19,6 +19,7 @@
 typedef enum { GR_MAP_VALUE, GR_MAP_NONZERO } gr_map_kind;
 typedef enum { GR_COMBINE_ADD, GR_COMBINE_MUL, GR_COMBINE_MIN, GR_COMBINE_MAX, GR_COMBINE_AND, GR_COMBINE_OR } gr_combine_kind;
 typedef enum { GR_ACC_WIDE, GR_ACC_INPUT, GR_ACC_FLAG } gr_acc_rule;
+typedef enum { GR_RESULT_VALUE, GR_RESULT_BOOL } gr_result_kind;
 
 typedef struct gr_op_desc {
     const char *name;
@@ -27,6 +28,7 @@ typedef struct gr_op_desc {
     gr_map_kind map;
     gr_combine_kind combine;
     gr_acc_rule acc;
+    gr_result_kind result;
     int arity;                  /* values in the result */
     int has_identity;           /* 0: an empty input is an error (there is no identity to return) */
 } gr_op_desc;
