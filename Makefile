@@ -122,7 +122,8 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
-all: module $(BUILD)/embed_host $(BUILD)/c_api_host
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(if $(NVCC),$(BUILD)/nvrtc_headers)
+all: module $(HOST_PROGRAMS)
 module: $(MODULE)
 
 # The device objects first: under -j the slow kernels start before everything else.
@@ -150,6 +151,11 @@ $(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(ENGINE_H)
 $(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
+
+# Compiles the NVRTC-clean device headers with NVRTC (no GPU needed): links libnvrtc of the toolkit.
+$(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
 $(OBJ)/spec/host/c_api_host.o: spec/host/c_api_host.c $(ENGINE_H)
 	@mkdir -p $(dir $@)

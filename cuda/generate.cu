@@ -4,9 +4,10 @@
  * random() uses the same counter-based hash as the CPU backend (engine/gen_element.h): the same seed
  * gives the same bits on every backend and for every launch shape.
  */
-#include "dispatch.cuh"
+#include <cuda_runtime.h>
+#include <type_traits>
 
-#include "../engine/internal.h"
+#include "../engine/device.h"
 #include "../engine/gen_element.h"
 
 namespace {
@@ -42,17 +43,14 @@ template <class T> __global__ void random_kernel(T *p, size_t n, uint64_t seed, 
     }
 }
 
-/* Calls f(Tag<T>{}) for the storage type of a dtype. */
+template <class T> struct Tag { using type = T; };
+
+/* Calls f(Tag<T>{}) for the storage type of a dtype (gr.h's list). */
 template <class F> cudaError_t by_dtype(gr_dtype t, F &&f) {
     switch (t) {
-    case GR_INT8: return f(gr::Tag<int8_t>{});
-    case GR_UINT8: return f(gr::Tag<uint8_t>{});
-    case GR_INT32: return f(gr::Tag<int32_t>{});
-    case GR_UINT32: return f(gr::Tag<uint32_t>{});
-    case GR_INT64: return f(gr::Tag<int64_t>{});
-    case GR_UINT64: return f(gr::Tag<uint64_t>{});
-    case GR_FLOAT32: return f(gr::Tag<float>{});
-    case GR_FLOAT64: return f(gr::Tag<double>{});
+#define GR_DTYPE_CASE(E, name, ctype, bytes, is_float, is_signed) case GR_##E: return f(Tag<ctype>{});
+        GR_DTYPE_LIST(GR_DTYPE_CASE)
+#undef GR_DTYPE_CASE
     default: return cudaErrorInvalidValue;
     }
 }
@@ -64,7 +62,7 @@ extern "C" int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *str
         using T = typename decltype(tag)::type;
         T value = std::is_floating_point_v<T> ? T(v.v.f) : T(v.v.u);
         fill_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, value);
-        return GR_CHECK_LAUNCH();
+        return cudaGetLastError();
     });
 }
 
@@ -73,7 +71,7 @@ extern "C" int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_sc
         using T = typename decltype(tag)::type;
         iota_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, start.v.f, step.v.f,
                                                                          start.v.u, step.v.u);
-        return GR_CHECK_LAUNCH();
+        return cudaGetLastError();
     });
 }
 
@@ -83,6 +81,6 @@ extern "C" int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_
         using T = typename decltype(tag)::type;
         random_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, seed, first, lo.v.f,
                                                                            hi.v.f, lo.v.u, hi.v.u);
-        return GR_CHECK_LAUNCH();
+        return cudaGetLastError();
     });
 }

@@ -15,7 +15,8 @@
  */
 #pragma once
 
-#include "primitives.cuh"
+#include "core.cuh"
+#include "thread_load.cuh"
 
 namespace gr {
 
@@ -34,7 +35,7 @@ GR_HOSTDEV size_t ring_bytes(int block) { return size_t(kStages) * size_t(block)
 
 /* The ring inside the dynamic shared memory `smem` (ring_bytes(blockDim.x) of it). */
 GR_DEV uint4 *ring_in(void *smem) {
-    const uintptr_t at = (reinterpret_cast<uintptr_t>(smem) + kRingAlign - 1) & ~uintptr_t(kRingAlign - 1);
+    const uptr at = (reinterpret_cast<uptr>(smem) + kRingAlign - 1) & ~uptr(kRingAlign - 1);
     return reinterpret_cast<uint4 *>(at);
 }
 
@@ -79,7 +80,7 @@ GR_DEV typename Op::acc_t thread_accumulate_pipelined(const In *__restrict__ in,
     const size_t threads = size_t(gridDim.x) * blockDim.x;
     typename T::type acc = T::init();
 
-    size_t head = ((16 - (reinterpret_cast<uintptr_t>(in) & 15)) & 15) / sizeof(In);
+    size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
     if (head > n) head = n;
     if (tid < head) acc = T::fold1(acc, in[tid]);
 

@@ -9,13 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../engine/internal.h"
-
-static char launch_site[160];
-
-extern "C" void gr_dev_note_site(const char *file, int line) {
-    snprintf(launch_site, sizeof launch_site, "%s:%d", file, line);
-}
+#include "../engine/device.h"
 
 extern "C" int gr_dev_present(void) {
     int count = 0;
@@ -54,15 +48,7 @@ extern "C" int gr_dev_init(gr_device_info *info) {
 
 extern "C" const char *gr_dev_error_name(int code) { return cudaGetErrorName((cudaError_t)code); }
 
-/* The runtime's description, with the kernel launch site when a launcher recorded one. */
-extern "C" const char *gr_dev_error_string(int code) {
-    static char buf[256];
-    const char *s = cudaGetErrorString((cudaError_t)code);
-    if (!launch_site[0]) return s;
-    snprintf(buf, sizeof buf, "%s; launched at %s", s, launch_site);
-    launch_site[0] = '\0';
-    return buf;
-}
+extern "C" const char *gr_dev_error_string(int code) { return cudaGetErrorString((cudaError_t)code); }
 
 extern "C" int gr_dev_error_is_oom(int code) { return code == cudaErrorMemoryAllocation; }
 

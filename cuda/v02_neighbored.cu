@@ -19,7 +19,9 @@
  * Reproduces: "reduceNeighbored" (Cheng et al., Professional CUDA C Programming, ch. 3) and "Reduce v0",
  * Harris's kernel 1 ("interleaved addressing with divergent branching"). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -35,15 +37,15 @@ __global__ void neighbored_kernel(const In *__restrict__ in, size_t n, typename 
         if (tid % (2 * stride) == 0) s[tid] = Op::combine(s[tid], s[tid + stride]);
         __syncthreads();
     }
-    gr::store_partial<Op>(s[0], partials, counter, final_out);
+    gr::epilogue<Op>(s[0], partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_neighbored(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block));
 }
 
-extern "C" int gr_launch_neighbored(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, neighbored_kernel, true, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, neighbored_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_neighbored = {launch, grid, nullptr};

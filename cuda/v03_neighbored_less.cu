@@ -20,7 +20,9 @@
  * Reproduces: "reduceNeighboredLess" (Professional CUDA C Programming, ch. 3) and "Reduce v1", Harris's
  * kernel 2 ("interleaved addressing with a strided index and bank conflicts"). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -37,16 +39,15 @@ __global__ void neighbored_less_kernel(const In *__restrict__ in, size_t n, type
         if (index < blockDim.x) s[index] = Op::combine(s[index], s[index + stride]);
         __syncthreads();
     }
-    gr::store_partial<Op>(s[0], partials, counter, final_out);
+    gr::epilogue<Op>(s[0], partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_neighbored_less(size_t n, int block, gr_dtype /*t*/,
-                                          const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block));
 }
 
-extern "C" int gr_launch_neighbored_less(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, neighbored_less_kernel, true, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, neighbored_less_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_neighbored_less = {launch, grid, nullptr};

@@ -20,7 +20,9 @@
  * Reproduces: "reduceInterleaved" (Professional CUDA C Programming, ch. 3) and "Reduce v2", Harris's
  * kernel 3 ("sequential addressing"). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -32,15 +34,15 @@ __global__ void interleaved_kernel(const In *__restrict__ in, size_t n, typename
     s[threadIdx.x] = gr::tile_load<Op, In, 1>(in, n);
     __syncthreads();
     gr::interleaved_tree<Op>(s, 0);     /* for (stride = blockDim.x / 2; stride > 0; stride >>= 1) */
-    gr::store_partial<Op>(s[0], partials, counter, final_out);
+    gr::epilogue<Op>(s[0], partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_interleaved(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block));
 }
 
-extern "C" int gr_launch_interleaved(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, interleaved_kernel, true, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, interleaved_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_interleaved = {launch, grid, nullptr};

@@ -24,7 +24,10 @@
  * Reproduces: the naive shared-memory atomic reduction ("atomicAdd to a __shared__ sum") that
  * reduction tutorials contrast with trees.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "atomics.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -39,15 +42,15 @@ __global__ void atomic_shared_kernel(const In *__restrict__ in, size_t n, typena
     __syncthreads();
     gr::atomic_combine<Op>(slot, v);
     __syncthreads();
-    gr::store_partial<Op>(*slot, partials, counter, final_out);
+    gr::epilogue<Op>(*slot, partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_atomic_shared(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block));
 }
 
-extern "C" int gr_launch_atomic_shared(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, atomic_shared_kernel, false, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, atomic_shared_kernel, false); }
+
+extern "C" const gr_kernel gr_kernel_atomic_shared = {launch, grid, nullptr};

@@ -20,7 +20,9 @@
  * Reproduces: "reduceUnrolling8" (Professional CUDA C Programming, ch. 3), the "add during load" step
  * ("Reduce v3", Harris's kernel 4 with 8 elements per thread). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -34,15 +36,15 @@ __global__ void unroll8_kernel(const In *__restrict__ in, size_t n, typename Op:
     s[threadIdx.x] = gr::tile_load<Op, In, kUnroll>(in, n);
     __syncthreads();
     gr::interleaved_tree<Op>(s, 0);
-    gr::store_partial<Op>(s[0], partials, counter, final_out);
+    gr::epilogue<Op>(s[0], partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_unroll8(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block) * kUnroll);
 }
 
-extern "C" int gr_launch_unroll8(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, unroll8_kernel, true, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, unroll8_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_unroll8 = {launch, grid, nullptr};

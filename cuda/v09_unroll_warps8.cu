@@ -24,7 +24,9 @@
  * Reproduces: "reduceUnrollWarps8" (Professional CUDA C Programming, ch. 3) and "Reduce v4", Harris's
  * kernel 5 ("unroll the last warp"). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -40,15 +42,15 @@ __global__ void unroll_warps8_kernel(const In *__restrict__ in, size_t n, typena
     gr::interleaved_tree<Op>(s, 32);    /* for (stride = blockDim.x / 2; stride > 32; stride >>= 1) */
     Acc v = Op::identity();
     if (threadIdx.x < 32) v = gr::last_warp_unrolled<Op>(s);
-    gr::store_partial<Op>(v, partials, counter, final_out);
+    gr::epilogue<Op>(v, partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_unroll_warps8(size_t n, int block, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block) * kUnroll);
 }
 
-extern "C" int gr_launch_unroll_warps8(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, unroll_warps8_kernel, true, 64);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, unroll_warps8_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_unroll_warps8 = {launch, grid, nullptr};

@@ -22,7 +22,9 @@
  * Reproduces: "reduceCompleteUnrollWarps8" (Professional CUDA C Programming, ch. 3) and "Reduce v5",
  * Harris's kernel 6 ("completely unrolled") with a run-time block size. No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -36,16 +38,15 @@ __global__ void complete_unroll8_kernel(const In *__restrict__ in, size_t n, typ
     s[threadIdx.x] = gr::tile_load<Op, In, kUnroll>(in, n);
     __syncthreads();
     const Acc v = gr::complete_unrolled_tree<Op>(s, blockDim.x);
-    gr::store_partial<Op>(v, partials, counter, final_out);
+    gr::epilogue<Op>(v, partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_complete_unroll8(size_t n, int block, gr_dtype /*t*/,
-                                           const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block) * kUnroll);
 }
 
-extern "C" int gr_launch_complete_unroll8(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, complete_unroll8_kernel, true, 64);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, complete_unroll8_kernel, true); }
+
+extern "C" const gr_kernel gr_kernel_complete_unroll8 = {launch, grid, nullptr};

@@ -22,7 +22,9 @@
  * Reproduces: "reduceCompleteUnroll<iBlockSize>" (Professional CUDA C Programming, ch. 3) and Harris's
  * kernel 6 ("completely unrolled", block size as a template parameter). No atomics.
  */
-#include "dispatch.cuh"
+#include "classic.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -37,22 +39,21 @@ template_unroll8_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t 
     s[threadIdx.x] = gr::tile_load<Op, In, kUnroll>(in, n);
     __syncthreads();
     const Acc v = gr::complete_unrolled_tree<Op>(s, kBlock);
-    gr::store_partial<Op>(v, partials, counter, final_out);
+    gr::epilogue<Op>(v, partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_template_unroll8(size_t n, int block, gr_dtype /*t*/,
-                                           const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return gr::grid_for_tiles(n, size_t(block) * kUnroll);
 }
 
-extern "C" int gr_launch_template_unroll8(const gr_launch *L) {
+static int launch(gr_launch *L) {
     if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
     return gr::with_block_size(L->block, [&](auto block) {
         constexpr int kBlock = decltype(block)::value;
         if constexpr (kBlock < 64) {
-            return cudaErrorInvalidConfiguration;   /* the registry's block_min is 64 */
+            return cudaErrorInvalidConfiguration;   /* below the row's block_min: the tree needs 64 values */
         } else {
             return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
                 using Op = decltype(op);
@@ -61,8 +62,10 @@ extern "C" int gr_launch_template_unroll8(const gr_launch *L) {
                 template_unroll8_kernel<Op, In, kBlock><<<unsigned(L->grid), kBlock, kBlock * sizeof(Acc),
                                                           (cudaStream_t)L->stream>>>(
                     (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
-                return GR_CHECK_LAUNCH();
+                return GR_CHECK_LAUNCH(L);
             });
         }
     });
 }
+
+extern "C" const gr_kernel gr_kernel_template_unroll8 = {launch, grid, nullptr};

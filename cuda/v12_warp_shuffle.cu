@@ -21,7 +21,10 @@
  * Reproduces: "v7 shuffle", the optimised reduction of the multi-pass tutorials and of
  * "Faster Parallel Reductions on Kepler" (grid-stride loop + warp shuffle).
  */
-#include "dispatch.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
+#include "thread_load.cuh"
+#include "warp_block.cuh"
 
 namespace {
 
@@ -32,19 +35,15 @@ __global__ void warp_shuffle_kernel(const In *__restrict__ in, size_t n, typenam
                                     unsigned *counter, typename Op::acc_t *final_out) {
     typename Op::acc_t v = gr::thread_accumulate<Op, In, kUnroll>(in, n);
     v = gr::block_reduce<Op>(v);
-    if (final_out) {
-        gr::finish_last_block<Op>(v, partials, counter, final_out);
-    } else if (threadIdx.x == 0) {
-        partials[blockIdx.x] = v;
-    }
+    gr::epilogue<Op>(v, partials, counter, final_out);
 }
 
 }  // namespace
 
-extern "C" size_t gr_grid_warp_shuffle(size_t n, int block, gr_dtype t, const gr_device_info *dev) {
-    return gr::grid_for(n, size_t(block) * (16 / gr_dtype_size(t)) * kUnroll, block, dev);
+static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev) {
+    return gr::grid_for(n, size_t(block) * (16 / elem_bytes) * kUnroll, block, dev);
 }
 
-extern "C" int gr_launch_warp_shuffle(const gr_launch *L) {
-    return GR_LAUNCH_PASS(L, warp_shuffle_kernel, false, 32);
-}
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, warp_shuffle_kernel, false); }
+
+extern "C" const gr_kernel gr_kernel_warp_shuffle = {launch, grid, nullptr};

@@ -27,7 +27,10 @@
  * Reproduces: the grid-stride reduction with one atomicAdd per block ("Faster Parallel Reductions on
  * Kepler", deviceReduceBlockAtomicKernel).
  */
-#include "dispatch.cuh"
+#include "atomics.cuh"
+#include "launch.cuh"
+#include "thread_load.cuh"
+#include "warp_block.cuh"
 
 namespace {
 
@@ -44,11 +47,11 @@ __global__ void grid_stride_atomic_kernel(const In *__restrict__ in, size_t n, t
 
 }  // namespace
 
-extern "C" size_t gr_grid_grid_stride_atomic(size_t n, int block, gr_dtype t, const gr_device_info *dev) {
-    return gr::grid_for(n, size_t(block) * (16 / gr_dtype_size(t)) * kUnroll, block, dev);
+static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev) {
+    return gr::grid_for(n, size_t(block) * (16 / elem_bytes) * kUnroll, block, dev);
 }
 
-extern "C" int gr_launch_grid_stride_atomic(const gr_launch *L) {
+static int launch(gr_launch *L) {
     if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
     return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
         using Op = decltype(op);
@@ -57,15 +60,17 @@ extern "C" int gr_launch_grid_stride_atomic(const gr_launch *L) {
         const cudaStream_t stream = (cudaStream_t)L->stream;
         Acc *total = (Acc *)L->out;
         set_identity<Acc><<<1, 1, 0, stream>>>(total, Op::identity());
-        cudaError_t e = GR_CHECK_LAUNCH();
+        cudaError_t e = GR_CHECK_LAUNCH(L);
         if (e != cudaSuccess) return e;
         grid_stride_atomic_kernel<Op, In><<<unsigned(L->grid), L->block, 0, stream>>>((const In *)L->in,
                                                                                       L->n, total);
-        if ((e = GR_CHECK_LAUNCH()) != cudaSuccess) return e;
+        if ((e = GR_CHECK_LAUNCH(L)) != cudaSuccess) return e;
         if (L->final_out) {
             e = cudaMemcpyAsync(L->final_out, total, sizeof(Acc), cudaMemcpyDefault, stream);
-            if (e != cudaSuccess) gr_dev_note_site(__FILE__, __LINE__);
+            if (e != cudaSuccess) L->site = __FILE__ ":" GR_STR_(__LINE__);
         }
         return e;
     });
 }
+
+extern "C" const gr_kernel gr_kernel_grid_stride_atomic = {launch, grid, nullptr};

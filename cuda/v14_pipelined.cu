@@ -23,8 +23,10 @@
  */
 #include <atomic>
 
-#include "dispatch.cuh"
+#include "epilogue.cuh"
+#include "launch.cuh"
 #include "pipeline.cuh"
+#include "warp_block.cuh"
 
 namespace {
 
@@ -34,11 +36,7 @@ __global__ void pipelined_kernel(const In *__restrict__ in, size_t n, typename O
     extern __shared__ uint4 smem[];
     typename Op::acc_t v = gr::thread_accumulate_pipelined<Op, In>(in, n, smem);
     v = gr::block_reduce<Op>(v);
-    if (final_out) {
-        gr::finish_last_block<Op>(v, partials, counter, final_out);
-    } else if (threadIdx.x == 0) {
-        partials[blockIdx.x] = v;
-    }
+    gr::epilogue<Op>(v, partials, counter, final_out);
 }
 
 /* A 1024-thread block's ring (48 KB, and 128 bytes to align it) is over the default limit on dynamic
@@ -60,12 +58,12 @@ template <class Op, class In> cudaError_t allow_ring() {
 
 }  // namespace
 
-extern "C" size_t gr_grid_pipelined(size_t n, int block, gr_dtype t, const gr_device_info *dev) {
-    return gr::grid_for(n, size_t(block) * (16 / gr_dtype_size(t)) * gr::kStages, block, dev);
+static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev) {
+    return gr::grid_for(n, size_t(block) * (16 / elem_bytes) * gr::kStages, block, dev);
 }
 
-extern "C" int gr_launch_pipelined(const gr_launch *L) {
-    if (!gr::grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
+static int launch(gr_launch *L) {
+    if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
     return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
@@ -74,6 +72,8 @@ extern "C" int gr_launch_pipelined(const gr_launch *L) {
         if (e != cudaSuccess) return e;
         pipelined_kernel<Op, In><<<unsigned(L->grid), L->block, gr::ring_bytes(L->block), (cudaStream_t)L->stream>>>(
             (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
-        return GR_CHECK_LAUNCH();
+        return GR_CHECK_LAUNCH(L);
     });
 }
+
+extern "C" const gr_kernel gr_kernel_pipelined = {launch, grid, nullptr};

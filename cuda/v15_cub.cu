@@ -21,7 +21,7 @@
  */
 #include <cub/device/device_reduce.cuh>
 
-#include "dispatch.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -30,7 +30,7 @@ namespace {
 template <class Op, class In>
 cudaError_t cub_reduce(void *temp, size_t &temp_bytes, const In *in, typename Op::acc_t *out, size_t n,
                        cudaStream_t stream) {
-    if constexpr (std::is_same_v<Op, gr::Sum<In>>)
+    if constexpr (gr::is_same_v<Op, gr::Sum<In>>)
         return cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n, stream);
     else
         return cub::DeviceReduce::TransformReduce(temp, temp_bytes, in, out, n, gr::CombineFn<Op>{},
@@ -39,11 +39,11 @@ cudaError_t cub_reduce(void *temp, size_t &temp_bytes, const In *in, typename Op
 
 }  // namespace
 
-extern "C" size_t gr_grid_cub(size_t n, int /*block*/, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int /*block*/, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return n ? 1 : 0;
 }
 
-extern "C" size_t gr_scratch_cub(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
+static size_t scratch(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
     size_t bytes = 0;
     cudaError_t e = gr::dispatch(op, t, acc, [&](auto o, auto in_tag) {
         using Op = decltype(o);
@@ -53,7 +53,7 @@ extern "C" size_t gr_scratch_cub(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
     return e == cudaSuccess ? bytes : 0;      /* 0: the launch then fails with CUB's own error */
 }
 
-extern "C" int gr_launch_cub(const gr_launch *L) {
+static int launch(gr_launch *L) {
     if (!L->scratch) return cudaErrorInvalidValue;      /* a null pointer would make CUB only query */
     return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
         using Op = decltype(op);
@@ -66,9 +66,11 @@ extern "C" int gr_launch_cub(const gr_launch *L) {
                                            (cudaStream_t)L->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();         /* CUB may only have peeked at a launch error */
-            gr_dev_note_site(__FILE__, __LINE__);
+            L->site = __FILE__ ":" GR_STR_(__LINE__);
             return e;
         }
-        return GR_CHECK_LAUNCH();
+        return GR_CHECK_LAUNCH(L);
     });
 }
+
+extern "C" const gr_kernel gr_kernel_cub = {launch, grid, scratch};

@@ -32,7 +32,7 @@
 #include <thrust/system_error.h>
 #include <thrust/transform_reduce.h>
 
-#include "dispatch.cuh"
+#include "launch.cuh"
 
 namespace {
 
@@ -43,8 +43,7 @@ typename Op::acc_t thrust_reduce(const In *in, size_t n, cudaStream_t stream) {
     const auto last = first + n;
     /* and/or load x != 0: their accumulator is a byte, but a uint8 input is not yet a flag (values 1 and 2
      * are both true, and 1 & 2 is 0) */
-    constexpr bool plain_load = std::is_same_v<In, Acc> && !std::is_same_v<Op, gr::And> && !std::is_same_v<Op, gr::Or>;
-    if constexpr (plain_load)
+    if constexpr (gr::plain_load_v<Op, In>)
         return thrust::reduce(thrust::cuda::par.on(stream), first, last, Op::identity(), gr::CombineFn<Op>{});
     else
         return thrust::transform_reduce(thrust::cuda::par.on(stream), first, last, gr::LoadFn<Op, In>{},
@@ -53,11 +52,11 @@ typename Op::acc_t thrust_reduce(const In *in, size_t n, cudaStream_t stream) {
 
 }  // namespace
 
-extern "C" size_t gr_grid_thrust(size_t n, int /*block*/, gr_dtype /*t*/, const gr_device_info * /*dev*/) {
+static size_t grid(size_t n, int /*block*/, size_t /*elem_bytes*/, const gr_launch_device * /*dev*/) {
     return n ? 1 : 0;
 }
 
-extern "C" int gr_launch_thrust(const gr_launch *L) {
+static int launch(gr_launch *L) {
     try {
         return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
             using Op = decltype(op);
@@ -73,15 +72,17 @@ extern "C" int gr_launch_thrust(const gr_launch *L) {
             return e == cudaSuccess ? cudaStreamSynchronize(stream) : e;
         });
     } catch (const thrust::system_error &e) {
-        gr_dev_note_site(__FILE__, __LINE__);
+        L->site = __FILE__ ":" GR_STR_(__LINE__);
         (void)cudaGetLastError();
         return e.code().category() == thrust::cuda_category() ? e.code().value() : int(cudaErrorUnknown);
     } catch (const std::bad_alloc &) {
-        gr_dev_note_site(__FILE__, __LINE__);
+        L->site = __FILE__ ":" GR_STR_(__LINE__);
         (void)cudaGetLastError();
         return cudaErrorMemoryAllocation;
     } catch (...) {
-        gr_dev_note_site(__FILE__, __LINE__);
+        L->site = __FILE__ ":" GR_STR_(__LINE__);
         return cudaErrorUnknown;
     }
 }
+
+extern "C" const gr_kernel gr_kernel_thrust = {launch, grid, nullptr};

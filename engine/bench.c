@@ -3,7 +3,10 @@
  * many repetitions each bracketed by device events, median reported with the minimum and maximum.
  * On the cpu backend the monotonic clock stands in for events.
  */
-#include "internal.h"
+#include "plan.h"
+#include "device.h"
+#include "error.h"
+#include "pool.h"
 
 #include <stdlib.h>
 #include <time.h>
@@ -103,7 +106,7 @@ typedef struct { gr_buffer *h; const gr_options *o; size_t chunk; int streams; }
 
 static gr_status run_streamed(gr_context *ctx, void *arg) {
     streamed_job *j = arg;
-    gr_scalar value;
+    gr_result value;
     return gr_reduce_streamed(ctx, j->h, j->o, j->chunk, j->streams, &value);
 }
 
@@ -127,16 +130,16 @@ typedef struct {
 static gr_status run_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
     if (!j->slot) {
-        gr_scalar value;
+        gr_result value;
         return gr_reduce(ctx, j->b, j->o, &value);
     }
-    return gr_exec_start(ctx, j->b, &j->plan, j->o->op, j->slot, j->stream, 0);
+    return gr_exec_start(ctx, gr_buffer_data(j->b), &j->plan, j->slot, j->stream, 0);
 }
 
 static gr_status complete_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
-    gr_scalar value;
-    return j->slot ? gr_exec_finish(ctx, j->b, &j->plan, j->o->op, j->slot, &value) : GR_OK;
+    gr_result value;
+    return j->slot ? gr_exec_finish(ctx, &j->plan, j->slot, &value) : GR_OK;
 }
 
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
@@ -147,7 +150,7 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
     int device_timed = j.plan.npasses > 0 && !j.plan.pass[0].on_host;
     if (device_timed) {
         j.stream = o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
-        st = gr_slot_acquire(ctx, gr_plan_scratch_bytes(&j.plan), gr_plan_host_bytes(&j.plan), &j.slot);
+        st = gr_slot_acquire(ctx, j.plan.dev_bytes, j.plan.host_bytes, &j.slot);
         if (st != GR_OK) return st;
     }
     st = time_reps(ctx, run_reduce, complete_reduce, &j, j.stream, warmup, reps,

@@ -3,9 +3,15 @@
  *
  * A buffer handle is a view (offset, count, dtype) of a reference-counted storage. Slices and queued
  * reductions hold references, so memory never goes while something can still read it; anything that
- * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce).
+ * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce). Also the
+ * copies between buffers (gr_buffer_copy), overlapping views included.
  */
-#include "internal.h"
+#include "storage.h"
+#include "cpu.h"
+#include "device.h"
+#include "error.h"
+#include "memory.h"
+#include "pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +59,16 @@ gr_status gr_storage_quiesce(gr_context *ctx, gr_storage *st) {
     if (!st->last_read) return GR_OK;
     int rc = gr_dev_event_sync(st->last_read);
     return rc ? gr_fail_dev(ctx, rc, "waiting for reductions of the buffer") : GR_OK;
+}
+
+/* Marks the storage as read by work queued on `stream`. If an earlier reduction on another stream
+ * still reads it, the new event is made to follow that one too, so one event covers both. */
+gr_status gr_storage_mark_read(gr_context *ctx, gr_storage *st, void *stream) {
+    int rc = 0;
+    if (!st->last_read) rc = gr_dev_event_create(&st->last_read, 0);
+    else rc = gr_dev_stream_wait_event(stream, st->last_read);
+    if (rc == 0) rc = gr_dev_event_record(st->last_read, stream);
+    return rc ? gr_fail_dev(ctx, rc, "recording the buffer's use") : GR_OK;
 }
 
 static gr_status handle_new(gr_context *ctx, gr_storage *st, size_t offset, size_t n, gr_dtype t,
@@ -259,4 +275,53 @@ gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scal
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, 0, l, h, ctx->stream);
     return finish_generate(ctx, rc, "random");
+}
+
+/* ---- copies -------------------------------------------------------------------------------------- */
+
+/* A bounce area for copies between overlapping device ranges: at most this many bytes at a time. */
+#define BOUNCE_BYTES ((size_t)16 << 20)
+
+/* memmove between device ranges that overlap, through a scratch area: forward when dst is below src,
+ * backward otherwise, so no chunk overwrites bytes that a later chunk still has to read. */
+static gr_status move_overlapping(gr_context *ctx, char *dst, const char *src, size_t bytes) {
+    size_t step = bytes < BOUNCE_BYTES ? bytes : BOUNCE_BYTES;
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(ctx, step, 0, &slot);
+    if (st != GR_OK) return st;
+    int rc = 0;
+    size_t chunks = (bytes + step - 1) / step;
+    for (size_t k = 0; k < chunks && rc == 0; k++) {
+        size_t i = dst < src ? k : chunks - 1 - k;
+        size_t lo = i * step, len = bytes - lo < step ? bytes - lo : step;
+        rc = gr_copy(ctx, slot->dev, src + lo, len, ctx->stream);
+        if (rc == 0) rc = gr_copy(ctx, dst + lo, slot->dev, len, ctx->stream);
+    }
+    int sync = gr_dev_stream_sync(ctx->stream);
+    if (rc == 0) rc = sync;
+    gr_slot_release(ctx, slot);
+    return rc ? gr_fail_dev(ctx, rc, "copy") : GR_OK;
+}
+
+gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
+    if (dst->dtype != src->dtype || dst->n != src->n)
+        return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (they must match)",
+                           src->n, gr_dtype_name(src->dtype), dst->n, gr_dtype_name(dst->dtype));
+    gr_status st = gr_storage_quiesce(ctx, dst->st);
+    if (st != GR_OK || dst->n == 0) return st;
+    size_t bytes = dst->n * gr_dtype_size(dst->dtype);
+    char *d = gr_buffer_data(dst);
+    const char *s = gr_buffer_data(src);
+    if (d == s) return GR_OK;
+    /* cudaMemcpy is undefined for overlapping ranges (slices of one buffer); memmove is not */
+    int overlap = d < s + bytes && s < d + bytes;
+    if (overlap && ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
+        return move_overlapping(ctx, d, s, bytes);
+    if (overlap || ctx->backend != GR_BACKEND_CUDA) {
+        memmove(d, s, bytes);     /* host memory on both sides */
+        return GR_OK;
+    }
+    int rc = gr_copy(ctx, d, s, bytes, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy") : GR_OK;
 }

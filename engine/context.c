@@ -1,7 +1,12 @@
 /*
  * context.c -- the context: backend choice, device facts, streams.
  */
-#include "internal.h"
+#include "handles.h"
+#include "cpu.h"
+#include "device.h"
+#include "error.h"
+#include "memory.h"
+#include "pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,15 +43,6 @@ gr_backend gr_context_backend(const gr_context *ctx) { return ctx ? ctx->backend
 gr_status gr_device_info_get(gr_context *ctx, gr_device_info *info) {
     if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "no CUDA device (backend is cpu)");
     *info = ctx->info;
-    return GR_OK;
-}
-
-gr_status gr_aux_stream(gr_context *ctx, int i, void **out) {
-    if (!ctx->aux_streams[i]) {
-        int rc = gr_dev_stream_create(&ctx->aux_streams[i]);
-        if (rc) return gr_fail_dev(ctx, rc, "stream creation");
-    }
-    *out = ctx->aux_streams[i];
     return GR_OK;
 }
 

@@ -11,8 +11,10 @@
  * reduced by halving strides in the accumulator type, then the tile results the same way, recursively.
  * It never writes to its input (the textbook version reduces in place).
  */
-#include "internal.h"
+#include "cpu.h"
+#include "error.h"
 #include "gen_element.h"
+#include "ops.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -25,19 +27,20 @@ typedef union { uint64_t u; int64_t i; double f; } acc64;
 
 enum category { CAT_UINT, CAT_INT, CAT_FLOAT };
 
-static enum category category_of(gr_op op, gr_dtype t) {
-    if (op == GR_AND || op == GR_OR) return CAT_UINT;
+/* The loops below work from the op's descriptor (ops.h): its map and its combine, never its name. */
+static enum category category_of(const gr_op_desc *d, gr_dtype t) {
+    if (d->map == GR_MAP_NONZERO) return CAT_UINT;
     if (gr_dtype_is_float(t)) return CAT_FLOAT;
-    if (op == GR_SUM || op == GR_PROD) return CAT_UINT;     /* wrapping 64-bit */
+    if (d->acc == GR_ACC_WIDE) return CAT_UINT;     /* wrapping 64-bit */
     return gr_dtype_is_signed(t) ? CAT_INT : CAT_UINT;
 }
 
-static acc64 identity64(gr_op op, enum category c) {
+static acc64 identity64(const gr_op_desc *d, enum category c) {
     acc64 a;
-    switch (op) {
-    case GR_SUM: case GR_OR: a.u = 0; if (c == CAT_FLOAT) a.f = 0.0; break;
-    case GR_PROD: case GR_AND: a.u = 1; if (c == CAT_FLOAT) a.f = 1.0; break;
-    case GR_MIN:
+    switch (d->combine) {
+    case GR_COMBINE_ADD: case GR_COMBINE_OR: a.u = 0; if (c == CAT_FLOAT) a.f = 0.0; break;
+    case GR_COMBINE_MUL: case GR_COMBINE_AND: a.u = 1; if (c == CAT_FLOAT) a.f = 1.0; break;
+    case GR_COMBINE_MIN:
         if (c == CAT_FLOAT) a.f = INFINITY; else if (c == CAT_INT) a.i = INT64_MAX; else a.u = UINT64_MAX;
         break;
     default:
@@ -51,28 +54,28 @@ static acc64 identity64(gr_op op, enum category c) {
 static inline double fmin_nan(double a, double b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
 static inline double fmax_nan(double a, double b) { return a != a ? a : b != b ? b : (b > a ? b : a); }
 
-static acc64 combine64(gr_op op, enum category c, acc64 a, acc64 b) {
-    switch (op) {
-    case GR_SUM: if (c == CAT_FLOAT) a.f += b.f; else a.u += b.u; break;
-    case GR_PROD: if (c == CAT_FLOAT) a.f *= b.f; else a.u *= b.u; break;
-    case GR_MIN:
+static acc64 combine64(const gr_op_desc *d, enum category c, acc64 a, acc64 b) {
+    switch (d->combine) {
+    case GR_COMBINE_ADD: if (c == CAT_FLOAT) a.f += b.f; else a.u += b.u; break;
+    case GR_COMBINE_MUL: if (c == CAT_FLOAT) a.f *= b.f; else a.u *= b.u; break;
+    case GR_COMBINE_MIN:
         if (c == CAT_FLOAT) a.f = fmin_nan(a.f, b.f);
         else if (c == CAT_INT) a.i = b.i < a.i ? b.i : a.i;
         else a.u = b.u < a.u ? b.u : a.u;
         break;
-    case GR_MAX:
+    case GR_COMBINE_MAX:
         if (c == CAT_FLOAT) a.f = fmax_nan(a.f, b.f);
         else if (c == CAT_INT) a.i = b.i > a.i ? b.i : a.i;
         else a.u = b.u > a.u ? b.u : a.u;
         break;
-    case GR_AND: a.u = a.u && b.u; break;
+    case GR_COMBINE_AND: a.u = a.u && b.u; break;
     default: a.u = a.u || b.u; break;
     }
     return a;
 }
 
 /* One element of dtype t at p[k] in the op's category. */
-static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum category c) {
+static inline acc64 load64(const void *p, size_t k, gr_dtype t, const gr_op_desc *d, enum category c) {
     acc64 a;
     switch (t) {
     case GR_INT8: a.i = ((const int8_t *)p)[k]; break;
@@ -84,7 +87,7 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum c
     case GR_FLOAT32: a.f = ((const float *)p)[k]; break;
     default: a.f = ((const double *)p)[k]; break;
     }
-    if (op == GR_AND || op == GR_OR) {
+    if (d->map == GR_MAP_NONZERO) {
         int nz = gr_dtype_is_float(t) ? a.f != 0.0 : a.u != 0;
         a.u = (uint64_t)nz;
     } else if (c == CAT_UINT && gr_dtype_is_signed(t)) {
@@ -144,30 +147,30 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, gr_op op, enum c
  * accumulator's own type: float32 data with the default accumulator is summed in float32, as on the
  * GPU, so that a result differs between backends by rounding only (an overflow to inf happens on both). */
 #define DEFINE_RANGE(NAME, T, IS_FLOAT, IS_SIGNED, LO, HI, FW)                          \
-    static acc64 range_##NAME(const T *x, size_t lo, size_t hi, gr_op op) {           \
+    static acc64 range_##NAME(const T *x, size_t lo, size_t hi, const gr_op_desc *d) {\
         acc64 a;                                                                       \
-        switch (op) {                                                                  \
-        case GR_SUM:                                                                   \
+        switch (d->combine) {                                                          \
+        case GR_COMBINE_ADD:                                                           \
             if (IS_FLOAT) LANE_LOOP(FW, 0.0, ADD, a.f);                                \
             else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 0, ADD_WRAP, r_); a.u = (uint64_t)r_; } \
             else LANE_LOOP(uint64_t, 0, ADD, a.u);                                     \
             break;                                                                     \
-        case GR_PROD:                                                                  \
+        case GR_COMBINE_MUL:                                                           \
             if (IS_FLOAT) LANE_LOOP(FW, 1.0, MUL, a.f);                                \
             else if (IS_SIGNED) { int64_t r_; LANE_LOOP(int64_t, 1, MUL_WRAP, r_); a.u = (uint64_t)r_; } \
             else LANE_LOOP(uint64_t, 1, MUL, a.u);                                     \
             break;                                                                     \
-        case GR_MIN:                                                                   \
+        case GR_COMBINE_MIN:                                                           \
             if (IS_FLOAT) LANE_LOOP(double, INFINITY, MIN_FLT, a.f);                   \
             else if (IS_SIGNED) LANE_LOOP(int64_t, HI, MIN_INT, a.i);                  \
             else LANE_LOOP(uint64_t, HI, MIN_INT, a.u);                                \
             break;                                                                     \
-        case GR_MAX:                                                                   \
+        case GR_COMBINE_MAX:                                                           \
             if (IS_FLOAT) LANE_LOOP(double, -INFINITY, MAX_FLT, a.f);                  \
             else if (IS_SIGNED) LANE_LOOP(int64_t, LO, MAX_INT, a.i);                  \
             else LANE_LOOP(uint64_t, LO, MAX_INT, a.u);                                \
             break;                                                                     \
-        case GR_AND: FLAG_LOOP(1, a.u); break;                                         \
+        case GR_COMBINE_AND: FLAG_LOOP(1, a.u); break;                                 \
         default: FLAG_LOOP(0, a.u); break;                                             \
         }                                                                              \
         return a;                                                                      \
@@ -187,7 +190,30 @@ DEFINE_RANGE(f32, float, 1, 1, 0, 0, float)
 DEFINE_RANGE(f32_wide, float, 1, 1, 0, 0, double)
 DEFINE_RANGE(f64, double, 1, 1, 0, 0, double)
 
-static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, gr_op op, gr_dtype acc) {
+/* Any map and combine, one element at a time: the path of an op whose pair has no loop above. Float
+ * accumulators of float32 round after every step, as a float32 accumulator would. */
+static acc64 generic_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
+    enum category c = category_of(op, t);
+    int round32 = c == CAT_FLOAT && acc == GR_FLOAT32;
+    acc64 a = identity64(op, c);
+    for (size_t k = lo; k < hi; k++) {
+        a = combine64(op, c, a, load64(p, k, t, op, c));
+        if (round32) a.f = (float)a.f;
+    }
+    return a;
+}
+
+/* The per-dtype loops above serve a value folded by add, multiply, min or max, and a flag folded by
+ * and or or. */
+static int has_loop(const gr_op_desc *op) {
+    if (op->map == GR_MAP_VALUE)
+        return op->combine == GR_COMBINE_ADD || op->combine == GR_COMBINE_MUL || op->combine == GR_COMBINE_MIN ||
+               op->combine == GR_COMBINE_MAX;
+    return op->map == GR_MAP_NONZERO && (op->combine == GR_COMBINE_AND || op->combine == GR_COMBINE_OR);
+}
+
+static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
+    if (!has_loop(op)) return generic_range(p, lo, hi, t, op, acc);
     if (t == GR_FLOAT32 && acc == GR_FLOAT64) return range_f32_wide(p, lo, hi, op);
     switch (t) {
     case GR_INT8: return range_i8(p, lo, hi, op);
@@ -221,7 +247,7 @@ typedef struct {
     const void *p;
     size_t lo, hi;
     gr_dtype t, acc;
-    gr_op op;
+    const gr_op_desc *op;
     acc64 result;
 } run_job;
 
@@ -241,7 +267,8 @@ int gr_cpu_default_threads(void) {
 
 #define MIN_ELEMENTS_PER_THREAD ((size_t)1 << 16)
 
-static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
+static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype t, const gr_op_desc *op,
+                             gr_dtype acc) {
     int threads = ctx && ctx->cpu_threads > 0 ? ctx->cpu_threads : gr_cpu_default_threads();
     size_t useful = n / MIN_ELEMENTS_PER_THREAD;
     if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
@@ -275,7 +302,7 @@ static acc64 reduce_threaded(gr_context *ctx, const void *p, size_t n, gr_dtype 
 
 /* Interleaved pairs in place over a small array of running values: v[i] op= v[i + half], halving;
  * an odd element out is folded into v[0] first, as the textbook's recursiveReduce does. */
-static acc64 interleaved_pairs(acc64 *v, size_t n, gr_op op, enum category c, int round_float32) {
+static acc64 interleaved_pairs(acc64 *v, size_t n, const gr_op_desc *op, enum category c, int round_float32) {
     while (n > 1) {
         if (n & 1) {
             v[0] = combine64(op, c, v[0], v[n - 1]);
@@ -290,7 +317,7 @@ static acc64 interleaved_pairs(acc64 *v, size_t n, gr_op op, enum category c, in
     return v[0];
 }
 
-static gr_status reduce_pairwise(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op,
+static gr_status reduce_pairwise(gr_context *ctx, const void *p, size_t n, gr_dtype t, const gr_op_desc *op,
                                  gr_dtype acc, acc64 *out) {
     enum category c = category_of(op, t);
     int round32 = c == CAT_FLOAT && acc == GR_FLOAT32;
@@ -310,22 +337,24 @@ static gr_status reduce_pairwise(gr_context *ctx, const void *p, size_t n, gr_dt
 
 gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
                         int pairwise, void *acc_out) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op");
     acc64 a;
     if (pairwise) {
-        gr_status st = reduce_pairwise(ctx, p, n, t, op, acc, &a);
+        gr_status st = reduce_pairwise(ctx, p, n, t, d, acc, &a);
         if (st != GR_OK) return st;
     } else {
-        a = reduce_threaded(ctx, p, n, t, op, acc);
+        a = reduce_threaded(ctx, p, n, t, d, acc);
     }
-    store_acc(a, category_of(op, t), acc, acc_out);
+    store_acc(a, category_of(d, t), acc, acc_out);
     return GR_OK;
 }
 
 gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
-                        gr_dtype in_dtype, gr_scalar *out) {
+                        gr_dtype in_dtype, size_t n, gr_result *out) {
     union { uint64_t u; double f; } value;
     gr_status st = gr_cpu_reduce(ctx, partials, count, acc, op, acc, 0, &value);
-    if (st == GR_OK) *out = gr_acc_to_scalar(&value, acc, in_dtype, op);
+    if (st == GR_OK) *out = gr_op_result(op, &value, acc, in_dtype, n);
     return st;
 }
 

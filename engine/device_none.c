@@ -4,7 +4,7 @@
  * gr_dev_present() says no, so the context never selects the cuda backend and none of the other entry
  * points is reached; they answer "no device" all the same rather than trusting that.
  */
-#include "internal.h"
+#include "device.h"
 
 enum { NO_DEVICE = 100 };   /* the CUDA runtime's cudaErrorNoDevice, for uniform messages */
 

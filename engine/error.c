@@ -6,7 +6,10 @@
  * Failures of the CUDA runtime carry the error's name, and the file and line of the launch when a
  * launcher reported one.
  */
-#include "internal.h"
+#include "error.h"
+#include "device.h"
+
+#include <stdarg.h>
 
 #include <stdio.h>
 #include <string.h>

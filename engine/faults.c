@@ -8,7 +8,8 @@
  * allocations and for copies. gr_debug_events counts the events of each kind, so a test can walk k
  * over every event of a call and check that each failure leaves buffers, pool and context as they were.
  */
-#include "internal.h"
+#include "memory.h"
+#include "error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +44,6 @@ int gr_fault_hit(gr_context *ctx, gr_fault_kind kind) {
     if (ctx->fault.at[kind] == 0 || n < ctx->fault.at[kind]) return 0;
     ctx->fault.injected = 1;
     return fault_codes[kind];
-}
-
-int gr_fault_take_injected(gr_context *ctx) {
-    int was = ctx && ctx->fault.injected;
-    if (ctx) ctx->fault.injected = 0;
-    return was;
 }
 
 void gr_fault_init_from_env(gr_context *ctx) {

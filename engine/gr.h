@@ -2,7 +2,7 @@
  * gr.h -- the public C API of the gpureduce engine.
  *
  * Plain C, no Lua types and no CUDA types: a C or C++ host application can embed the engine directly,
- * and the Lua binding (lua/lgpureduce.c) is just one client of this header.
+ * and the Lua binding (lua/) is just one client of this header.
  *
  * Conventions:
  *   - every fallible function returns a gr_status; GR_OK is 0. On failure the context keeps a message
@@ -32,12 +32,35 @@ typedef enum gr_status {
     GR_EEMPTY        /* min/max of an empty buffer: there is no identity */
 } gr_status;
 
+/* The dtypes, written once: X(ENUM, name, C type, bytes, is_float, is_signed). The engine's tables and
+ * the kernels' dispatch are generated from this list; a new dtype is a new line here (docs/extending.md). */
+#define GR_DTYPE_LIST(X)                           \
+    X(INT8, int8, int8_t, 1, 0, 1)                 \
+    X(UINT8, uint8, uint8_t, 1, 0, 0)              \
+    X(INT32, int32, int32_t, 4, 0, 1)              \
+    X(UINT32, uint32, uint32_t, 4, 0, 0)           \
+    X(INT64, int64, int64_t, 8, 0, 1)              \
+    X(UINT64, uint64, uint64_t, 8, 0, 0)           \
+    X(FLOAT32, float32, float, 4, 1, 1)            \
+    X(FLOAT64, float64, double, 8, 1, 1)
+
 typedef enum gr_dtype {
-    GR_INT8, GR_UINT8, GR_INT32, GR_UINT32, GR_INT64, GR_UINT64, GR_FLOAT32, GR_FLOAT64,
+#define GR_DTYPE_ENUM_(E, name, ctype, bytes, is_float, is_signed) GR_##E,
+    GR_DTYPE_LIST(GR_DTYPE_ENUM_)
+#undef GR_DTYPE_ENUM_
     GR_DTYPE_COUNT
 } gr_dtype;
 
-typedef enum gr_op { GR_SUM, GR_PROD, GR_MIN, GR_MAX, GR_AND, GR_OR, GR_OP_COUNT } gr_op;
+/* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
+ * combine and result -- is its descriptor (engine/ops.c) and its device functor (cuda/ops.cuh). */
+#define GR_OP_LIST(X) X(SUM, sum) X(PROD, prod) X(MIN, min) X(MAX, max) X(AND, and) X(OR, or)
+
+typedef enum gr_op {
+#define GR_OP_ENUM_(E, name) GR_##E,
+    GR_OP_LIST(GR_OP_ENUM_)
+#undef GR_OP_ENUM_
+    GR_OP_COUNT
+} gr_op;
 
 typedef enum gr_backend { GR_BACKEND_CPU, GR_BACKEND_CUDA } gr_backend;
 
@@ -67,6 +90,7 @@ int gr_dtype_is_signed(gr_dtype t);
 int gr_dtype_from_name(const char *name);        /* -1 when unknown */
 const char *gr_op_name(gr_op op);
 int gr_op_from_name(const char *name);           /* accepts "and"/"all", "or"/"any"; -1 when unknown */
+int gr_op_arity(gr_op op);                       /* values in the op's result: 1, or 2 (value and index) */
 const char *gr_finish_name(gr_finish f);
 int gr_finish_from_name(const char *name);       /* -1 when unknown */
 /* "int8, uint8, ..." -- for error messages that list what is accepted */
@@ -133,6 +157,13 @@ typedef struct gr_scalar {
     union { int64_t i; uint64_t u; double f; int b; } v;
 } gr_scalar;
 
+/* The result of a reduction: one value, or two (a value and its 1-based index; a minimum and a
+ * maximum), as the op's arity says. */
+typedef struct gr_result {
+    int count;
+    gr_scalar value[2];
+} gr_result;
+
 /* Converts a scalar to one element of dtype t at out. GR_EINVAL, with a message that starts with
  * `what`, when it is not integral for an integer dtype or does not fit. */
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what);
@@ -166,15 +197,15 @@ typedef struct gr_options {
 
 void gr_options_init(gr_options *o, gr_op op);
 
-/* The result as a tagged scalar: integers exact (sum and product of integer types wrap in 64 bits;
- * unsigned results are returned bit-for-bit in v.u), floats as double, and/or as bool. */
-gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_scalar *result);
+/* The result's values are tagged scalars: integers exact (sum and product of integer types wrap in 64
+ * bits; unsigned results are returned bit-for-bit in v.u), floats as double, and/or as bool. */
+gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *result);
 
 /* Starts the reduction and returns at once; gr_pending_wait gives the value. The pending holds the
  * buffer's memory until it is done. */
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out);
 int gr_pending_ready(gr_context *ctx, gr_pending *p);              /* 1 done, 0 not yet */
-gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_scalar *result);   /* may be called again */
+gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *result);   /* may be called again */
 void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for unfinished work first */
 
 /* Streamed host data: a host buffer (pinned for full speed) is copied to the device in chunks of
@@ -183,7 +214,7 @@ void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for 
  * chunk order (deterministic). chunk_bytes 0 and streams 0 take the defaults (64 MiB, 4). On the cpu
  * backend the data is reduced where it is. */
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
-                             int streams, gr_scalar *result);
+                             int streams, gr_result *result);
 
 /* Copies src into dst (same dtype and size; any mix of host and device buffers). */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
@@ -223,16 +254,23 @@ typedef struct gr_pass {
 
 typedef struct gr_plan {
     int variant;
+    gr_op op;
     gr_finish finish;       /* resolved, never GR_FINISH_AUTO */
+    gr_dtype in_dtype;      /* the input's dtype */
     gr_dtype acc;           /* accumulator dtype */
+    size_t n;               /* input elements */
     size_t threshold;
     size_t scratch;         /* extra device scratch the variant asked for, bytes */
+    /* scratch the passes need: device [ping-pong half 0 | half 1 | the variant's own], pinned partials */
+    size_t dev_bytes, half_offset, extra_offset, host_bytes;
     int npasses;
     gr_pass pass[GR_PLAN_MAX_PASSES];
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */
 gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_plan *plan);
+/* The same for n elements of dtype t in memory of the given kind, without a buffer. */
+gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan);
 
 /* ---- the variant registry ------------------------------------------------------------------------- */
 

@@ -6,7 +6,10 @@
  * its device work. Slots grow on demand (to a power of two, so a sweep over growing n settles after a
  * few calls) and are then reused: after warm-up no reduction allocates.
  */
-#include "internal.h"
+#include "pool.h"
+#include "device.h"
+#include "error.h"
+#include "memory.h"
 
 #include <stdlib.h>
 
@@ -102,6 +105,15 @@ void gr_pool_trim(gr_context *ctx) {
     }
     ctx->nslots = kept;
     ctx->stats.slots = kept;
+}
+
+gr_status gr_aux_stream(gr_context *ctx, int i, void **out) {
+    if (!ctx->aux_streams[i]) {
+        int rc = gr_dev_stream_create(&ctx->aux_streams[i]);
+        if (rc) return gr_fail_dev(ctx, rc, "stream creation");
+    }
+    *out = ctx->aux_streams[i];
+    return GR_OK;
 }
 
 void gr_pool_destroy(gr_context *ctx) {

@@ -58,6 +58,8 @@ void lgr_track(lua_State *L, size_t bytes);
  * included, naming `what` and the type given. */
 gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
+/* Pushes the values of a result (one or two); returns how many. */
+int lgr_push_result(lua_State *L, const gr_result *r);
 /* An integer argument within [min, max]; raises naming `what` and the value given. */
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max);
 gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def);

@@ -95,6 +95,11 @@ void lgr_push_scalar(lua_State *L, gr_scalar s) {
     }
 }
 
+int lgr_push_result(lua_State *L, const gr_result *r) {
+    for (int i = 0; i < r->count; i++) lgr_push_scalar(L, r->value[i]);
+    return r->count;
+}
+
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max) {
     int isint;
     lua_Integer v = lua_tointegerx(L, arg, &isint);

@@ -128,14 +128,13 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
     if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
-    gr_scalar v;
+    gr_result v;
     if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
     gr_buffer_free(ctx, u->b);
     u->b = NULL;
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    lgr_push_scalar(L, v);
-    return 1;
+    return lgr_push_result(L, &v);
 }
 
 static int reduce_with(lua_State *L, int op) {
@@ -149,13 +148,15 @@ static int reduce_with(lua_State *L, int op) {
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
-    gr_scalar v;
+    gr_result v;
     gr_status st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
     if (lgr_retry_after_gc(L, st))
         st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    if (st == GR_EINVAL && r.streamed && strcmp(gr_errarg(ctx), "streamed") == 0)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s, or pass a table or a byte string with opts.dtype",
+                                                   gr_errmsg(ctx)));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    lgr_push_scalar(L, v);
-    return 1;
+    return lgr_push_result(L, &v);
 }
 
 int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
@@ -199,11 +200,10 @@ static int p_ready(lua_State *L) {
 
 static int p_wait(lua_State *L) {
     gr_pending *p = check_pending(L, 1);
-    gr_scalar v;
+    gr_result v;
     gr_status st = gr_pending_wait(lgr_ctx(L), p, &v);
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    lgr_push_scalar(L, v);
-    return 1;
+    return lgr_push_result(L, &v);
 }
 
 static int p_release(lua_State *L) {

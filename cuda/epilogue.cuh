@@ -1,0 +1,53 @@
+/*
+ * epilogue.cuh -- the end of every kernel's block: its value becomes a partial, or, in the "single"
+ * finish, the last block to arrive combines all the partials and writes the result. Every variant
+ * with partials calls epilogue(); its finishing modes follow from that (engine/finish.c).
+ * NVRTC-clean (core.cuh).
+ */
+#pragma once
+
+#include "core.cuh"
+#include "warp_block.cuh"
+
+namespace gr {
+
+/* ---- the "single" finish ------------------------------------------------------------------------ */
+
+/* Every block stores its value; the last block to arrive (a ticket from an atomic counter, after a
+ * fence that publishes the store) combines all of them in block order -- so the result does not
+ * depend on which block came last -- and writes it to final_out (pinned, mapped host memory). It
+ * resets the counter for the next reduction that uses this scratch slot. */
+template <class Op>
+__device__ void finish_last_block(typename Op::acc_t block_value, typename Op::acc_t *partials,
+                                  unsigned *counter, typename Op::acc_t *final_out) {
+    using Acc = typename Op::acc_t;
+    __shared__ bool is_last;
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = block_value;
+        __threadfence();
+        is_last = atomicAdd(counter, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    Acc v = Op::identity();
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += blockDim.x)
+        v = Op::combine(v, *reinterpret_cast<volatile const Acc *>(partials + i));
+    v = block_reduce<Op>(v);
+    if (threadIdx.x == 0) {
+        *final_out = v;
+        *counter = 0;
+    }
+}
+
+/* The end of a block: thread 0's value becomes partials[blockIdx.x], or, when the reduction finishes in
+ * this launch (final_out set), goes through finish_last_block. Every thread must call it (it syncs:
+ * finish_last_block has a barrier, and a block must reach it whole). */
+template <class Op>
+__device__ void epilogue(typename Op::acc_t v, typename Op::acc_t *partials, unsigned *counter,
+                         typename Op::acc_t *final_out) {
+    if (final_out) finish_last_block<Op>(v, partials, counter, final_out);
+    else if (threadIdx.x == 0) partials[blockIdx.x] = v;
+}
+
+}  // namespace gr

@@ -1,0 +1,196 @@
+/*
+ * thread_load.cuh -- a thread's share of the input: 16-byte vector loads in a grid-stride loop, each
+ * vector folded into the thread's running value, with the byte tricks that keep 1-byte types at
+ * memory speed. NVRTC-clean (core.cuh).
+ */
+#pragma once
+
+#include "core.cuh"
+#include "ops.cuh"
+
+namespace gr {
+
+/* ---- a thread's share of the input -------------------------------------------------------------- */
+
+template <class T> struct alignas(16) Vec16 {
+    static constexpr int kCount = 16 / sizeof(T);
+    T v[kCount];
+};
+
+/* Folds one 16-byte vector into the accumulator. The generic form loads element by element; the
+ * overloads below do 1-byte sums and logic four bytes at a time, where the per-element instructions
+ * would otherwise outrun memory. */
+template <class Op, class In> GR_DEV typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec16<In> &r) {
+#pragma unroll
+    for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, Op::load(r.v[k]));
+    return acc;
+}
+
+template <class In> GR_DEV unsigned word_of(const Vec16<In> &r, int w) {
+    return reinterpret_cast<const unsigned *>(r.v)[w];
+}
+
+/* int8/uint8 sums: __dp4a adds four bytes in one instruction into a 32-bit partial (16 bytes can't
+ * overflow it), widened to the 64-bit accumulator once per vector. */
+template <> GR_DEV unsigned long long fold_vec<Sum<unsigned long long>, i8>(unsigned long long acc,
+                                                                             const Vec16<i8> &r) {
+    int s = 0;
+#pragma unroll
+    for (int w = 0; w < 4; w++) s = __dp4a(int(word_of(r, w)), 0x01010101, s);
+    return acc + (unsigned long long)(long long)s;
+}
+template <> GR_DEV unsigned long long fold_vec<Sum<unsigned long long>, u8>(unsigned long long acc,
+                                                                              const Vec16<u8> &r) {
+    unsigned s = 0;
+#pragma unroll
+    for (int w = 0; w < 4; w++) s = __dp4a(word_of(r, w), 0x01010101u, s);
+    return acc + s;
+}
+
+/* Byte k of w, sign- or zero-extended to 32 bits in one PRMT (the selector's msb per nibble replicates
+ * the sign of the byte it names; selectors 4..7 pick bytes of the zero second operand). */
+template <class B, int k> GR_DEV int byte_at(unsigned w) {
+    constexpr unsigned s = is_signed_v<B> ? (k | (8 | k) << 4 | (8 | k) << 8 | (8 | k) << 12) : (k | 0x4440);
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(s));
+    return int(r);
+}
+
+/* int8/uint8 products: four bytes multiply exactly in 32 bits (|x| <= 128 for int8, so |product| <=
+ * 2^28; 255^4 < 2^32 for uint8), two such words exactly into 64 bits with one widening multiply, so a
+ * vector costs two full 64-bit multiplies instead of sixteen. The same product modulo 2^64. */
+template <class B> GR_DEV unsigned long long byte_vector_product(unsigned long long acc, const Vec16<B> &r) {
+    using W = conditional_t<is_signed_v<B>, int, unsigned>;
+    using D = conditional_t<is_signed_v<B>, long long, unsigned long long>;
+    W p[4];
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        const unsigned x = word_of(r, w);
+        p[w] = (W(byte_at<B, 0>(x)) * W(byte_at<B, 1>(x))) * (W(byte_at<B, 2>(x)) * W(byte_at<B, 3>(x)));
+    }
+    const unsigned long long a = (unsigned long long)(D(p[0]) * D(p[1]));    /* mul.wide: exact */
+    const unsigned long long b = (unsigned long long)(D(p[2]) * D(p[3]));
+    return acc * (a * b);
+}
+template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, i8>(unsigned long long acc,
+                                                                              const Vec16<i8> &r) {
+    return byte_vector_product<i8>(acc, r);
+}
+template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, u8>(unsigned long long acc,
+                                                                               const Vec16<u8> &r) {
+    return byte_vector_product<u8>(acc, r);
+}
+
+/* A word has a zero byte iff this is non-zero (the classic bit trick). */
+GR_DEV unsigned has_zero_byte(unsigned w) { return (w - 0x01010101u) & ~w & 0x80808080u; }
+
+template <> GR_DEV u8 fold_vec<And, i8>(u8 acc, const Vec16<i8> &r) {
+    unsigned z = 0;
+#pragma unroll
+    for (int w = 0; w < 4; w++) z |= has_zero_byte(word_of(r, w));
+    return acc & u8(z == 0);
+}
+template <> GR_DEV u8 fold_vec<And, u8>(u8 acc, const Vec16<u8> &r) {
+    unsigned z = 0;
+#pragma unroll
+    for (int w = 0; w < 4; w++) z |= has_zero_byte(word_of(r, w));
+    return acc & u8(z == 0);
+}
+template <> GR_DEV u8 fold_vec<Or, i8>(u8 acc, const Vec16<i8> &r) {
+    unsigned any = word_of(r, 0) | word_of(r, 1) | word_of(r, 2) | word_of(r, 3);
+    return acc | u8(any != 0);
+}
+template <> GR_DEV u8 fold_vec<Or, u8>(u8 acc, const Vec16<u8> &r) {
+    unsigned any = word_of(r, 0) | word_of(r, 1) | word_of(r, 2) | word_of(r, 3);
+    return acc | u8(any != 0);
+}
+
+/* The running value of one thread over its share of the input: the op's accumulator, folded a 16-byte
+ * vector at a time (fold_vec), except where a packed form carried across vectors is faster. */
+template <class Op, class In> struct ThreadAcc {
+    using type = typename Op::acc_t;
+    static GR_DEV type init() { return Op::identity(); }
+    static GR_DEV type fold(type a, const Vec16<In> &r) { return fold_vec<Op, In>(a, r); }
+    static GR_DEV type fold1(type a, In x) { return Op::combine(a, Op::load(x)); }
+    static GR_DEV type merge(type a, type b) { return Op::combine(a, b); }
+    static GR_DEV typename Op::acc_t value(type a) { return a; }
+};
+
+/* int8/uint8 min and max: two 16-bit lanes in a word, carried from vector to vector. One PRMT spreads a
+ * word's even bytes into the two lanes (sign- or zero-extended), one its odd bytes, and Hopper's DPX
+ * three-way 16x2 min/max (__vimin3_s16x2 and kin) folds two of them into the lanes at once; the lanes
+ * meet once, at the end. 90% of the read kernel against 84% for the byte loop, where the SIMD byte
+ * intrinsics (__vmins4, emulated on sm_90) and a per-vector lane fold were slower still
+ * (experiments/tuning/bytes.cu). */
+template <class B, int odd> GR_DEV unsigned byte_pairs(unsigned w) {
+    constexpr unsigned s = is_signed_v<B> ? (odd ? 0xb391u : 0xa280u) : (odd ? 0x4341u : 0x4240u);
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "n"(s));
+    return r;
+}
+
+template <class Op, class B> struct PackedByteMinMax {
+    using type = unsigned;
+    static GR_DEV unsigned both(int v) { return (unsigned(v) & 0xffffu) * 0x00010001u; }
+    static GR_DEV unsigned m3(unsigned a, unsigned b, unsigned c) {
+        constexpr bool is_min = is_same_v<Op, Min<B>>;
+        if constexpr (is_signed_v<B>) return is_min ? __vimin3_s16x2(a, b, c) : __vimax3_s16x2(a, b, c);
+        else return is_min ? __vimin3_u16x2(a, b, c) : __vimax3_u16x2(a, b, c);
+    }
+    static GR_DEV type init() { return both(Op::identity()); }
+    static GR_DEV type fold(type a, const Vec16<B> &r) {
+#pragma unroll
+        for (int w = 0; w < 4; w++) a = m3(a, byte_pairs<B, 0>(word_of(r, w)), byte_pairs<B, 1>(word_of(r, w)));
+        return a;
+    }
+    static GR_DEV type fold1(type a, B x) { return m3(a, both(x), both(x)); }
+    static GR_DEV type merge(type a, type b) { return m3(a, b, b); }
+    static GR_DEV B value(type a) { return Op::combine(B(i16(a & 0xffffu)), B(i16(a >> 16))); }
+};
+template <> struct ThreadAcc<Min<i8>, i8> : PackedByteMinMax<Min<i8>, i8> {};
+template <> struct ThreadAcc<Max<i8>, i8> : PackedByteMinMax<Max<i8>, i8> {};
+template <> struct ThreadAcc<Min<u8>, u8> : PackedByteMinMax<Min<u8>, u8> {};
+template <> struct ThreadAcc<Max<u8>, u8> : PackedByteMinMax<Max<u8>, u8> {};
+
+/* Grid-stride accumulation of this thread's share of in[0, n): UNROLL independent 16-byte loads in
+ * flight per iteration, each folded into its own accumulator (independent dependency chains), the
+ * accumulators merged at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):
+ * more loads per iteration pushed the kernel past 32 registers, which costs occupancy, while one
+ * accumulator serialised the folds. The elements before the first 16-byte boundary (a slice may start
+ * anywhere) and after the last whole vector are taken one by one by the first threads: no tail is ever
+ * dropped. The combination order depends only on n and the launch shape: results are reproducible. */
+template <class Op, class In, int UNROLL>
+GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n) {
+    using T = ThreadAcc<Op, In>;
+    using V = Vec16<In>;
+    constexpr int kV = V::kCount;
+    const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    const size_t threads = size_t(gridDim.x) * blockDim.x;
+    typename T::type acc[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; u++) acc[u] = T::init();
+
+    size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
+    if (head > n) head = n;
+    if (tid < head) acc[0] = T::fold1(acc[0], in[tid]);
+
+    const V *vin = reinterpret_cast<const V *>(in + head);
+    const size_t nvec = (n - head) / kV;
+    size_t i = tid;
+    for (; i + (UNROLL - 1) * threads < nvec; i += UNROLL * threads) {
+        V r[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) r[u] = vin[i + u * threads];
+#pragma unroll
+        for (int u = 0; u < UNROLL; u++) acc[u] = T::fold(acc[u], r[u]);
+    }
+    for (; i < nvec; i += threads) acc[0] = T::fold(acc[0], vin[i]);
+
+    const size_t tail = head + nvec * kV;
+    if (tid < n - tail) acc[0] = T::fold1(acc[0], in[tail + tid]);
+#pragma unroll
+    for (int u = 1; u < UNROLL; u++) acc[0] = T::merge(acc[0], acc[u]);
+    return T::value(acc[0]);
+}
+
+}  // namespace gr

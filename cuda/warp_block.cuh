@@ -1,0 +1,53 @@
+/*
+ * warp_block.cuh -- values combined across a warp (__shfl_down_sync) and across a block (a slot of
+ * shared memory per warp). NVRTC-clean (core.cuh).
+ */
+#pragma once
+
+#include "core.cuh"
+
+namespace gr {
+
+/* __shfl_down_sync has overloads for 4- and 8-byte arithmetic types only: bytes and shorts travel
+ * widened, anything else (an accumulator struct) travels one 32-bit word at a time. */
+template <class T> GR_DEV T shfl_down(T v, unsigned delta) {
+    if constexpr (is_arithmetic_v<T> && sizeof(T) < 4) {
+        return T(__shfl_down_sync(kFullMask, int(v), delta));
+    } else if constexpr (is_arithmetic_v<T>) {
+        return __shfl_down_sync(kFullMask, v, delta);
+    } else {
+        static_assert(sizeof(T) % 4 == 0, "shfl_down: an accumulator struct must be whole 32-bit words");
+        unsigned w[sizeof(T) / 4];
+        memcpy(w, &v, sizeof(T));
+#pragma unroll
+        for (unsigned k = 0; k < sizeof(T) / 4; k++) w[k] = __shfl_down_sync(kFullMask, w[k], delta);
+        memcpy(&v, w, sizeof(T));
+        return v;
+    }
+}
+
+/* Lane 0 ends with the warp's value. Needs all 32 lanes active. */
+template <class Op> GR_DEV typename Op::acc_t warp_reduce(typename Op::acc_t v) {
+#pragma unroll
+    for (unsigned d = 16; d > 0; d >>= 1) v = Op::combine(v, shfl_down(v, d));
+    return v;
+}
+
+/* Thread 0 ends with the block's value. blockDim.x must be a multiple of 32. Safe to call more than
+ * once per kernel: the first barrier keeps a new call from overwriting slots still being read. */
+template <class Op> __device__ typename Op::acc_t block_reduce(typename Op::acc_t v) {
+    using Acc = typename Op::acc_t;
+    __shared__ Acc warp_values[32];
+    const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_reduce<Op>(v);
+    __syncthreads();
+    if (lane == 0) warp_values[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? warp_values[lane] : Op::identity();
+        v = warp_reduce<Op>(v);
+    }
+    return v;
+}
+
+}  // namespace gr

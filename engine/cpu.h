@@ -1,0 +1,23 @@
+/*
+ * cpu.h -- the host backend (cpu_backend.c): every op on every dtype, threaded, deterministic.
+ */
+#ifndef GR_CPU_H
+#define GR_CPU_H
+
+#include "handles.h"
+
+/* Reduces n elements of t at p into one accumulator value (written at acc_out) with the same semantics
+ * as the kernels, threaded and deterministic for a given machine. pairwise = 1 uses the recursive
+ * interleaved-pair order instead of per-thread runs. */
+gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
+                        int pairwise, void *acc_out);
+/* Combines `count` partials of the accumulator dtype (the CPU finish of every mode that has one) into
+ * the result of a reduction of n elements of in_dtype. */
+gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
+                        gr_dtype in_dtype, size_t n, gr_result *out);
+void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem);
+void gr_cpu_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step);
+void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, gr_scalar hi);
+int gr_cpu_default_threads(void);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * device.h -- the device interface: every call the engine makes to the GPU goes through these
+ * functions, so that no engine file includes a CUDA header.
+ *
+ * Implemented by cuda/runtime.cu (the runtime calls), cuda/generate.cu (fill, iota, random) and
+ * cuda/read_bandwidth.cu (the read ceiling) in a CUDA build, and by engine/device_none.c in a CPU-only
+ * build. Every function returns 0 or a CUDA error code (an int: the engine names it in its messages).
+ */
+#ifndef GR_DEVICE_H
+#define GR_DEVICE_H
+
+#include "gr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int gr_dev_present(void);                             /* 1 when a usable CUDA device exists */
+int gr_dev_init(gr_device_info *info);                /* 0 or a CUDA error code */
+const char *gr_dev_error_name(int code);
+const char *gr_dev_error_string(int code);
+int gr_dev_error_is_oom(int code);
+int gr_dev_malloc(void **p, size_t bytes);
+int gr_dev_free(void *p);
+int gr_dev_host_alloc(void **p, size_t bytes);        /* pinned and mapped */
+int gr_dev_host_free(void *p);
+int gr_dev_memset(void *p, int v, size_t bytes, void *stream);
+int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream);   /* any direction, async */
+int gr_dev_stream_create(void **s);
+int gr_dev_stream_destroy(void *s);
+int gr_dev_stream_sync(void *s);
+int gr_dev_event_create(void **e, int timing);
+int gr_dev_event_destroy(void *e);
+int gr_dev_event_record(void *e, void *stream);
+int gr_dev_event_sync(void *e);
+int gr_dev_event_query(void *e);                      /* 0 done, 1 not yet, else an error code */
+int gr_dev_event_elapsed(float *ms, void *start, void *end);
+int gr_dev_stream_wait_event(void *stream, void *e);
+int gr_dev_stream_query(void *s);                     /* 0 done, 1 not yet, else an error code */
+/* queues a write of value to *flag (pinned host memory) after the stream's earlier work */
+int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value);
+/* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
+int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
+/* generators of buffer contents, on the device */
+int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
+int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream);
+int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo,
+                  gr_scalar hi, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,100 @@
+/*
+ * handles.h -- the structures behind the opaque handles of gr.h, shared by the engine's own files.
+ *
+ * Data only: the functions that work on these live in the module that owns each (buffer.c, pool.c,
+ * exec.c, context.c), declared in that module's header.
+ */
+#ifndef GR_HANDLES_H
+#define GR_HANDLES_H
+
+#include "gr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The memory behind one or more buffer handles (a buffer and its slices). Reference-counted: the
+ * memory goes when the last handle and the last in-flight reduction reading it let go. */
+typedef struct gr_storage {
+    void *ptr;
+    size_t bytes;
+    gr_where where;
+    int owned;              /* 0 for memory wrapped from the host application */
+    int refs;
+    void *last_read;        /* event recorded after the last queued reduction reading it, or NULL */
+} gr_storage;
+
+struct gr_buffer {
+    gr_storage *st;
+    size_t offset;          /* in elements */
+    size_t n;
+    gr_dtype dtype;
+};
+
+struct gr_stream {
+    void *handle;           /* cudaStream_t on cuda; NULL on cpu */
+};
+
+/* Scratch for one reduction in flight: device ping-pong partials, a last-block-done counter, pinned
+ * host memory for partials the CPU finishes and for the result. Grown on demand, then reused: after
+ * warm-up no reduction allocates. */
+typedef struct gr_slot {
+    void *dev;              /* device scratch: two halves for ping-pong passes */
+    size_t dev_bytes;
+    unsigned *counter;      /* device; zero between uses (kernels leave it zero) */
+    void *host;             /* pinned, mapped; partials finished on the CPU */
+    size_t host_bytes;
+    void *result;           /* pinned, mapped, 64 bytes: the single-pass kernel writes the value here */
+    void *done;             /* event marking the end of the reduction's device work */
+    int busy;
+    /* synchronous calls learn that the work is done from a flag the stream writes into result + 32 */
+    unsigned seq;           /* the value the last flag write carries */
+    int flagged;            /* 1 when the current reduction ends with a flag write, 0 with `done` */
+    void *stream;           /* the stream the current reduction runs on */
+} gr_slot;
+
+#define GR_MAX_SLOTS 256
+#define GR_MAX_AUX_STREAMS 16
+
+/* The kinds of memory the context allocates (memory.c); host memory stands in for both on cpu. */
+typedef enum { GR_MEM_DEVICE, GR_MEM_PINNED, GR_MEM_KINDS } gr_mem_kind;
+
+/* The kinds of event a test can make fail (faults.c). */
+typedef enum { GR_FAULT_ALLOC, GR_FAULT_LAUNCH, GR_FAULT_COPY, GR_FAULT_KINDS } gr_fault_kind;
+
+struct gr_context {
+    gr_backend backend;
+    char err[512];
+    char err_arg[64];       /* the parameter the last misuse concerns, in C words ("block"), or "" */
+    void *stream;           /* the context's own stream (cuda) */
+    gr_device_info info;
+    gr_slot *slots[GR_MAX_SLOTS];
+    int nslots;
+    int cpu_threads;
+    void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
+    gr_pool_stats stats;
+    struct {
+        size_t live_bytes[GR_MEM_KINDS], live_count[GR_MEM_KINDS];
+        size_t limit;       /* bytes of device + pinned memory the context may hold; 0 = no limit */
+    } mem;
+    struct {
+        size_t count[GR_FAULT_KINDS];   /* events so far */
+        size_t at[GR_FAULT_KINDS];      /* the first event that fails (a count), 0 = none armed */
+        int injected;                   /* the last failure was injected */
+    } fault;
+};
+
+struct gr_pending {
+    gr_buffer *b;           /* a handle of our own on the buffer's memory */
+    gr_slot *slot;
+    gr_plan plan;
+    int finished;
+    gr_status status;
+    gr_result value;
+    char err[512];          /* the failure's message, kept for repeated waits */
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+/*
+ * launch.h -- the contract between the engine and a kernel variant: all a file under cuda/ sees of the
+ * engine (with gr.h for the dtype and op names).
+ *
+ * A kernel variant (cuda/vNN_name.cu) defines one `gr_kernel` named gr_kernel_<name>: its launcher,
+ * the grid it wants for n inputs, and the scratch it needs. The registry (engine/registry.c) names
+ * that symbol in the variant's row; a CPU-only build has no such symbols and the rows say so.
+ */
+#ifndef GR_LAUNCH_H
+#define GR_LAUNCH_H
+
+#include "gr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One pass of a variant: n inputs of in_dtype -> `grid` partials of the accumulator in `out`. When
+ * `final_out` is set the pass finishes in the same kernel (finish "single"): the device epilogue of the
+ * last block combines the partials and writes one accumulator value to final_out, leaving *counter
+ * zero. */
+typedef struct gr_launch {
+    const void *in;
+    size_t n;
+    gr_dtype in_dtype;
+    gr_op op;
+    gr_dtype acc;
+    void *out;
+    size_t grid;
+    int block;
+    void *stream;
+    unsigned *counter;
+    void *final_out;
+    void *scratch;          /* device scratch for variants that ask for it (CUB's temporary storage) */
+    size_t scratch_bytes;
+    const char *site;       /* set by a launcher whose launch failed: "file:line" of the launch */
+} gr_launch;
+
+/* What the planner tells a grid function about the device. */
+typedef struct gr_launch_device {
+    int sms;
+    int max_threads_per_sm;
+} gr_launch_device;
+
+typedef struct gr_kernel {
+    /* queues the pass; returns a CUDA error code, 0 = success (and sets L->site on failure) */
+    int (*launch)(gr_launch *L);
+    /* blocks of a pass over n elements of elem_bytes each at `block` threads; 0 when n == 0 */
+    size_t (*grid)(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev);
+    /* device scratch one pass needs, bytes (NULL: none) */
+    size_t (*scratch)(size_t n, gr_dtype in, gr_op op, gr_dtype acc);
+} gr_kernel;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

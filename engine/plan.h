@@ -1,0 +1,23 @@
+/*
+ * plan.h -- from options to passes (plan.c), and running them (exec.c).
+ */
+#ifndef GR_PLAN_H
+#define GR_PLAN_H
+
+#include "handles.h"
+
+/* Queues the device passes of a plan over the n elements at `in` on `stream`; the CPU part runs in
+ * gr_exec_finish. The end is marked with the slot's event, or, with `flag` set (synchronous calls),
+ * with a flag write when the driver offers one. On failure nothing is left queued that still uses
+ * the slot once the stream has been waited for. */
+gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream,
+                        int flag);
+/* Waits for the device part and produces the result. */
+gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out);
+/* Queues the single-finish pass of a plan over `in`, its value written to `final_out` (device or
+ * pinned memory), with the plan's scratch at `scratch` (plan->dev_bytes of it) and the slot's counter.
+ * For streamed chunks, whose values are kept on the device. */
+gr_status gr_exec_single_to(gr_context *ctx, const void *in, const gr_plan *plan, void *scratch, unsigned *counter,
+                            void *final_out, void *stream);
+
+#endif

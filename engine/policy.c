@@ -1,0 +1,61 @@
+/*
+ * policy.c -- what "auto" means, with the measurement behind each choice.
+ *
+ * Every automatic choice of the engine is made here, as CUB keeps one tuning policy per architecture;
+ * the planner, the streamed path and the host staging ask this file rather than deciding themselves.
+ * The probes named below are in the repository; their figures are in docs/performance.md.
+ */
+#include "policy.h"
+#include "registry.h"
+
+/* auto on the cuda backend, device data: 1-byte types take pipelined, whose folds are dear enough (an
+ * int8 product: about 40 instructions per 16 bytes) that warp_shuffle's loads stall behind them: 75-95%
+ * of the read kernel at 2^28 against pipelined's 94-96% (experiments/tuning/pipelined_probe.lua, H200).
+ * Wider types fold cheaply: there the two are level at 2^28 and warp_shuffle is ahead below 2^24.
+ * Pinned host data, and everything on the cpu backend, is reduced where it is, by the host backend. */
+int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n) {
+    (void)n;
+    if (ctx->backend == GR_BACKEND_CUDA && where == GR_DEVICE) return gr_policy_streamed_variant(t, op);
+    return gr_variant_find("cpu");
+}
+
+/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. */
+int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
+    (void)op;
+    return gr_variant_find(gr_dtype_size(t) == 1 ? "pipelined" : "warp_shuffle");
+}
+
+/* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every
+ * dtype at 2^28 on an H200, and 4-6% better for 1-byte types, whose 256 MiB leave fixed costs more
+ * weight (experiments/tuning/byte_finish_probe.lua); smaller buffers keep the variant's default. */
+#define AUTO_LARGE_BYTES ((size_t)64 << 20)
+
+int gr_policy_block(const gr_variant *v, int requested, int auto_variant, size_t bytes) {
+    if (requested) return requested;
+    if (auto_variant && (v->needs & GR_NEEDS_CUDA) && v->block_max >= 1024 && bytes >= AUTO_LARGE_BYTES)
+        return 1024;
+    return v->block_default;
+}
+
+/* auto takes the single-pass finish where the variant has it: one launch, the value written straight to
+ * pinned memory -- fastest at every size (experiments/tuning/tune.cu); a named variant keeps its own. */
+gr_finish gr_policy_finish(const gr_variant *v, gr_finish requested, int auto_variant) {
+    if (requested != GR_FINISH_AUTO) return requested;
+    if (auto_variant && (v->finishes & (1u << GR_FINISH_SINGLE))) return GR_FINISH_SINGLE;
+    return v->default_finish;
+}
+
+/* hybrid: CPU-finishing up to 4K partials saves 3-6 us against another device pass, while 8K-20K
+ * partials cost 13-34 us more (wall time of whole calls, experiments/multipass.lua, H200). */
+#define HYBRID_THRESHOLD 4096
+
+size_t gr_policy_hybrid_threshold(size_t requested) { return requested ? requested : HYBRID_THRESHOLD; }
+
+/* Host variants over device memory: 64 MiB pieces through pinned memory, large enough that the copy
+ * runs at full speed, small enough not to hold much pinned memory. */
+size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
+
+/* Streamed host data: 64 MiB chunks on 4 streams reached 98% of the pinned host-to-device copy with a
+ * 1 GiB buffer (16 MiB / 2: 99%, 128 MiB / 4: 99%; make bench, H200). */
+size_t gr_policy_chunk_bytes(size_t requested) { return requested ? requested : (size_t)64 << 20; }
+int gr_policy_streams(int requested) { return requested ? requested : 4; }

@@ -1,0 +1,27 @@
+/*
+ * policy.h -- every automatic choice of the engine, in one place (policy.c): what "auto" means for the
+ * variant, the block size, the finish, the hybrid threshold, host staging and streamed host data.
+ */
+#ifndef GR_POLICY_H
+#define GR_POLICY_H
+
+#include "handles.h"
+
+/* The variant auto runs for n elements of dtype t in memory of kind `where`, for op. */
+int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n);
+/* The variant that reduces each chunk of streamed host data once it is on the device. */
+int gr_policy_streamed_variant(gr_dtype t, gr_op op);
+/* Threads per block: `requested` if the caller gave one, else the variant's default, or more for a
+ * large input when auto chose the variant. */
+int gr_policy_block(const gr_variant *v, int requested, int auto_variant, size_t bytes);
+/* The finishing mode: `requested` unless it is auto. */
+gr_finish gr_policy_finish(const gr_variant *v, gr_finish requested, int auto_variant);
+/* hybrid: at or below this many partials, the CPU finishes. */
+size_t gr_policy_hybrid_threshold(size_t requested);
+/* A host variant over device memory copies it to pinned memory in pieces of this many bytes. */
+size_t gr_policy_stage_bytes(void);
+/* Streamed host data: bytes per chunk and streams, from the caller's values (0 = the default). */
+size_t gr_policy_chunk_bytes(size_t requested);
+int gr_policy_streams(int requested);
+
+#endif

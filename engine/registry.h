@@ -1,0 +1,64 @@
+/*
+ * registry.h -- the variant registry and the finish table (registry.c, finish.c).
+ *
+ * One row per variant: its facts and the kernel it runs (a gr_kernel symbol of cuda/vNN_name.cu) or its
+ * host function. A variant's finishing modes are not listed by hand: its row says what its kernel does
+ * with the blocks' values (its shape), and the finish table says which shapes each mode can finish.
+ */
+#ifndef GR_REGISTRY_H
+#define GR_REGISTRY_H
+
+#include "handles.h"
+#include "launch.h"
+
+/* What a variant's kernel does with its blocks' values. */
+enum {
+    GR_SHAPE_PARTIALS = 1,      /* writes one partial per block: more passes or the CPU can finish them */
+    GR_SHAPE_EPILOGUE = 2,      /* ends in the device epilogue: with final_out, the last block finishes */
+    GR_SHAPE_ONE_VALUE = 4,     /* produces the one value itself (a library call, a global atomic) */
+    GR_SHAPE_HOST = 8,          /* reduces on the CPU */
+};
+
+/* A host variant: n elements of t at p -> one accumulator value of dtype acc at acc_out. */
+typedef gr_status (*gr_host_fn)(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
+                                void *acc_out);
+
+typedef struct gr_variant_row {
+    const char *name;
+    int ordinal;                /* teaching order */
+    const char *origin;         /* the textbook step it reproduces */
+    const char *summary;        /* one line */
+    unsigned shape;             /* GR_SHAPE_* */
+    gr_finish default_finish;   /* the finish of a variant named without one */
+    int block_min, block_max, block_default;
+    unsigned needs;             /* GR_NEEDS_* */
+    const gr_kernel *kernel;    /* NULL for a host variant, and for every kernel in a CPU-only build */
+    gr_host_fn host;            /* NULL for a kernel variant */
+} gr_variant_row;
+
+const gr_variant_row *gr_variant_row_get(int i);
+
+/* ---- the finish table (finish.c) ---------------------------------------------------------------- */
+
+typedef enum {
+    GR_PASSES_ONE,              /* the first pass only */
+    GR_PASSES_TO_ONE,           /* device passes until one value remains */
+    GR_PASSES_TO_THRESHOLD,     /* device passes until at most `threshold` partials remain */
+} gr_passes_rule;
+
+typedef struct gr_finish_row {
+    const char *name;
+    unsigned shapes;            /* the variant shapes this mode can finish */
+    gr_passes_rule passes;
+    int epilogue;               /* the first pass finishes in its own kernel (final_out set) */
+} gr_finish_row;
+
+const gr_finish_row *gr_finish_row_get(gr_finish f);
+/* Bit (1u << f) for each finishing mode a variant of this shape supports. */
+unsigned gr_finishes_of(unsigned shape);
+/* GR_OK when the variant can finish this way, else a message listing what it accepts. */
+gr_status gr_check_finish(gr_context *ctx, const gr_variant *v, gr_finish f);
+/* GR_OK when the variant takes `block` threads per block, else a message listing what it takes. */
+gr_status gr_check_block(gr_context *ctx, const gr_variant *v, int block);
+
+#endif
