@@ -38,14 +38,14 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
 gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream,
                         int flag) {
     char *half[2] = {slot->dev, (char *)slot->dev + plan->half_offset};
-    size_t es = gr_dtype_size(plan->acc);
+    size_t es = gr_op_acc_size(plan->op, plan->in_dtype, plan->acc);
     int single = gr_finish_row_get(plan->finish)->epilogue;
     int rc = 0, k;
     for (k = 0; k < plan->npasses && !plan->pass[k].on_host; k++) {
         const gr_pass *ps = &plan->pass[k];
         gr_launch L = {
-            .in = in, .n = ps->elements, .in_dtype = ps->in_dtype, .op = plan->op, .acc = plan->acc,
-            .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
+            .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .partials_in = k > 0, .first = 0,
+            .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
             .counter = slot->counter, .final_out = single ? slot->result : NULL,
             .scratch = (char *)slot->dev + plan->extra_offset, .scratch_bytes = plan->scratch,
         };
@@ -65,11 +65,11 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
     return GR_OK;
 }
 
-gr_status gr_exec_single_to(gr_context *ctx, const void *in, const gr_plan *plan, void *scratch, unsigned *counter,
-                            void *final_out, void *stream) {
+gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, const gr_plan *plan, void *scratch,
+                            unsigned *counter, void *final_out, void *stream) {
     const gr_pass *ps = &plan->pass[0];
     gr_launch L = {
-        .in = in, .n = ps->elements, .in_dtype = ps->in_dtype, .op = plan->op, .acc = plan->acc,
+        .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .first = first, .op = plan->op, .acc = plan->acc,
         .out = scratch, .grid = ps->blocks, .block = ps->block, .stream = stream, .counter = counter,
         .final_out = final_out, .scratch = (char *)scratch + plan->extra_offset, .scratch_bytes = plan->scratch,
     };
@@ -103,8 +103,9 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
     }
     const gr_pass *last = &plan->pass[plan->npasses - 1];
     if (last->on_host)
-        return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, out);
-    *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n);
+        return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, plan->ddof,
+                             out);
+    *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);
     return GR_OK;
 }
 
@@ -116,13 +117,13 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
     int resident = ctx->backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
     if (resident) {
-        union { uint64_t u; double f; } v;
-        gr_status st = row->host(ctx, gr_buffer_data(b), b->n, b->dtype, plan->op, plan->acc, &v);
-        if (st == GR_OK) *out = gr_op_result(plan->op, &v, plan->acc, b->dtype, b->n);
+        unsigned char v[GR_ACC_MAX];
+        gr_status st = row->host(ctx, gr_buffer_data(b), b->n, 0, b->dtype, plan->op, plan->acc, v);
+        if (st == GR_OK) *out = gr_op_result(plan->op, v, plan->acc, b->dtype, b->n, plan->ddof);
         return st;
     }
 
-    size_t es = gr_dtype_size(b->dtype), aes = gr_dtype_size(plan->acc);
+    size_t es = gr_dtype_size(b->dtype), aes = gr_op_acc_size(plan->op, b->dtype, plan->acc);
     size_t per = gr_policy_stage_bytes() / es, chunks = (b->n + per - 1) / per;
     gr_slot *slot;
     gr_status st = gr_slot_acquire(ctx, 0, (b->n < per ? b->n : per) * es, &slot);
@@ -137,9 +138,9 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
         int rc = gr_copy(ctx, slot->host, (const char *)gr_buffer_data(b) + lo * es, len * es, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
         if (rc) { st = gr_fail_dev(ctx, rc, "copy to the host"); break; }
-        st = row->host(ctx, slot->host, len, b->dtype, plan->op, plan->acc, values + c * aes);
+        st = row->host(ctx, slot->host, len, lo, b->dtype, plan->op, plan->acc, values + c * aes);
     }
-    if (st == GR_OK) st = gr_cpu_finish(ctx, values, chunks, plan->acc, plan->op, b->dtype, b->n, out);
+    if (st == GR_OK) st = gr_cpu_finish(ctx, values, chunks, plan->acc, plan->op, b->dtype, b->n, plan->ddof, out);
     free(values);
     gr_slot_release(ctx, slot);
     return st;

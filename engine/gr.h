@@ -32,17 +32,7 @@ typedef enum gr_status {
     GR_EEMPTY        /* min/max of an empty buffer: there is no identity */
 } gr_status;
 
-/* The dtypes, written once: X(ENUM, name, C type, bytes, is_float, is_signed). The engine's tables and
- * the kernels' dispatch are generated from this list; a new dtype is a new line here (docs/extending.md). */
-#define GR_DTYPE_LIST(X)                           \
-    X(INT8, int8, int8_t, 1, 0, 1)                 \
-    X(UINT8, uint8, uint8_t, 1, 0, 0)              \
-    X(INT32, int32, int32_t, 4, 0, 1)              \
-    X(UINT32, uint32, uint32_t, 4, 0, 0)           \
-    X(INT64, int64, int64_t, 8, 0, 1)              \
-    X(UINT64, uint64, uint64_t, 8, 0, 0)           \
-    X(FLOAT32, float32, float, 4, 1, 1)            \
-    X(FLOAT64, float64, double, 8, 1, 1)
+#include "lists.h"
 
 typedef enum gr_dtype {
 #define GR_DTYPE_ENUM_(E, name, ctype, bytes, is_float, is_signed) GR_##E,
@@ -50,10 +40,6 @@ typedef enum gr_dtype {
 #undef GR_DTYPE_ENUM_
     GR_DTYPE_COUNT
 } gr_dtype;
-
-/* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
- * combine and result -- is its descriptor (engine/ops.c) and its device functor (cuda/ops.cuh). */
-#define GR_OP_LIST(X) X(SUM, sum) X(PROD, prod) X(MIN, min) X(MAX, max) X(AND, and) X(OR, or)
 
 typedef enum gr_op {
 #define GR_OP_ENUM_(E, name) GR_##E,
@@ -91,6 +77,7 @@ int gr_dtype_from_name(const char *name);        /* -1 when unknown */
 const char *gr_op_name(gr_op op);
 int gr_op_from_name(const char *name);           /* accepts "and"/"all", "or"/"any"; -1 when unknown */
 int gr_op_arity(gr_op op);                       /* values in the op's result: 1, or 2 (value and index) */
+const char *gr_op_alias(gr_op op);               /* a second name ("all" for and), or NULL */
 const char *gr_finish_name(gr_finish f);
 int gr_finish_from_name(const char *name);       /* -1 when unknown */
 /* "int8, uint8, ..." -- for error messages that list what is accepted */
@@ -186,6 +173,7 @@ void gr_stream_free(gr_context *ctx, gr_stream *s);
 
 typedef struct gr_options {
     gr_op op;
+    int ddof;               /* var and std: the divisor is n - ddof (0: the population's, 1: the sample's) */
     int variant;            /* index into the registry (gr_variant_find); -1 = auto */
     int block;              /* threads per block; 0 = the variant's default */
     gr_finish finish;
@@ -259,6 +247,7 @@ typedef struct gr_plan {
     gr_dtype in_dtype;      /* the input's dtype */
     gr_dtype acc;           /* accumulator dtype */
     size_t n;               /* input elements */
+    int ddof;               /* var, std: the divisor is n - ddof */
     size_t threshold;
     size_t scratch;         /* extra device scratch the variant asked for, bytes */
     /* scratch the passes need: device [ping-pong half 0 | half 1 | the variant's own], pinned partials */
@@ -285,6 +274,7 @@ typedef struct gr_variant {
     gr_finish default_finish;
     int block_min, block_max, block_default;
     unsigned needs;          /* GR_NEEDS_* */
+    unsigned ops;            /* the ops it takes: GR_OP_BIT(op) each */
 } gr_variant;
 
 int gr_variant_count(void);

@@ -22,7 +22,9 @@ extern "C" {
 typedef struct gr_launch {
     const void *in;
     size_t n;
-    gr_dtype in_dtype;
+    gr_dtype in_dtype;      /* the reduction's input dtype (also in a pass over partials) */
+    int partials_in;        /* 1: `in` holds accumulators of the op (a pass over partials), not elements */
+    uint64_t first;         /* the index of in[0] among the reduction's elements (argmin, argmax) */
     gr_op op;
     gr_dtype acc;
     void *out;

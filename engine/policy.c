@@ -19,10 +19,11 @@ int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op o
     return gr_variant_find("cpu");
 }
 
-/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. */
+/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
+ * that pipelined does not take (GR_OPS_PIPELINED) runs on warp_shuffle, which takes every op. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
-    (void)op;
-    return gr_variant_find(gr_dtype_size(t) == 1 ? "pipelined" : "warp_shuffle");
+    int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op));
+    return gr_variant_find(bytes ? "pipelined" : "warp_shuffle");
 }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every

@@ -121,12 +121,7 @@ typedef struct lgr_reduce_opts {
 void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r);
 
 int lgr_reduce(lua_State *L);
-int lgr_sum(lua_State *L);
-int lgr_prod(lua_State *L);
-int lgr_min(lua_State *L);
-int lgr_max(lua_State *L);
-int lgr_all(lua_State *L);
-int lgr_any(lua_State *L);
+int lgr_reduce_op(lua_State *L);     /* upvalue 2: the op's id */
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];

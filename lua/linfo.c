@@ -174,6 +174,13 @@ int lgr_variants(lua_State *L) {
         lua_setfield(L, -2, "needs");
         lua_pushboolean(L, !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
         lua_setfield(L, -2, "available");
+        lua_newtable(L);
+        for (int op = 0, k = 0; op < GR_OP_COUNT; op++)
+            if (v->ops & GR_OP_BIT(op)) {
+                lua_pushstring(L, gr_op_name((gr_op)op));
+                lua_rawseti(L, -2, ++k);
+            }
+        lua_setfield(L, -2, "ops");
         lua_rawseti(L, -2, i + 1);
     }
     return 1;

@@ -70,6 +70,7 @@ static const lgr_opt reduce_specs[] = {
     {"async", lgr_read_bool, R(async), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
@@ -85,6 +86,7 @@ static const lgr_opt bench_specs[] = {
     {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
@@ -160,12 +162,9 @@ static int reduce_with(lua_State *L, int op) {
 }
 
 int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
-int lgr_sum(lua_State *L) { return reduce_with(L, GR_SUM); }
-int lgr_prod(lua_State *L) { return reduce_with(L, GR_PROD); }
-int lgr_min(lua_State *L) { return reduce_with(L, GR_MIN); }
-int lgr_max(lua_State *L) { return reduce_with(L, GR_MAX); }
-int lgr_all(lua_State *L) { return reduce_with(L, GR_AND); }
-int lgr_any(lua_State *L) { return reduce_with(L, GR_OR); }
+
+/* gr.sum, gr.argmin, ... : one closure per op of the engine's list, the op's id as upvalue 2. */
+int lgr_reduce_op(lua_State *L) { return reduce_with(L, (int)lua_tointeger(L, lua_upvalueindex(2))); }
 
 /* ---- pendings ------------------------------------------------------------------------------------ */
 
