@@ -111,7 +111,7 @@ inline bool grid_fits(size_t grid) { return grid >= 1 && grid <= 0x7fffffff; }
 /* The last launch's error, with its file and line kept in the gr_launch for the engine's message. */
 #define GR_CHECK_LAUNCH(L) ::gr::check_launch((L), __FILE__ ":" GR_STR_(__LINE__))
 
-inline cudaError_t check_launch(gr_launch *L, const char *site) {
+template <class Launch> cudaError_t check_launch(Launch *L, const char *site) {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) L->site = site;
     return e;

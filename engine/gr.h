@@ -204,6 +204,32 @@ void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for 
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *result);
 
+/* ---- many reductions in one call ------------------------------------------------------------------ */
+
+/* Segments of a buffer: consecutive runs of `size` elements (n divisible by size), or, with size 0,
+ * the runs between CSR boundaries in `offsets` (an int64 buffer of k + 1 non-decreasing 0-based element
+ * offsets, the last at most n). An empty segment gives the op's identity (min/max: the result type's
+ * largest / smallest value; mean, var and the like: NaN; argmin/argmax: the identity and index 0). */
+typedef struct gr_segments {
+    size_t size;
+    const gr_buffer *offsets;
+} gr_segments;
+
+/* The dtypes of a segmented reduction's results: *count buffers (1, or 2 for argmin, argmax, minmax). */
+gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count);
+/* Reduces every segment of b: result i of segment s goes to element s of out[i], a buffer on b's side
+ * (device or host) of k elements of the dtype gr_segment_result_dtypes gives; indices (argmin, argmax)
+ * are 1-based within their segment, 0 for an empty one. */
+gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                             gr_buffer *out[2]);
+/* The number of segments seg describes over b (checked: size divides n; offsets monotone, in range). */
+gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);
+
+/* Many buffers at once: results[i] is the reduction of bufs[i] by the same options, in one launch per
+ * dtype on the GPU. */
+gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
+                         gr_result *results);
+
 /* Copies src into dst (same dtype and size; any mix of host and device buffers). */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
 

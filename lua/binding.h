@@ -114,6 +114,9 @@ typedef struct lgr_reduce_opts {
     size_t chunk;               /* bytes per chunk (0 = default) */
     int dtype;                  /* the dtype of a table or byte-string source, -1 = float32 */
     int reps, warmup;           /* gr.bench */
+    size_t segment;             /* fixed segment size (0: none) */
+    gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
+    int has_out;                /* opts.out was given (its buffers: user values of the options table) */
 } lgr_reduce_opts;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
@@ -122,6 +125,7 @@ void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_o
 
 int lgr_reduce(lua_State *L);
 int lgr_reduce_op(lua_State *L);     /* upvalue 2: the op's id */
+int lgr_reduce_many(lua_State *L);
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];

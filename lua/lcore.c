@@ -135,7 +135,7 @@ static const luaL_Reg module_funcs[] = {
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
     {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"memory_limit", lgr_memory_limit},
     {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
-    {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"stream", lgr_stream},
+    {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
     {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
 
 /* gr.sum, gr.prod, ..., gr.nanmean and the aliases gr.all, gr.any: one function per op of the engine's
