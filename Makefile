@@ -94,6 +94,12 @@ $(BUILD)/c_api_host: spec/host/c_api_host.c $(ENGINE_OBJ) $(DEVICE_OBJ)
 	$(CC) $(GR_CFLAGS) -c $< -o $(OBJ)/c_api_host.o
 	$(HOST_LINK) -o $@ $(OBJ)/c_api_host.o $(ENGINE_OBJ) $(DEVICE_OBJ) $(LINK_LIBS)
 
+# CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and
+# experiments/segments.lua. Not part of `all`: only the benchmarks need it.
+$(BUILD)/cub_yardsticks: experiments/tuning/cub_yardsticks.cu experiments/tuning/timing.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 $(GENCODE) $< -o $@
+
 deps:
 	@sh scripts/ensure-deps.sh
 
@@ -107,7 +113,7 @@ demo: deps all
 test: deps all
 	$(LUA) $(BUSTED) -o spec/support/summary_output.lua
 
-bench: deps all
+bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
 	$(LUA_ENV) $(LUA) experiments/bench.lua
 
 readme: $(MODULE)

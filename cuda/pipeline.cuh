@@ -1,7 +1,7 @@
 /*
  * pipeline.cuh -- a thread's share of the input, with its loads running ahead of its folds.
  *
- * thread_accumulate (primitives.cuh) issues two 16-byte loads, waits for them, folds them, and only
+ * thread_accumulate (thread_load.cuh) issues two 16-byte loads, waits for them, folds them, and only
  * then issues the next two: while a warp folds, it has nothing in flight. That costs little when a
  * fold is a few instructions (float sums), but a 1-byte product folds 16 elements with about 40
  * instructions, and there it held the kernel to 74% of the read kernel although the issue slots were

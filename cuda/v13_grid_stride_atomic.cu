@@ -14,7 +14,7 @@
  * the updates are few and mostly overlap with other blocks' loads; a CAS loop (see below) retries under
  * contention, which shows for products and float min/max. It costs one extra tiny kernel launch.
  *
- * Atomics (gr::atomic_combine, primitives.cuh): native atomicAdd for float, double and 64-bit integer
+ * Atomics (gr::atomic_combine, atomics.cuh): native atomicAdd for float, double and 64-bit integer
  * sums; atomicMin/atomicMax for int32, uint32, int64, uint64; atomicAnd/atomicOr on the word holding the
  * and/or flag. CAS loops for every product, for float/double min/max (NaN propagates as in Op::combine)
  * and for int8/uint8 min/max (on the 32-bit word holding the byte). Float and double sums (and

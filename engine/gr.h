@@ -52,7 +52,7 @@ typedef enum gr_backend { GR_BACKEND_CPU, GR_BACKEND_CUDA } gr_backend;
 
 typedef enum gr_where { GR_DEVICE, GR_HOST } gr_where;
 
-/* What happens to the per-block partials (DESIGN.md, "Variants and finishing modes"). */
+/* What happens to the per-block partials (engine/finish.c, docs/api.md "Finishing modes"). */
 typedef enum gr_finish {
     GR_FINISH_AUTO,      /* the variant's or the planner's choice */
     GR_FINISH_DEVICE,    /* more device passes until one value remains */
@@ -124,8 +124,8 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype dtype, g
                          gr_buffer **out);
 /* A view of count elements starting at offset; keeps the underlying memory alive. */
 gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out);
-/* Releases this handle; the memory goes when the last view of it is released and no queued work reads it.
- * Idempotent through the handle's own flag: gr_buffer_free(NULL) is a no-op. */
+/* Releases this handle (which must not be used again); the memory goes when the last view of it is
+ * released and no queued work reads it. gr_buffer_free(NULL) is a no-op. */
 void gr_buffer_free(gr_context *ctx, gr_buffer *b);
 
 size_t gr_buffer_size(const gr_buffer *b);
@@ -324,6 +324,10 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
 /* The ceiling: a kernel that only reads every byte of b (16-byte loads, a grid-stride loop, nothing
  * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
+
+/* Times a segmented reduction into out (as gr_reduce_segments) with device events around each call. */
+gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], int warmup, int reps, gr_bench_result *result);
 
 /* Times the streamed reduction of a host buffer with the monotonic clock (it spans several streams). */
 gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,

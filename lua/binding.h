@@ -126,6 +126,9 @@ void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_o
 int lgr_reduce(lua_State *L);
 int lgr_reduce_op(lua_State *L);     /* upvalue 2: the op's id */
 int lgr_reduce_many(lua_State *L);
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]);
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];

@@ -2,7 +2,7 @@
  * lcore.c -- the module gpureduce.core: its context, the metatables of its userdata, its functions, and
  * the failure and value helpers every file of the binding uses.
  *
- * Lifetime rules (STYLE.md): a userdata is created with a NULL handle and its metatable before anything
+ * Lifetime rules: a userdata is created with a NULL handle and its metatable before anything
  * is allocated, so a failed allocation leaves a harmless object; one idempotent release function serves
  * __gc, __close and :free(); methods reach the handle through one accessor that rejects a freed object.
  */

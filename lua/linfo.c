@@ -63,6 +63,16 @@ int lgr_bench(lua_State *L) {
     lgr_reduce_opts_read(L, 2, -1, 1, &x);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;
+    if (x.segment || x.offsets) {
+        gr_buffer *out[2];
+        lgr_segment_outs(L, b, &x, out);
+        gr_segments seg = {x.segment, x.offsets};
+        gr_status st = gr_bench_segments(ctx, b, &x.o, &seg, out, x.warmup, x.reps, &r);
+        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+        int device = gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+        push_bench(L, &r, b, device ? "events" : "clock");
+        return 1;
+    }
     if (x.streamed) {
         gr_status st = gr_bench_streamed(ctx, b, &x.o, x.chunk, x.streams, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);

@@ -110,8 +110,10 @@ static const lgr_opt bench_specs[] = {
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
     {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
+    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
     {"stream", read_stream, R(o.stream), 0, 0, NULL},
     {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
     {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
@@ -168,8 +170,9 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
     return lgr_push_result(L, &v);
 }
 
-/* Segmented: the results in buffers on the input's side, opts.out's or new ones. */
-static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
     int count;
@@ -178,7 +181,7 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
     if ((st = gr_segment_count(ctx, b, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
-    gr_buffer *out[2] = {NULL, NULL};
+    out[0] = out[1] = NULL;
     int base = lua_gettop(L);
     if (r->has_out) {
         lua_getfield(L, 2, "out");
@@ -208,7 +211,18 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
             out[i] = u->b;
         }
     }
-    st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
+    if (r->has_out) lua_settop(L, base);
+    return count;
+}
+
+/* Segmented: the results in buffers on the input's side, opts.out's or new ones. */
+static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_segments seg = {r->segment, r->offsets};
+    gr_buffer *out[2];
+    int base = lua_gettop(L);
+    int count = lgr_segment_outs(L, b, r, out);
+    gr_status st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     if (r->has_out) {
