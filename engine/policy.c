@@ -89,6 +89,10 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
     return s;
 }
 
+/* In reduce_many's one launch each buffer is one block's (or a few lanes'): past a few MiB one block
+ * (~10-20 GB/s) takes longer than a reduction of its own (a few µs of launch, then the whole GPU). */
+size_t gr_policy_many_item_bytes(void) { return (size_t)4 << 20; }
+
 /* Streamed host data: 64 MiB chunks on 4 streams reached 98% of the pinned host-to-device copy with a
  * 1 GiB buffer (16 MiB / 2: 99%, 128 MiB / 4: 99%; make bench, H200). */
 size_t gr_policy_chunk_bytes(size_t requested) { return requested ? requested : (size_t)64 << 20; }

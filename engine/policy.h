@@ -28,6 +28,8 @@ typedef struct gr_seg_shape {
 } gr_seg_shape;
 /* The shape for k segments of n elements in all (their mean size n / k) of es bytes each. */
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
+/* reduce_many: a buffer of more bytes than this is reduced on its own, not as one block's item. */
+size_t gr_policy_many_item_bytes(void);
 
 /* Streamed host data: bytes per chunk and streams, from the caller's values (0 = the default). */
 size_t gr_policy_chunk_bytes(size_t requested);

@@ -111,8 +111,16 @@ static gr_status check_offsets(gr_context *ctx, const gr_buffer *b, const gr_buf
     return bad_offset(ctx, (size_t)at - 1, v, n);
 }
 
-static gr_status check_outs(gr_context *ctx, const gr_buffer *b, gr_buffer *out[2], int count, const gr_dtype want[2],
-                            size_t k) {
+/* Whether two buffers share bytes (views of one storage whose element ranges meet). */
+static int overlap(const gr_buffer *a, const gr_buffer *b) {
+    if (!a || !b || a->st != b->st) return 0;
+    size_t alo = a->offset * gr_dtype_size(a->dtype), ahi = alo + a->n * gr_dtype_size(a->dtype);
+    size_t blo = b->offset * gr_dtype_size(b->dtype), bhi = blo + b->n * gr_dtype_size(b->dtype);
+    return alo < bhi && blo < ahi;
+}
+
+static gr_status check_outs(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
+                            int count, const gr_dtype want[2], size_t k) {
     for (int i = 0; i < count; i++) {
         const char *arg = i ? "out2" : "out";
         if (!out[i]) return gr_fail_arg(ctx, GR_EINVAL, arg, "missing result buffer");
@@ -122,6 +130,10 @@ static gr_status check_outs(gr_context *ctx, const gr_buffer *b, gr_buffer *out[
         if (gr_buffer_where(out[i]) != gr_buffer_where(b) && ctx->backend == GR_BACKEND_CUDA)
             return gr_fail_arg(ctx, GR_EINVAL, arg, "must be in %s memory, like the input",
                                gr_buffer_where(b) == GR_HOST ? "pinned host" : "device");
+        /* results written while the input is read would change what is reduced */
+        if (overlap(out[i], b) || overlap(out[i], offsets) || (i == 1 && overlap(out[0], out[1])))
+            return gr_fail_arg(ctx, GR_EINVAL, arg, "shares memory with the %s: give a buffer of its own",
+                               overlap(out[i], b) ? "input" : overlap(out[i], offsets) ? "offsets" : "first result");
     }
     return GR_OK;
 }
@@ -171,7 +183,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     size_t k;
     gr_status st = resolve(ctx, o, gr_buffer_dtype(b), &acc, want, &count);
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
-    if (st == GR_OK) st = check_outs(ctx, b, out, count, want, k);
+    if (st == GR_OK) st = check_outs(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
     if (st != GR_OK) return st;
     for (int i = 0; i < count; i++)
         if ((st = gr_storage_quiesce(ctx, out[i]->st)) != GR_OK) return st;
@@ -243,6 +255,10 @@ static gr_result result_of(const gr_op_desc *d, gr_dtype t, gr_dtype acc, const 
     return r;
 }
 
+static int is_alone(const gr_buffer *b, size_t bytes) {
+    return gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b)) > bytes;
+}
+
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
@@ -261,11 +277,18 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         }
         return GR_OK;
     }
-    /* one launch per dtype: the buffers of that dtype as the items of a segmented reduction */
+    /* large buffers on their own; the others, one launch per dtype: the buffers of that dtype as the
+     * items of a segmented reduction */
+    size_t alone = gr_policy_many_item_bytes();
+    for (size_t i = 0; i < count; i++)
+        if (is_alone(bufs[i], alone)) {
+            gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
+            if (st != GR_OK) return st;
+        }
     for (int t = 0; t < GR_DTYPE_COUNT; t++) {
         size_t k = 0, total = 0;
         for (size_t i = 0; i < count; i++)
-            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t) {
+            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) {
                 k++;
                 total += gr_buffer_size(bufs[i]);
             }
@@ -282,7 +305,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         char *o0 = (char *)slot->host + items, *o1 = o0 + outs[0];
         size_t j = 0;
         for (size_t i = 0; i < count; i++)
-            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
+            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
         gr_seg_shape shape = gr_policy_segments(ctx, total, k, gr_dtype_size((gr_dtype)t));
         if (shape.splits > 1) {             /* items of one launch share no scratch: a block each */
             shape.splits = 1;
@@ -300,7 +323,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         if (rc == 0) {
             j = 0;
             for (size_t i = 0; i < count; i++)
-                if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t) results[i] = result_of(d, (gr_dtype)t, acc, rt, o0, o1, j++);
+                if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) results[i] = result_of(d, (gr_dtype)t, acc, rt, o0, o1, j++);
         }
         gr_slot_release(ctx, slot);
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);
