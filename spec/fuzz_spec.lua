@@ -39,7 +39,7 @@ Reproducing
   A case depends only on (seed, index) and on which variants the machine has: re-run it on the same
   kind of machine (CPU backend or GPU).
 
-Cost: 10,000 cases take about 7 s of CPU on the CPU backend here; sizes are mostly small so that the
+Cost: 10,000 cases take about 5 s of CPU on the CPU backend here; sizes are mostly small so that the
 whole run generates and checks a few million elements in Lua.
 ]]
 local gr = require "gpureduce"

@@ -26,7 +26,7 @@ How it reports
   failing case (size, data set, options, expected, got, the first values of the data), the first few
   in full.
 
-Cost: about 9 s of CPU on the CPU backend (each data set made once per (dtype, n) and shared by the ops,
+Cost: about 10 s of CPU on the CPU backend (each data set made once per (dtype, n) and shared by the ops,
 its expected values computed once per op, acc and ddof and shared by the variants).
 ]]
 local gr = require "gpureduce"
