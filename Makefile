@@ -167,6 +167,12 @@ $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 $(BUILD)/c_api_host: $(OBJ)/spec/host/c_api_host.o $(ENGINE_OBJ) $(DEVICE_OBJ)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
+# CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and
+# experiments/segments.lua. Not part of `all`: only the benchmarks need it.
+$(BUILD)/cub_yardsticks: experiments/tuning/cub_yardsticks.cu experiments/tuning/timing.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 $(GENCODE) $< -o $@
+
 deps:
 	@sh scripts/ensure-deps.sh
 
@@ -215,7 +221,7 @@ check-valgrind: all
 	done; \
 	if [ $$ok = 1 ]; then echo "1 passed, 0 failed, 0 skipped"; else echo "0 passed, 1 failed, 0 skipped"; exit 1; fi
 
-bench: deps all
+bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
 	$(LUA_ENV) $(LUA) experiments/bench.lua
 
 readme: $(MODULE)

@@ -23,13 +23,24 @@ namespace gr {
 
 template <class T> struct Tag { using type = T; };
 
-template <int Id, class In, class Acc, class F> cudaError_t with_functor(F &&f) {
-    if constexpr (OpOf<Id, In, Acc>::valid) return f(typename OpOf<Id, In, Acc>::type{}, Tag<In>{});
-    else return cudaErrorInvalidValue;
+/* The functor of op Id for inputs In and accumulator C type Acc, called as f(functor, Tag<input>): the
+ * elements themselves, or, in a pass over partials, the op's own accumulators -- through the op
+ * itself where its load keeps an accumulator as it is (the classic ops, as the catalogue's kernels
+ * always ran them), else through AccInput. kOps masks the ops a variant takes: the others are not
+ * instantiated and report an invalid value. */
+template <unsigned kOps, int Id, class In, class Acc, class F> cudaError_t with_functor(bool partials_in, F &&f) {
+    if constexpr (((kOps >> Id) & 1u) && OpOf<Id, In, Acc>::valid) {
+        using Op = typename OpOf<Id, In, Acc>::type;
+        if (!partials_in) return f(Op{}, Tag<In>{});
+        if constexpr (load_keeps_acc_v<Op>) return f(Op{}, Tag<Acc>{});
+        else return f(AccInput<Op>{}, Tag<typename Op::acc_t>{});
+    } else {
+        return cudaErrorInvalidValue;
+    }
 }
 
 /* The accumulator dtype's C type, then the op's functor. */
-template <class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, F &&f) {
+template <unsigned kOps, class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, bool partials_in, F &&f) {
     switch (acc) {
 #define GR_ACC_CASE(E, name, ctype, bytes, is_float, is_signed)                                           \
     case GR_##E: {                                                                                        \
@@ -39,7 +50,7 @@ template <class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, F &&f)
         default: return cudaErrorInvalidValue;                                                            \
         }                                                                                                 \
     }
-#define GR_OP_CASE(OE, oname) case GR_##OE: return with_functor<GR_##OE, In, AccT>(f);
+#define GR_OP_CASE(OE, oname) case GR_##OE: return with_functor<kOps, GR_##OE, In, AccT>(partials_in, f);
         GR_DTYPE_LIST(GR_ACC_CASE)
 #undef GR_OP_CASE
 #undef GR_ACC_CASE
@@ -47,9 +58,11 @@ template <class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, F &&f)
     }
 }
 
-template <class F> cudaError_t dispatch(gr_op op, gr_dtype in, gr_dtype acc, F &&f) {
-    switch (in) {
-#define GR_IN_CASE(E, name, ctype, bytes, is_float, is_signed) case GR_##E: return with_acc<ctype>(op, acc, f);
+/* dispatch<kOps>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of input. */
+template <unsigned kOps, class F> cudaError_t dispatch(const gr_launch *L, F &&f) {
+    switch (L->in_dtype) {
+#define GR_IN_CASE(E, name, ctype, bytes, is_float, is_signed)                                            \
+    case GR_##E: return with_acc<kOps, ctype>(L->op, L->acc, L->partials_in != 0, f);
         GR_DTYPE_LIST(GR_IN_CASE)
 #undef GR_IN_CASE
     default: return cudaErrorInvalidValue;
@@ -98,7 +111,7 @@ inline bool grid_fits(size_t grid) { return grid >= 1 && grid <= 0x7fffffff; }
 /* The last launch's error, with its file and line kept in the gr_launch for the engine's message. */
 #define GR_CHECK_LAUNCH(L) ::gr::check_launch((L), __FILE__ ":" GR_STR_(__LINE__))
 
-inline cudaError_t check_launch(gr_launch *L, const char *site) {
+template <class Launch> cudaError_t check_launch(Launch *L, const char *site) {
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) L->site = site;
     return e;
@@ -106,18 +119,25 @@ inline cudaError_t check_launch(gr_launch *L, const char *site) {
 
 /* One pass of a variant whose kernel has the common signature
  *     kernel<Op, In>(const In *in, size_t n, Acc *partials, unsigned *counter, Acc *final_out)
- * dispatched on op and dtypes, with one accumulator of dynamic shared memory per thread when
+ * -- or, with kIndexed, one more parameter, the index of in[0] (u64 first) -- dispatched on op and
+ * dtypes for the ops in kOps, with one accumulator of dynamic shared memory per thread when
  * smem_per_thread is set (the shared-memory trees of v02-v10). The block size was checked against the
  * variant's row by the planner. */
-template <class KernelOf>
+template <unsigned kOps, bool kIndexed, class KernelOf>
 int launch_pass(gr_launch *L, KernelOf kernel_of, bool smem_per_thread, const char *site) {
     if (!grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+    return dispatch<kOps>(L, [&](auto op, auto in_tag) {
         using In = typename decltype(in_tag)::type;
         using Acc = typename decltype(op)::acc_t;
         const size_t smem = smem_per_thread ? size_t(L->block) * sizeof(Acc) : 0;
-        kernel_of(op, in_tag)<<<unsigned(L->grid), L->block, smem, (cudaStream_t)L->stream>>>(
-            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+        const unsigned grid = unsigned(L->grid);
+        const cudaStream_t stream = (cudaStream_t)L->stream;
+        if constexpr (kIndexed)
+            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>((const In *)L->in, L->n, (Acc *)L->out, L->counter,
+                                                                    (Acc *)L->final_out, L->first);
+        else
+            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>((const In *)L->in, L->n, (Acc *)L->out, L->counter,
+                                                                    (Acc *)L->final_out);
         return check_launch(L, site);
     });
 }
@@ -135,8 +155,10 @@ template <class Op, class In> struct LoadFn {
 
 }  // namespace gr
 
-/* The launcher body of such a variant: GR_LAUNCH_PASS(L, unroll2_kernel, true). */
-#define GR_LAUNCH_PASS(L, KERNEL, SMEM_PER_THREAD)                                                          \
-    ::gr::launch_pass(                                                                                      \
+/* The launcher body of such a variant: GR_LAUNCH_PASS(L, unroll2_kernel, true) for the classic ops;
+ * GR_LAUNCH_PASS_OPS(L, kernel, false, GR_OPS_ALL, true) for a kernel of every op that takes `first`. */
+#define GR_LAUNCH_PASS_OPS(L, KERNEL, SMEM_PER_THREAD, OPS, INDEXED)                                        \
+    ::gr::launch_pass<OPS, INDEXED>(                                                                        \
         L, [](auto op, auto in_tag) { return KERNEL<decltype(op), typename decltype(in_tag)::type>; },      \
         SMEM_PER_THREAD, __FILE__ ":" GR_STR_(__LINE__))
+#define GR_LAUNCH_PASS(L, KERNEL, SMEM_PER_THREAD) GR_LAUNCH_PASS_OPS(L, KERNEL, SMEM_PER_THREAD, GR_OPS_CLASSIC, false)

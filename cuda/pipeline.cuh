@@ -1,7 +1,7 @@
 /*
  * pipeline.cuh -- a thread's share of the input, with its loads running ahead of its folds.
  *
- * thread_accumulate (primitives.cuh) issues two 16-byte loads, waits for them, folds them, and only
+ * thread_accumulate (thread_load.cuh) issues two 16-byte loads, waits for them, folds them, and only
  * then issues the next two: while a warp folds, it has nothing in flight. That costs little when a
  * fold is a few instructions (float sums), but a 1-byte product folds 16 elements with about 40
  * instructions, and there it held the kernel to 74% of the read kernel although the issue slots were
@@ -72,7 +72,11 @@ template <int pending> GR_DEV void wait_copies() {
  * thread t owns ring[s * blockDim.x + t] for each stage s, so a warp's 32 slots are 512 consecutive
  * bytes (no bank conflicts). */
 template <class Op, class In>
-GR_DEV typename Op::acc_t thread_accumulate_pipelined(const In *__restrict__ in, size_t n, void *smem) {
+GR_DEV typename Op::acc_t thread_accumulate_pipelined(const In *__restrict__ in, size_t n, void *smem,
+                                                      u64 first = 0) {
+    if constexpr (!vectorizable_v<In>) {
+        return thread_accumulate<Op, In, 1>(in, n, first);     /* passes over wide accumulators */
+    } else {
     using T = ThreadAcc<Op, In>;
     using V = Vec16<In>;
     constexpr int kV = V::kCount;
@@ -82,7 +86,7 @@ GR_DEV typename Op::acc_t thread_accumulate_pipelined(const In *__restrict__ in,
 
     size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
     if (head > n) head = n;
-    if (tid < head) acc = T::fold1(acc, in[tid]);
+    if (tid < head) acc = T::fold1(acc, in[tid], first + tid);
 
     const V *vin = reinterpret_cast<const V *>(in + head);
     const size_t nvec = (n - head) / kV;
@@ -103,13 +107,14 @@ GR_DEV typename Op::acc_t thread_accumulate_pipelined(const In *__restrict__ in,
         commit_copies();
         wait_copies<kStages - 1>();
         const uint4 w = mine[slot * blockDim.x];
-        acc = T::fold(acc, *reinterpret_cast<const V *>(&w));
+        acc = T::fold(acc, *reinterpret_cast<const V *>(&w), first + head + i * kV);
         slot = slot == kStages - 1 ? 0 : slot + 1;
     }
 
     const size_t tail = head + nvec * kV;
-    if (tid < n - tail) acc = T::fold1(acc, in[tail + tid]);
+    if (tid < n - tail) acc = T::fold1(acc, in[tail + tid], first + tail + tid);
     return T::value(acc);
+    }
 }
 
 }  // namespace gr

@@ -1,5 +1,5 @@
 /*
- * runtime.cu -- the engine's device interface (engine/internal.h, gr_dev_*) on the CUDA runtime.
+ * runtime.cu -- the engine's device interface (engine/device.h, gr_dev_*) on the CUDA runtime.
  *
  * The engine is plain C and never includes a CUDA header: every runtime call it needs passes through
  * here, returning the cudaError_t as an int (0 = success) so the engine can name it in its messages.
@@ -100,6 +100,30 @@ extern "C" int gr_dev_stream_query(void *s) {
     cudaError_t r = cudaStreamQuery((cudaStream_t)s);
     return r == cudaSuccess ? 0 : r == cudaErrorNotReady ? 1 : (int)r;
 }
+
+/* Capture is thread-local: work other threads queue meanwhile is not swept into the graph. */
+extern "C" int gr_dev_capture_begin(void *stream) {
+    return cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal);
+}
+
+extern "C" int gr_dev_capture_end(void *stream, void **exec) {
+    *exec = NULL;
+    cudaGraph_t graph = NULL;
+    cudaError_t e = cudaStreamEndCapture((cudaStream_t)stream, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate((cudaGraphExec_t *)exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+        *exec = NULL;
+        cudaGetLastError();
+    }
+    return e;
+}
+
+extern "C" int gr_dev_graph_launch(void *exec, void *stream) {
+    return cudaGraphLaunch((cudaGraphExec_t)exec, (cudaStream_t)stream);
+}
+
+extern "C" int gr_dev_graph_destroy(void *exec) { return cudaGraphExecDestroy((cudaGraphExec_t)exec); }
 
 /* cuStreamWriteValue32 through the runtime's driver entry point, so the module never links libcuda
  * (it must load on machines without a driver). Looked up once; NULL when the driver lacks it. */

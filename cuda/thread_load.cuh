@@ -17,12 +17,16 @@ template <class T> struct alignas(16) Vec16 {
     T v[kCount];
 };
 
-/* Folds one 16-byte vector into the accumulator. The generic form loads element by element; the
- * overloads below do 1-byte sums and logic four bytes at a time, where the per-element instructions
- * would otherwise outrun memory. */
-template <class Op, class In> GR_DEV typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec16<In> &r) {
+/* Whether a thread's share of In can travel in 16-byte vectors (elements that divide 16 bytes). */
+template <class In> constexpr bool vectorizable_v = sizeof(In) <= 16 && 16 % sizeof(In) == 0;
+
+/* Folds one 16-byte vector, whose first element has the 0-based index `i`, into the accumulator. The
+ * generic form loads element by element; the overloads below do 1-byte sums and logic four bytes at a
+ * time, where the per-element instructions would otherwise outrun memory (they take no index). */
+template <class Op, class In>
+GR_DEV typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec16<In> &r, u64 i) {
 #pragma unroll
-    for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, Op::load(r.v[k]));
+    for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, load_at<Op>(r.v[k], i + k));
     return acc;
 }
 
@@ -33,14 +37,14 @@ template <class In> GR_DEV unsigned word_of(const Vec16<In> &r, int w) {
 /* int8/uint8 sums: __dp4a adds four bytes in one instruction into a 32-bit partial (16 bytes can't
  * overflow it), widened to the 64-bit accumulator once per vector. */
 template <> GR_DEV unsigned long long fold_vec<Sum<unsigned long long>, i8>(unsigned long long acc,
-                                                                             const Vec16<i8> &r) {
+                                                                             const Vec16<i8> &r, u64) {
     int s = 0;
 #pragma unroll
     for (int w = 0; w < 4; w++) s = __dp4a(int(word_of(r, w)), 0x01010101, s);
     return acc + (unsigned long long)(long long)s;
 }
 template <> GR_DEV unsigned long long fold_vec<Sum<unsigned long long>, u8>(unsigned long long acc,
-                                                                              const Vec16<u8> &r) {
+                                                                              const Vec16<u8> &r, u64) {
     unsigned s = 0;
 #pragma unroll
     for (int w = 0; w < 4; w++) s = __dp4a(word_of(r, w), 0x01010101u, s);
@@ -73,34 +77,34 @@ template <class B> GR_DEV unsigned long long byte_vector_product(unsigned long l
     return acc * (a * b);
 }
 template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, i8>(unsigned long long acc,
-                                                                              const Vec16<i8> &r) {
+                                                                              const Vec16<i8> &r, u64) {
     return byte_vector_product<i8>(acc, r);
 }
 template <> GR_DEV unsigned long long fold_vec<Prod<unsigned long long>, u8>(unsigned long long acc,
-                                                                               const Vec16<u8> &r) {
+                                                                               const Vec16<u8> &r, u64) {
     return byte_vector_product<u8>(acc, r);
 }
 
 /* A word has a zero byte iff this is non-zero (the classic bit trick). */
 GR_DEV unsigned has_zero_byte(unsigned w) { return (w - 0x01010101u) & ~w & 0x80808080u; }
 
-template <> GR_DEV u8 fold_vec<And, i8>(u8 acc, const Vec16<i8> &r) {
+template <> GR_DEV u8 fold_vec<And, i8>(u8 acc, const Vec16<i8> &r, u64) {
     unsigned z = 0;
 #pragma unroll
     for (int w = 0; w < 4; w++) z |= has_zero_byte(word_of(r, w));
     return acc & u8(z == 0);
 }
-template <> GR_DEV u8 fold_vec<And, u8>(u8 acc, const Vec16<u8> &r) {
+template <> GR_DEV u8 fold_vec<And, u8>(u8 acc, const Vec16<u8> &r, u64) {
     unsigned z = 0;
 #pragma unroll
     for (int w = 0; w < 4; w++) z |= has_zero_byte(word_of(r, w));
     return acc & u8(z == 0);
 }
-template <> GR_DEV u8 fold_vec<Or, i8>(u8 acc, const Vec16<i8> &r) {
+template <> GR_DEV u8 fold_vec<Or, i8>(u8 acc, const Vec16<i8> &r, u64) {
     unsigned any = word_of(r, 0) | word_of(r, 1) | word_of(r, 2) | word_of(r, 3);
     return acc | u8(any != 0);
 }
-template <> GR_DEV u8 fold_vec<Or, u8>(u8 acc, const Vec16<u8> &r) {
+template <> GR_DEV u8 fold_vec<Or, u8>(u8 acc, const Vec16<u8> &r, u64) {
     unsigned any = word_of(r, 0) | word_of(r, 1) | word_of(r, 2) | word_of(r, 3);
     return acc | u8(any != 0);
 }
@@ -110,8 +114,8 @@ template <> GR_DEV u8 fold_vec<Or, u8>(u8 acc, const Vec16<u8> &r) {
 template <class Op, class In> struct ThreadAcc {
     using type = typename Op::acc_t;
     static GR_DEV type init() { return Op::identity(); }
-    static GR_DEV type fold(type a, const Vec16<In> &r) { return fold_vec<Op, In>(a, r); }
-    static GR_DEV type fold1(type a, In x) { return Op::combine(a, Op::load(x)); }
+    static GR_DEV type fold(type a, const Vec16<In> &r, u64 i) { return fold_vec<Op, In>(a, r, i); }
+    static GR_DEV type fold1(type a, In x, u64 i) { return Op::combine(a, load_at<Op>(x, i)); }
     static GR_DEV type merge(type a, type b) { return Op::combine(a, b); }
     static GR_DEV typename Op::acc_t value(type a) { return a; }
 };
@@ -138,12 +142,12 @@ template <class Op, class B> struct PackedByteMinMax {
         else return is_min ? __vimin3_u16x2(a, b, c) : __vimax3_u16x2(a, b, c);
     }
     static GR_DEV type init() { return both(Op::identity()); }
-    static GR_DEV type fold(type a, const Vec16<B> &r) {
+    static GR_DEV type fold(type a, const Vec16<B> &r, u64) {
 #pragma unroll
         for (int w = 0; w < 4; w++) a = m3(a, byte_pairs<B, 0>(word_of(r, w)), byte_pairs<B, 1>(word_of(r, w)));
         return a;
     }
-    static GR_DEV type fold1(type a, B x) { return m3(a, both(x), both(x)); }
+    static GR_DEV type fold1(type a, B x, u64) { return m3(a, both(x), both(x)); }
     static GR_DEV type merge(type a, type b) { return m3(a, b, b); }
     static GR_DEV B value(type a) { return Op::combine(B(i16(a & 0xffffu)), B(i16(a >> 16))); }
 };
@@ -158,39 +162,51 @@ template <> struct ThreadAcc<Max<u8>, u8> : PackedByteMinMax<Max<u8>, u8> {};
  * more loads per iteration pushed the kernel past 32 registers, which costs occupancy, while one
  * accumulator serialised the folds. The elements before the first 16-byte boundary (a slice may start
  * anywhere) and after the last whole vector are taken one by one by the first threads: no tail is ever
- * dropped. The combination order depends only on n and the launch shape: results are reproducible. */
+ * dropped. `first` is the index of in[0] among the reduction's elements (ops that return an index
+ * see first + k); a thread visits its elements in increasing index order. Elements that do not divide
+ * 16 bytes (accumulators of three or more values, in passes over partials) are taken one at a time.
+ * The combination order depends only on n and the launch shape: results are reproducible. */
 template <class Op, class In, int UNROLL>
-GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n) {
+GR_DEV typename Op::acc_t thread_accumulate(const In *__restrict__ in, size_t n, u64 first = 0) {
     using T = ThreadAcc<Op, In>;
-    using V = Vec16<In>;
-    constexpr int kV = V::kCount;
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
     const size_t threads = size_t(gridDim.x) * blockDim.x;
-    typename T::type acc[UNROLL];
+    if constexpr (!vectorizable_v<In>) {
+        typename T::type acc = T::init();
+        for (size_t i = tid; i < n; i += threads) acc = T::fold1(acc, in[i], first + i);
+        return T::value(acc);
+    } else {
+        using V = Vec16<In>;
+        constexpr int kV = V::kCount;
+        typename T::type acc[UNROLL];
 #pragma unroll
-    for (int u = 0; u < UNROLL; u++) acc[u] = T::init();
+        for (int u = 0; u < UNROLL; u++) acc[u] = T::init();
 
-    size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
-    if (head > n) head = n;
-    if (tid < head) acc[0] = T::fold1(acc[0], in[tid]);
+        size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
+        if (head > n) head = n;
+        if (tid < head) acc[0] = T::fold1(acc[0], in[tid], first + tid);
 
-    const V *vin = reinterpret_cast<const V *>(in + head);
-    const size_t nvec = (n - head) / kV;
-    size_t i = tid;
-    for (; i + (UNROLL - 1) * threads < nvec; i += UNROLL * threads) {
-        V r[UNROLL];
+        const V *vin = reinterpret_cast<const V *>(in + head);
+        const size_t nvec = (n - head) / kV;
+        const u64 at = first + head;         /* the index of vin[0]'s first element */
+        size_t i = tid;
+        for (; i + (UNROLL - 1) * threads < nvec; i += UNROLL * threads) {
+            V r[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) r[u] = vin[i + u * threads];
+            for (int u = 0; u < UNROLL; u++) r[u] = vin[i + u * threads];
 #pragma unroll
-        for (int u = 0; u < UNROLL; u++) acc[u] = T::fold(acc[u], r[u]);
+            for (int u = 0; u < UNROLL; u++) acc[u] = T::fold(acc[u], r[u], at + (i + u * threads) * kV);
+        }
+        for (; i < nvec; i += threads) acc[0] = T::fold(acc[0], vin[i], at + i * kV);
+
+        const size_t tail = head + nvec * kV;
+        if (tid < n - tail) acc[0] = T::fold1(acc[0], in[tail + tid], first + tail + tid);
+        /* the unrolled accumulators saw interleaved elements: merged in order of their first element, an
+         * argmin's ties still go to the lower index because its combine compares indices */
+#pragma unroll
+        for (int u = 1; u < UNROLL; u++) acc[0] = T::merge(acc[0], acc[u]);
+        return T::value(acc[0]);
     }
-    for (; i < nvec; i += threads) acc[0] = T::fold(acc[0], vin[i]);
-
-    const size_t tail = head + nvec * kV;
-    if (tid < n - tail) acc[0] = T::fold1(acc[0], in[tail + tid]);
-#pragma unroll
-    for (int u = 1; u < UNROLL; u++) acc[0] = T::merge(acc[0], acc[u]);
-    return T::value(acc[0]);
 }
 
 }  // namespace gr

@@ -11,7 +11,7 @@
  * contending lanes succeeds and the others retry (up to blockDim.x^2 / 2 attempts per block). It is
  * the naive alternative the tutorials show before trees, kept as a measurement of that cost.
  *
- * Atomics (gr::atomic_combine, primitives.cuh): native atomicAdd for float, double and 64-bit integer
+ * Atomics (gr::atomic_combine, atomics.cuh): native atomicAdd for float, double and 64-bit integer
  * sums; atomicMin/atomicMax for int32, uint32, int64, uint64; atomicAnd/atomicOr on the word holding the
  * and/or flag. CAS loops for every product, for float/double min/max (NaN propagates as in Op::combine)
  * and for int8/uint8 min/max (on the 32-bit word holding the byte). Float sums depend on the order in

@@ -32,8 +32,8 @@ constexpr int kUnroll = 2;   /* loads in flight per thread per iteration: see th
 
 template <class Op, class In>
 __global__ void warp_shuffle_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
-                                    unsigned *counter, typename Op::acc_t *final_out) {
-    typename Op::acc_t v = gr::thread_accumulate<Op, In, kUnroll>(in, n);
+                                    unsigned *counter, typename Op::acc_t *final_out, gr::u64 first) {
+    typename Op::acc_t v = gr::thread_accumulate<Op, In, kUnroll>(in, n, first);
     v = gr::block_reduce<Op>(v);
     gr::epilogue<Op>(v, partials, counter, final_out);
 }
@@ -44,6 +44,7 @@ static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_devic
     return gr::grid_for(n, size_t(block) * (16 / elem_bytes) * kUnroll, block, dev);
 }
 
-static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, warp_shuffle_kernel, false); }
+/* every op, the classic ones and those of more values or an index */
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS_OPS(L, warp_shuffle_kernel, false, GR_OPS_ALL, true); }
 
 extern "C" const gr_kernel gr_kernel_warp_shuffle = {launch, grid, nullptr};

@@ -14,7 +14,7 @@
  * the updates are few and mostly overlap with other blocks' loads; a CAS loop (see below) retries under
  * contention, which shows for products and float min/max. It costs one extra tiny kernel launch.
  *
- * Atomics (gr::atomic_combine, primitives.cuh): native atomicAdd for float, double and 64-bit integer
+ * Atomics (gr::atomic_combine, atomics.cuh): native atomicAdd for float, double and 64-bit integer
  * sums; atomicMin/atomicMax for int32, uint32, int64, uint64; atomicAnd/atomicOr on the word holding the
  * and/or flag. CAS loops for every product, for float/double min/max (NaN propagates as in Op::combine)
  * and for int8/uint8 min/max (on the 32-bit word holding the byte). Float and double sums (and
@@ -53,7 +53,7 @@ static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_devic
 
 static int launch(gr_launch *L) {
     if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+    return gr::dispatch<GR_OPS_CLASSIC>(L, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         using Acc = typename Op::acc_t;

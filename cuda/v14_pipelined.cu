@@ -32,9 +32,9 @@ namespace {
 
 template <class Op, class In>
 __global__ void pipelined_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
-                                 unsigned *counter, typename Op::acc_t *final_out) {
+                                 unsigned *counter, typename Op::acc_t *final_out, gr::u64 first) {
     extern __shared__ uint4 smem[];
-    typename Op::acc_t v = gr::thread_accumulate_pipelined<Op, In>(in, n, smem);
+    typename Op::acc_t v = gr::thread_accumulate_pipelined<Op, In>(in, n, smem, first);
     v = gr::block_reduce<Op>(v);
     gr::epilogue<Op>(v, partials, counter, final_out);
 }
@@ -64,14 +64,14 @@ static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_devic
 
 static int launch(gr_launch *L) {
     if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+    return gr::dispatch<GR_OPS_PIPELINED>(L, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         using Acc = typename Op::acc_t;
         cudaError_t e = allow_ring<Op, In>();
         if (e != cudaSuccess) return e;
         pipelined_kernel<Op, In><<<unsigned(L->grid), L->block, gr::ring_bytes(L->block), (cudaStream_t)L->stream>>>(
-            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out, L->first);
         return GR_CHECK_LAUNCH(L);
     });
 }

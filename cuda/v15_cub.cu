@@ -45,7 +45,11 @@ static size_t grid(size_t n, int /*block*/, size_t /*elem_bytes*/, const gr_laun
 
 static size_t scratch(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
     size_t bytes = 0;
-    cudaError_t e = gr::dispatch(op, t, acc, [&](auto o, auto in_tag) {
+    gr_launch q = {};
+    q.in_dtype = t;
+    q.op = op;
+    q.acc = acc;
+    cudaError_t e = gr::dispatch<GR_OPS_CLASSIC>(&q, [&](auto o, auto in_tag) {
         using Op = decltype(o);
         using In = typename decltype(in_tag)::type;
         return cub_reduce<Op, In>(nullptr, bytes, nullptr, nullptr, n, 0);
@@ -55,7 +59,7 @@ static size_t scratch(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
 
 static int launch(gr_launch *L) {
     if (!L->scratch) return cudaErrorInvalidValue;      /* a null pointer would make CUB only query */
-    return gr::dispatch(L->op, L->in_dtype, L->acc, [&](auto op, auto in_tag) {
+    return gr::dispatch<GR_OPS_CLASSIC>(L, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         using Acc = typename Op::acc_t;

@@ -26,6 +26,31 @@ template <class T> GR_DEV T shfl_down(T v, unsigned delta) {
     }
 }
 
+/* The value of the lane whose index is this one's XOR mask, as shfl_down moves values. */
+template <class T> GR_DEV T shfl_xor(T v, unsigned mask) {
+    if constexpr (is_arithmetic_v<T> && sizeof(T) < 4) {
+        return T(__shfl_xor_sync(kFullMask, int(v), mask));
+    } else if constexpr (is_arithmetic_v<T>) {
+        return __shfl_xor_sync(kFullMask, v, mask);
+    } else {
+        unsigned w[sizeof(T) / 4];
+        memcpy(w, &v, sizeof(T));
+#pragma unroll
+        for (unsigned k = 0; k < sizeof(T) / 4; k++) w[k] = __shfl_xor_sync(kFullMask, w[k], mask);
+        memcpy(&v, w, sizeof(T));
+        return v;
+    }
+}
+
+/* Every lane of each group of G consecutive lanes (G a power of two, at most 32) ends with its group's
+ * value; the whole warp takes part. The butterfly combines in the same order in every group, so a
+ * result depends only on the group's values. */
+template <class Op, int G> GR_DEV typename Op::acc_t group_reduce(typename Op::acc_t v) {
+#pragma unroll
+    for (int d = G / 2; d > 0; d >>= 1) v = Op::combine(v, shfl_xor(v, unsigned(d)));
+    return v;
+}
+
 /* Lane 0 ends with the warp's value. Needs all 32 lanes active. */
 template <class Op> GR_DEV typename Op::acc_t warp_reduce(typename Op::acc_t v) {
 #pragma unroll

@@ -1,5 +1,5 @@
 /*
- * bench.c -- timing a reduction the way METHOD.md and llm.c's benchmark_kernel do: warm-up first, then
+ * bench.c -- timing a reduction the way llm.c's benchmark_kernel does: warm-up first, then
  * many repetitions each bracketed by device events, median reported with the minimum and maximum.
  * On the cpu backend the monotonic clock stands in for events.
  */
@@ -100,6 +100,21 @@ gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_
     gr_dev_stream_sync(ctx->stream);
     gr_slot_release(ctx, j.slot);
     return st;
+}
+
+typedef struct { gr_buffer *b; const gr_options *o; const gr_segments *seg; gr_buffer **out; } segments_job;
+
+static gr_status run_segments(gr_context *ctx, void *arg) {
+    segments_job *j = arg;
+    return gr_reduce_segments(ctx, j->b, j->o, j->seg, j->out);
+}
+
+gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], int warmup, int reps, gr_bench_result *result) {
+    segments_job j = {b, o, seg, out};
+    int device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    return time_reps(ctx, run_segments, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
+                     (double)b->n * gr_dtype_size(b->dtype), result);
 }
 
 typedef struct { gr_buffer *h; const gr_options *o; size_t chunk; int streams; } streamed_job;

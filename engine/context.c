@@ -3,6 +3,7 @@
  */
 #include "handles.h"
 #include "cpu.h"
+#include "graphs.h"
 #include "device.h"
 #include "error.h"
 #include "memory.h"
@@ -33,6 +34,7 @@ gr_status gr_context_create(gr_context **out) {
 void gr_context_destroy(gr_context *ctx) {
     if (!ctx) return;
     if (ctx->backend == GR_BACKEND_CUDA) gr_dev_stream_sync(ctx->stream);
+    gr_graphs_clear(ctx);
     gr_pool_destroy(ctx);
     if (ctx->stream) gr_dev_stream_destroy(ctx->stream);
     free(ctx);

@@ -6,15 +6,16 @@
 
 #include "handles.h"
 
-/* Reduces n elements of t at p into one accumulator value (written at acc_out) with the same semantics
- * as the kernels, threaded and deterministic for a given machine. pairwise = 1 uses the recursive
- * interleaved-pair order instead of per-thread runs. */
-gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
-                        int pairwise, void *acc_out);
-/* Combines `count` partials of the accumulator dtype (the CPU finish of every mode that has one) into
- * the result of a reduction of n elements of in_dtype. */
+/* Reduces n elements of t at p into one accumulator (written at acc_out, gr_op_acc_size bytes) with the
+ * same semantics as the kernels, threaded and deterministic for a given machine; the element at p has
+ * the index `first` (argmin, argmax). pairwise = 1 uses the recursive interleaved-pair order instead
+ * of per-thread runs. */
+gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, gr_op op,
+                        gr_dtype acc, int pairwise, void *acc_out);
+/* Combines `count` accumulators of op (the CPU finish of every mode that has one; gr_op_acc_size bytes
+ * each) into the result of a reduction of n elements of in_dtype. */
 gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
-                        gr_dtype in_dtype, size_t n, gr_result *out);
+                        gr_dtype in_dtype, size_t n, int ddof, gr_result *out);
 void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem);
 void gr_cpu_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step);
 void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, gr_scalar hi);

@@ -190,22 +190,10 @@ DEFINE_RANGE(f32, float, 1, 1, 0, 0, float)
 DEFINE_RANGE(f32_wide, float, 1, 1, 0, 0, double)
 DEFINE_RANGE(f64, double, 1, 1, 0, 0, double)
 
-/* Any map and combine, one element at a time: the path of an op whose pair has no loop above. Float
- * accumulators of float32 round after every step, as a float32 accumulator would. */
-static acc64 generic_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
-    enum category c = category_of(op, t);
-    int round32 = c == CAT_FLOAT && acc == GR_FLOAT32;
-    acc64 a = identity64(op, c);
-    for (size_t k = lo; k < hi; k++) {
-        a = combine64(op, c, a, load64(p, k, t, op, c));
-        if (round32) a.f = (float)a.f;
-    }
-    return a;
-}
-
-/* The per-dtype loops above serve a value folded by add, multiply, min or max, and a flag folded by
- * and or or. */
+/* The per-dtype loops above serve one-value accumulators of a value folded by add, multiply, min or
+ * max, and of a flag folded by and or or; every other op goes through its host functions (below). */
 static int has_loop(const gr_op_desc *op) {
+    if (op->family != GR_FAMILY_VALUE) return 0;
     if (op->map == GR_MAP_VALUE)
         return op->combine == GR_COMBINE_ADD || op->combine == GR_COMBINE_MUL || op->combine == GR_COMBINE_MIN ||
                op->combine == GR_COMBINE_MAX;
@@ -213,7 +201,6 @@ static int has_loop(const gr_op_desc *op) {
 }
 
 static acc64 reduce_range(const void *p, size_t lo, size_t hi, gr_dtype t, const gr_op_desc *op, gr_dtype acc) {
-    if (!has_loop(op)) return generic_range(p, lo, hi, t, op, acc);
     if (t == GR_FLOAT32 && acc == GR_FLOAT64) return range_f32_wide(p, lo, hi, op);
     switch (t) {
     case GR_INT8: return range_i8(p, lo, hi, op);
@@ -335,10 +322,91 @@ static gr_status reduce_pairwise(gr_context *ctx, const void *p, size_t n, gr_dt
     return GR_OK;
 }
 
-gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
-                        int pairwise, void *acc_out) {
+/* ---- any op, through its host functions (host_ops.c) ------------------------------------------------
+ * One accumulator per thread over a contiguous run, the runs combined in order: slower per element than
+ * the loops above, but any op and any accumulator layout. */
+
+typedef struct {
+    const void *p;
+    size_t lo, hi;
+    uint64_t first;
+    gr_dtype t, acc;
+    const gr_op_desc *op;
+    unsigned char a[GR_ACC_MAX];
+} host_job;
+
+static void *host_run(void *arg) {
+    host_job *j = arg;
+    unsigned char x[GR_ACC_MAX];
+    size_t es = gr_dtype_size(j->t);
+    gr_host_identity(j->op, j->t, j->acc, j->a);
+    for (size_t k = j->lo; k < j->hi; k++) {
+        gr_host_load(j->op, j->t, j->acc, (const char *)j->p + k * es, j->first + k, x);
+        gr_host_combine(j->op, j->t, j->acc, j->a, x);
+    }
+    return NULL;
+}
+
+static void host_threaded(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t,
+                          const gr_op_desc *op, gr_dtype acc, void *out) {
+    int threads = ctx && ctx->cpu_threads > 0 ? ctx->cpu_threads : gr_cpu_default_threads();
+    size_t useful = n / (MIN_ELEMENTS_PER_THREAD / 16);    /* per element dearer than the loops' */
+    if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
+    host_job jobs[64];
+    pthread_t tids[64];
+    int started[64] = {0};
+    size_t per = n / (size_t)threads, rest = n % (size_t)threads, lo = 0;
+    for (int i = 0; i < threads; i++) {
+        size_t len = per + ((size_t)i < rest);
+        jobs[i] = (host_job){p, lo, lo + len, first, t, acc, op, {0}};
+        lo += len;
+        if (i > 0) started[i] = pthread_create(&tids[i], NULL, host_run, &jobs[i]) == 0;
+    }
+    for (int i = 0; i < threads; i++)
+        if (!started[i]) host_run(&jobs[i]);
+    gr_host_identity(op, t, acc, out);
+    for (int i = 0; i < threads; i++) {
+        if (started[i]) pthread_join(tids[i], NULL);
+        gr_host_combine(op, t, acc, out, jobs[i].a);
+    }
+}
+
+/* The textbook's recursive interleaved pairs over accumulators (cpu_pairwise for every op). */
+static gr_status host_pairwise(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t,
+                               const gr_op_desc *op, gr_dtype acc, void *out) {
+    size_t as = GR_ACC_MAX, es = gr_dtype_size(t), tiles = (n + PAIR_TILE - 1) / PAIR_TILE;
+    unsigned char *v = malloc((PAIR_TILE + (tiles ? tiles : 1)) * as);
+    if (!v) return gr_fail(ctx, GR_ENOMEM, "cpu_pairwise: out of host memory for %zu tiles", tiles);
+    unsigned char *level = v + PAIR_TILE * as;
+    for (size_t k = 0; k <= tiles; k++) {
+        unsigned char *w = k < tiles ? v : level;
+        size_t len = k < tiles ? (n - k * PAIR_TILE < PAIR_TILE ? n - k * PAIR_TILE : PAIR_TILE) : tiles;
+        if (k < tiles)
+            for (size_t i = 0; i < len; i++)
+                gr_host_load(op, t, acc, (const char *)p + (k * PAIR_TILE + i) * es, first + k * PAIR_TILE + i,
+                             w + i * as);
+        while (len > 1) {
+            if (len & 1) gr_host_combine(op, t, acc, w, w + (len - 1) * as);
+            len /= 2;
+            for (size_t i = 0; i < len; i++) gr_host_combine(op, t, acc, w + i * as, w + (i + len) * as);
+        }
+        if (k < tiles) memcpy(level + k * as, w, as);
+        else if (tiles) memcpy(out, w, as);
+    }
+    if (!tiles) gr_host_identity(op, t, acc, out);
+    free(v);
+    return GR_OK;
+}
+
+gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, gr_op op,
+                        gr_dtype acc, int pairwise, void *acc_out) {
     const gr_op_desc *d = gr_op_desc_get(op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op");
+    if (!has_loop(d)) {
+        if (pairwise) return host_pairwise(ctx, p, n, first, t, d, acc, acc_out);
+        host_threaded(ctx, p, n, first, t, d, acc, acc_out);
+        return GR_OK;
+    }
     acc64 a;
     if (pairwise) {
         gr_status st = reduce_pairwise(ctx, p, n, t, d, acc, &a);
@@ -351,11 +419,21 @@ gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr
 }
 
 gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
-                        gr_dtype in_dtype, size_t n, gr_result *out) {
-    union { uint64_t u; double f; } value;
-    gr_status st = gr_cpu_reduce(ctx, partials, count, acc, op, acc, 0, &value);
-    if (st == GR_OK) *out = gr_op_result(op, &value, acc, in_dtype, n);
-    return st;
+                        gr_dtype in_dtype, size_t n, int ddof, gr_result *out) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    unsigned char value[GR_ACC_MAX];
+    memset(value, 0, sizeof value);
+    if (has_loop(d)) {
+        /* partials of these ops are elements of the accumulator dtype whose load is themselves */
+        gr_status st = gr_cpu_reduce(ctx, partials, count, 0, acc, op, acc, 0, value);
+        if (st != GR_OK) return st;
+    } else {
+        size_t as = gr_op_acc_size(op, in_dtype, acc);
+        gr_host_identity(d, in_dtype, acc, value);
+        for (size_t i = 0; i < count; i++) gr_host_combine(d, in_dtype, acc, value, (const char *)partials + i * as);
+    }
+    *out = gr_op_result(op, value, acc, in_dtype, n, ddof);
+    return GR_OK;
 }
 
 /* ---- generators --------------------------------------------------------------------------------- */

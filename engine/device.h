@@ -39,6 +39,11 @@ int gr_dev_stream_wait_event(void *stream, void *e);
 int gr_dev_stream_query(void *s);                     /* 0 done, 1 not yet, else an error code */
 /* queues a write of value to *flag (pinned host memory) after the stream's earlier work */
 int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value);
+/* CUDA graphs: capture what the stream is given between begin and end into an executable graph */
+int gr_dev_capture_begin(void *stream);
+int gr_dev_capture_end(void *stream, void **exec);     /* *exec NULL on failure */
+int gr_dev_graph_launch(void *exec, void *stream);
+int gr_dev_graph_destroy(void *exec);
 /* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
 /* generators of buffer contents, on the device */

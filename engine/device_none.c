@@ -45,6 +45,10 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
                   void *stream) {
     (void)p; (void)n; (void)t; (void)seed; (void)first; (void)lo; (void)hi; (void)stream; return NO_DEVICE;
 }
+int gr_dev_capture_begin(void *stream) { (void)stream; return NO_DEVICE; }
+int gr_dev_capture_end(void *stream, void **exec) { (void)stream; *exec = NULL; return NO_DEVICE; }
+int gr_dev_graph_launch(void *exec, void *stream) { (void)exec; (void)stream; return NO_DEVICE; }
+int gr_dev_graph_destroy(void *exec) { (void)exec; return NO_DEVICE; }
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream) {
     (void)p; (void)bytes; (void)sink; (void)sms; (void)stream; return NO_DEVICE;
 }

@@ -1,6 +1,5 @@
 /*
- * exec.c -- running a plan: device passes, the CPU finish, host variants, synchronous and asynchronous
- * reductions.
+ * exec.c -- running a plan: its device passes, then the CPU finish or the value the kernel wrote.
  */
 #include "plan.h"
 #include "cpu.h"
@@ -35,17 +34,24 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
     return gr_fail_dev_at(ctx, rc, what, L->site);
 }
 
+/* Whether the plan is one pass that ends in the device epilogue (which raises the completion flag). */
+static int single_epilogue(const gr_plan *plan) {
+    return gr_finish_row_get(plan->finish)->epilogue && plan->npasses == 1 &&
+           (gr_variant_row_get(plan->variant)->shape & GR_SHAPE_EPILOGUE);
+}
+
 gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream,
                         int flag) {
+    if (flag) *(volatile unsigned *)flag_word(slot) = 0;     /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + plan->half_offset};
-    size_t es = gr_dtype_size(plan->acc);
+    size_t es = gr_op_acc_size(plan->op, plan->in_dtype, plan->acc);
     int single = gr_finish_row_get(plan->finish)->epilogue;
     int rc = 0, k;
     for (k = 0; k < plan->npasses && !plan->pass[k].on_host; k++) {
         const gr_pass *ps = &plan->pass[k];
         gr_launch L = {
-            .in = in, .n = ps->elements, .in_dtype = ps->in_dtype, .op = plan->op, .acc = plan->acc,
-            .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
+            .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .partials_in = k > 0, .first = 0,
+            .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
             .counter = slot->counter, .final_out = single ? slot->result : NULL,
             .scratch = (char *)slot->dev + plan->extra_offset, .scratch_bytes = plan->scratch,
         };
@@ -59,17 +65,19 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
         rc = gr_copy(ctx, slot->result, in, es, stream);
     if (rc) return gr_fail_dev(ctx, rc, "copying partials back");
     slot->stream = stream;
-    slot->flagged = flag && gr_dev_write_flag(stream, flag_word(slot), slot->seq + 1) == 0;
-    if (slot->flagged) slot->seq++;
-    else if ((rc = gr_dev_event_record(slot->done, stream)) != 0) return gr_fail_dev(ctx, rc, "event record");
+    /* a single pass through the device epilogue raises the slot's flag itself (cuda/epilogue.cuh); other
+     * plans have the stream raise it after their work, where the driver can */
+    slot->flagged = flag && (single_epilogue(plan) || gr_dev_write_flag(stream, flag_word(slot), 1) == 0);
+    if (!slot->flagged && (rc = gr_dev_event_record(slot->done, stream)) != 0)
+        return gr_fail_dev(ctx, rc, "event record");
     return GR_OK;
 }
 
-gr_status gr_exec_single_to(gr_context *ctx, const void *in, const gr_plan *plan, void *scratch, unsigned *counter,
-                            void *final_out, void *stream) {
+gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, const gr_plan *plan, void *scratch,
+                            unsigned *counter, void *final_out, void *stream) {
     const gr_pass *ps = &plan->pass[0];
     gr_launch L = {
-        .in = in, .n = ps->elements, .in_dtype = ps->in_dtype, .op = plan->op, .acc = plan->acc,
+        .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .first = first, .op = plan->op, .acc = plan->acc,
         .out = scratch, .grid = ps->blocks, .block = ps->block, .stream = stream, .counter = counter,
         .final_out = final_out, .scratch = (char *)scratch + plan->extra_offset, .scratch_bytes = plan->scratch,
     };
@@ -80,11 +88,11 @@ gr_status gr_exec_single_to(gr_context *ctx, const void *in, const gr_plan *plan
  * the stream failed (a kernel fault would never write the flag). */
 static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
     volatile unsigned *f = flag_word(slot);
-    for (unsigned spins = 1; *f != slot->seq; spins++) {
+    for (unsigned spins = 1; *f == 0; spins++) {
         if ((spins & 4095) == 0) {
             int q = gr_dev_stream_query(slot->stream);
             if (q > 1) return gr_fail_dev(ctx, q, "reduction");
-            if (q == 0 && *f != slot->seq) return gr_fail(ctx, GR_ECUDA, "reduction: the completion flag was lost");
+            if (q == 0 && *f == 0) return gr_fail(ctx, GR_ECUDA, "reduction: the completion flag was lost");
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -103,128 +111,9 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
     }
     const gr_pass *last = &plan->pass[plan->npasses - 1];
     if (last->on_host)
-        return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, out);
-    *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n);
+        return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, plan->ddof,
+                             out);
+    *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);
     return GR_OK;
 }
 
-/* ---- host variants ------------------------------------------------------------------------------- */
-
-/* A host variant over device memory stages it through pinned memory in pieces; each piece's value is
- * kept in the accumulator type and the pieces' values are combined the same way at the end. */
-static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_result *out) {
-    const gr_variant_row *row = gr_variant_row_get(plan->variant);
-    int resident = ctx->backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
-    if (resident) {
-        union { uint64_t u; double f; } v;
-        gr_status st = row->host(ctx, gr_buffer_data(b), b->n, b->dtype, plan->op, plan->acc, &v);
-        if (st == GR_OK) *out = gr_op_result(plan->op, &v, plan->acc, b->dtype, b->n);
-        return st;
-    }
-
-    size_t es = gr_dtype_size(b->dtype), aes = gr_dtype_size(plan->acc);
-    size_t per = gr_policy_stage_bytes() / es, chunks = (b->n + per - 1) / per;
-    gr_slot *slot;
-    gr_status st = gr_slot_acquire(ctx, 0, (b->n < per ? b->n : per) * es, &slot);
-    if (st != GR_OK) return st;
-    char *values = malloc(chunks * aes);
-    if (!values) {
-        gr_slot_release(ctx, slot);
-        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    }
-    for (size_t c = 0; c < chunks && st == GR_OK; c++) {
-        size_t lo = c * per, len = b->n - lo < per ? b->n - lo : per;
-        int rc = gr_copy(ctx, slot->host, (const char *)gr_buffer_data(b) + lo * es, len * es, ctx->stream);
-        if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
-        if (rc) { st = gr_fail_dev(ctx, rc, "copy to the host"); break; }
-        st = row->host(ctx, slot->host, len, b->dtype, plan->op, plan->acc, values + c * aes);
-    }
-    if (st == GR_OK) st = gr_cpu_finish(ctx, values, chunks, plan->acc, plan->op, b->dtype, b->n, out);
-    free(values);
-    gr_slot_release(ctx, slot);
-    return st;
-}
-
-/* ---- entry points -------------------------------------------------------------------------------- */
-
-static void *stream_of(gr_context *ctx, const gr_options *o) {
-    return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
-}
-
-gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
-    gr_plan plan;
-    gr_status st = gr_plan_make(ctx, b, o, &plan);
-    if (st != GR_OK) return st;
-    if (plan.npasses == 0) return gr_op_empty_result(ctx, plan.op, b->dtype, plan.acc, out);
-    if (plan.pass[0].on_host) return run_host_variant(ctx, b, &plan, out);
-    gr_slot *slot;
-    st = gr_slot_acquire(ctx, plan.dev_bytes, plan.host_bytes, &slot);
-    if (st != GR_OK) return st;
-    st = gr_exec_start(ctx, gr_buffer_data(b), &plan, slot, stream_of(ctx, o), 1);
-    if (st == GR_OK) st = gr_exec_finish(ctx, &plan, slot, out);
-    else gr_dev_stream_sync(stream_of(ctx, o));    /* let anything queued drain before reuse */
-    gr_slot_release(ctx, slot);
-    return st;
-}
-
-gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
-    *out = NULL;
-    gr_pending *p = calloc(1, sizeof *p);
-    if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    gr_status st = gr_plan_make(ctx, b, o, &p->plan);
-    if (st == GR_OK && (p->plan.npasses == 0 || p->plan.pass[0].on_host)) {
-        /* nothing to queue: the value is known now */
-        p->status = p->plan.npasses == 0 ? gr_op_empty_result(ctx, p->plan.op, b->dtype, p->plan.acc, &p->value)
-                                         : run_host_variant(ctx, b, &p->plan, &p->value);
-        p->finished = 1;
-        if (p->status != GR_OK) st = p->status;   /* reported now, like a synchronous call */
-    } else if (st == GR_OK) {
-        void *stream = stream_of(ctx, o);
-        st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);
-        if (st == GR_OK) st = gr_slot_acquire(ctx, p->plan.dev_bytes, p->plan.host_bytes, &p->slot);
-        if (st == GR_OK) {
-            st = gr_exec_start(ctx, gr_buffer_data(b), &p->plan, p->slot, stream, 0);
-            if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, stream);
-            /* passes queued before the failure must end before the slot is given back */
-            if (st != GR_OK) gr_dev_stream_sync(stream);
-        }
-    }
-    if (st != GR_OK) {
-        gr_pending_free(ctx, p);
-        return st;
-    }
-    *out = p;
-    return GR_OK;
-}
-
-static void settle(gr_context *ctx, gr_pending *p) {
-    p->status = gr_exec_finish(ctx, &p->plan, p->slot, &p->value);
-    gr_slot_release(ctx, p->slot);
-    p->slot = NULL;
-    p->finished = 1;
-    if (p->status != GR_OK) snprintf(p->err, sizeof p->err, "%s", ctx->err);
-}
-
-int gr_pending_ready(gr_context *ctx, gr_pending *p) {
-    if (p->finished) return 1;
-    if (gr_dev_event_query(p->slot->done) == 1) return 0;
-    settle(ctx, p);
-    return 1;
-}
-
-gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *out) {
-    if (!p->finished) settle(ctx, p);
-    if (p->status == GR_OK) *out = p->value;
-    else gr_fail(ctx, p->status, "%s", p->err);
-    return p->status;
-}
-
-void gr_pending_free(gr_context *ctx, gr_pending *p) {
-    if (!p) return;
-    if (p->slot) {
-        gr_dev_event_sync(p->slot->done);       /* never release scratch a kernel still writes */
-        gr_slot_release(ctx, p->slot);
-    }
-    gr_buffer_free(ctx, p->b);
-    free(p);
-}

@@ -32,17 +32,7 @@ typedef enum gr_status {
     GR_EEMPTY        /* min/max of an empty buffer: there is no identity */
 } gr_status;
 
-/* The dtypes, written once: X(ENUM, name, C type, bytes, is_float, is_signed). The engine's tables and
- * the kernels' dispatch are generated from this list; a new dtype is a new line here (docs/extending.md). */
-#define GR_DTYPE_LIST(X)                           \
-    X(INT8, int8, int8_t, 1, 0, 1)                 \
-    X(UINT8, uint8, uint8_t, 1, 0, 0)              \
-    X(INT32, int32, int32_t, 4, 0, 1)              \
-    X(UINT32, uint32, uint32_t, 4, 0, 0)           \
-    X(INT64, int64, int64_t, 8, 0, 1)              \
-    X(UINT64, uint64, uint64_t, 8, 0, 0)           \
-    X(FLOAT32, float32, float, 4, 1, 1)            \
-    X(FLOAT64, float64, double, 8, 1, 1)
+#include "lists.h"
 
 typedef enum gr_dtype {
 #define GR_DTYPE_ENUM_(E, name, ctype, bytes, is_float, is_signed) GR_##E,
@@ -50,10 +40,6 @@ typedef enum gr_dtype {
 #undef GR_DTYPE_ENUM_
     GR_DTYPE_COUNT
 } gr_dtype;
-
-/* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
- * combine and result -- is its descriptor (engine/ops.c) and its device functor (cuda/ops.cuh). */
-#define GR_OP_LIST(X) X(SUM, sum) X(PROD, prod) X(MIN, min) X(MAX, max) X(AND, and) X(OR, or)
 
 typedef enum gr_op {
 #define GR_OP_ENUM_(E, name) GR_##E,
@@ -66,7 +52,7 @@ typedef enum gr_backend { GR_BACKEND_CPU, GR_BACKEND_CUDA } gr_backend;
 
 typedef enum gr_where { GR_DEVICE, GR_HOST } gr_where;
 
-/* What happens to the per-block partials (DESIGN.md, "Variants and finishing modes"). */
+/* What happens to the per-block partials (engine/finish.c, docs/api.md "Finishing modes"). */
 typedef enum gr_finish {
     GR_FINISH_AUTO,      /* the variant's or the planner's choice */
     GR_FINISH_DEVICE,    /* more device passes until one value remains */
@@ -91,6 +77,7 @@ int gr_dtype_from_name(const char *name);        /* -1 when unknown */
 const char *gr_op_name(gr_op op);
 int gr_op_from_name(const char *name);           /* accepts "and"/"all", "or"/"any"; -1 when unknown */
 int gr_op_arity(gr_op op);                       /* values in the op's result: 1, or 2 (value and index) */
+const char *gr_op_alias(gr_op op);               /* a second name ("all" for and), or NULL */
 const char *gr_finish_name(gr_finish f);
 int gr_finish_from_name(const char *name);       /* -1 when unknown */
 /* "int8, uint8, ..." -- for error messages that list what is accepted */
@@ -137,8 +124,8 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype dtype, g
                          gr_buffer **out);
 /* A view of count elements starting at offset; keeps the underlying memory alive. */
 gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out);
-/* Releases this handle; the memory goes when the last view of it is released and no queued work reads it.
- * Idempotent through the handle's own flag: gr_buffer_free(NULL) is a no-op. */
+/* Releases this handle (which must not be used again); the memory goes when the last view of it is
+ * released and no queued work reads it. gr_buffer_free(NULL) is a no-op. */
 void gr_buffer_free(gr_context *ctx, gr_buffer *b);
 
 size_t gr_buffer_size(const gr_buffer *b);
@@ -186,6 +173,7 @@ void gr_stream_free(gr_context *ctx, gr_stream *s);
 
 typedef struct gr_options {
     gr_op op;
+    int ddof;               /* var and std: the divisor is n - ddof (0: the population's, 1: the sample's) */
     int variant;            /* index into the registry (gr_variant_find); -1 = auto */
     int block;              /* threads per block; 0 = the variant's default */
     gr_finish finish;
@@ -215,6 +203,32 @@ void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for 
  * backend the data is reduced where it is. */
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *result);
+
+/* ---- many reductions in one call ------------------------------------------------------------------ */
+
+/* Segments of a buffer: consecutive runs of `size` elements (n divisible by size), or, with size 0,
+ * the runs between CSR boundaries in `offsets` (an int64 buffer of k + 1 non-decreasing 0-based element
+ * offsets, the last at most n). An empty segment gives the op's identity (min/max: the result type's
+ * largest / smallest value; mean, var and the like: NaN; argmin/argmax: the identity and index 0). */
+typedef struct gr_segments {
+    size_t size;
+    const gr_buffer *offsets;
+} gr_segments;
+
+/* The dtypes of a segmented reduction's results: *count buffers (1, or 2 for argmin, argmax, minmax). */
+gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count);
+/* Reduces every segment of b: result i of segment s goes to element s of out[i], a buffer on b's side
+ * (device or host) of k elements of the dtype gr_segment_result_dtypes gives; indices (argmin, argmax)
+ * are 1-based within their segment, 0 for an empty one. */
+gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                             gr_buffer *out[2]);
+/* The number of segments seg describes over b (checked: size divides n; offsets monotone, in range). */
+gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);
+
+/* Many buffers at once: results[i] is the reduction of bufs[i] by the same options, in one launch per
+ * dtype on the GPU. */
+gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
+                         gr_result *results);
 
 /* Copies src into dst (same dtype and size; any mix of host and device buffers). */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
@@ -259,6 +273,7 @@ typedef struct gr_plan {
     gr_dtype in_dtype;      /* the input's dtype */
     gr_dtype acc;           /* accumulator dtype */
     size_t n;               /* input elements */
+    int ddof;               /* var, std: the divisor is n - ddof */
     size_t threshold;
     size_t scratch;         /* extra device scratch the variant asked for, bytes */
     /* scratch the passes need: device [ping-pong half 0 | half 1 | the variant's own], pinned partials */
@@ -285,6 +300,7 @@ typedef struct gr_variant {
     gr_finish default_finish;
     int block_min, block_max, block_default;
     unsigned needs;          /* GR_NEEDS_* */
+    unsigned ops;            /* the ops it takes: GR_OP_BIT(op) each */
 } gr_variant;
 
 int gr_variant_count(void);
@@ -308,6 +324,10 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
 /* The ceiling: a kernel that only reads every byte of b (16-byte loads, a grid-stride loop, nothing
  * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
+
+/* Times a segmented reduction into out (as gr_reduce_segments) with device events around each call. */
+gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], int warmup, int reps, gr_bench_result *result);
 
 /* Times the streamed reduction of a host buffer with the monotonic clock (it spans several streams). */
 gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,

@@ -47,9 +47,9 @@ typedef struct gr_slot {
     void *result;           /* pinned, mapped, 64 bytes: the single-pass kernel writes the value here */
     void *done;             /* event marking the end of the reduction's device work */
     int busy;
-    /* synchronous calls learn that the work is done from a flag the stream writes into result + 32 */
-    unsigned seq;           /* the value the last flag write carries */
-    int flagged;            /* 1 when the current reduction ends with a flag write, 0 with `done` */
+    /* synchronous calls learn that the work is done from a flag at result + 32, lowered before the launch
+     * and raised by the single-pass kernel itself or by the stream after the work */
+    int flagged;            /* 1 when the current reduction ends by raising the flag, 0 with `done` */
     void *stream;           /* the stream the current reduction runs on */
 } gr_slot;
 
@@ -61,6 +61,22 @@ typedef enum { GR_MEM_DEVICE, GR_MEM_PINNED, GR_MEM_KINDS } gr_mem_kind;
 
 /* The kinds of event a test can make fail (faults.c). */
 typedef enum { GR_FAULT_ALLOC, GR_FAULT_LAUNCH, GR_FAULT_COPY, GR_FAULT_KINDS } gr_fault_kind;
+
+/* A synchronous single-pass reduction kept as a CUDA graph (graphs.c): the key, the graph, and the slot
+ * its kernel writes to (held while the graph lives). */
+typedef struct gr_graph {
+    const void *in;
+    size_t n, grid;
+    gr_dtype in_dtype, acc;
+    gr_op op;
+    int variant, block;
+    void *stream;
+    void *exec;             /* cudaGraphExec_t, or NULL while the key has been seen only once */
+    gr_slot *slot;
+    unsigned long long used;
+} gr_graph;
+
+#define GR_MAX_GRAPHS 16
 
 struct gr_context {
     gr_backend backend;
@@ -77,6 +93,11 @@ struct gr_context {
         size_t live_bytes[GR_MEM_KINDS], live_count[GR_MEM_KINDS];
         size_t limit;       /* bytes of device + pinned memory the context may hold; 0 = no limit */
     } mem;
+    struct {
+        gr_graph entries[GR_MAX_GRAPHS];
+        unsigned long long clock;       /* a use counter, for least-recently-used eviction */
+        int off;                        /* capture failed once: no more graphs in this context */
+    } graphs;
     struct {
         size_t count[GR_FAULT_KINDS];   /* events so far */
         size_t at[GR_FAULT_KINDS];      /* the first event that fails (a count), 0 = none armed */

@@ -22,7 +22,9 @@ extern "C" {
 typedef struct gr_launch {
     const void *in;
     size_t n;
-    gr_dtype in_dtype;
+    gr_dtype in_dtype;      /* the reduction's input dtype (also in a pass over partials) */
+    int partials_in;        /* 1: `in` holds accumulators of the op (a pass over partials), not elements */
+    uint64_t first;         /* the index of in[0] among the reduction's elements (argmin, argmax) */
     gr_op op;
     gr_dtype acc;
     void *out;
@@ -35,6 +37,44 @@ typedef struct gr_launch {
     size_t scratch_bytes;
     const char *site;       /* set by a launcher whose launch failed: "file:line" of the launch */
 } gr_launch;
+
+/* ---- segmented reductions (cuda/segmented.cu) ----------------------------------------------------- */
+
+/* One run of a segmented reduction's input in the `items` form: a pointer and a length (reduce_many). */
+typedef struct gr_seg_item {
+    const void *ptr;
+    uint64_t n;
+} gr_seg_item;
+
+/* Every segment of one input, reduced and its result(s) written: segment s is elements
+ * [s * size, (s + 1) * size) of `in` (size > 0), or [offsets[s], offsets[s + 1]) (offsets set), or the
+ * items[s] run (items set). `group` lanes share a segment (1..32, a power of two), or, with group 0,
+ * blocks do: `splits` of them per segment, their partial accumulators in `partials` and a counter per
+ * segment in `counters` (zero before, left zero after) when splits > 1. */
+typedef struct gr_seg_launch {
+    const void *in;
+    gr_dtype in_dtype, acc;
+    gr_op op;
+    int ddof;
+    size_t k;
+    size_t size;
+    const int64_t *offsets;
+    const gr_seg_item *items;
+    void *out[2];
+    int group, block, splits;
+    size_t grid;
+    void *partials;
+    unsigned *counters;
+    void *stream;
+    const char *site;
+} gr_seg_launch;
+
+typedef struct gr_seg_kernel {
+    int (*launch)(gr_seg_launch *L);
+    /* checks k + 1 CSR boundaries on the device: leaves *bad at 2^64 - 1 when none is negative, none
+     * decreases and none passes n; otherwise 1 + the index of the first boundary at fault */
+    int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream);
+} gr_seg_kernel;
 
 /* What the planner tells a grid function about the device. */
 typedef struct gr_launch_device {

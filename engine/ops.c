@@ -1,11 +1,12 @@
 /*
  * ops.c -- the descriptors of the built-in ops and the rules every backend shares: which accumulator
- * an op takes for a dtype, and how a combined accumulator becomes the caller's result.
+ * an op takes for a dtype, its size, and the dtypes of its results.
  *
- * The result rules of the API live here and nowhere else: integer sums and products accumulate in 64
- * bits (wrapping, so results are exact modulo 2^64 and bit-identical on every backend), min and max stay
- * in the input type, and/or reduce 0/1 flags, floats accumulate in their own type unless the caller asks
- * for float64 (float32 data only).
+ * The result rules of the API live here and nowhere else: integer sums and products (and sums of
+ * squares) accumulate in 64 bits (wrapping, so results are exact modulo 2^64 and bit-identical on every
+ * backend), min and max stay in the input type, and/or reduce 0/1 flags, floats accumulate in their own
+ * type unless the caller asks for float64 (float32 data only); means, variances and norms of integers
+ * are computed in float64 (a mean from the exact 64-bit sum).
  */
 #include "ops.h"
 #include "error.h"
@@ -13,20 +14,36 @@
 #include <stdio.h>
 #include <string.h>
 
+#define V GR_FAMILY_VALUE
 static const gr_op_desc ops[GR_OP_COUNT] = {
-    /* name    alias  id       map             combine          acc           result           arity identity */
-    [GR_SUM] = {"sum", NULL, GR_SUM, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
-    [GR_PROD] = {"prod", NULL, GR_PROD, GR_MAP_VALUE, GR_COMBINE_MUL, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
-    [GR_MIN] = {"min", NULL, GR_MIN, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
-    [GR_MAX] = {"max", NULL, GR_MAX, GR_MAP_VALUE, GR_COMBINE_MAX, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
-    [GR_AND] = {"and", "all", GR_AND, GR_MAP_NONZERO, GR_COMBINE_AND, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
-    [GR_OR] = {"or", "any", GR_OR, GR_MAP_NONZERO, GR_COMBINE_OR, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
+    /*           name       alias  id          family               map              combine             acc            result           arity identity */
+    [GR_SUM] = {"sum", NULL, GR_SUM, V, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_PROD] = {"prod", NULL, GR_PROD, V, GR_MAP_VALUE, GR_COMBINE_MUL, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_MIN] = {"min", NULL, GR_MIN, V, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_MAX] = {"max", NULL, GR_MAX, V, GR_MAP_VALUE, GR_COMBINE_MAX, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_AND] = {"and", "all", GR_AND, V, GR_MAP_NONZERO, GR_COMBINE_AND, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
+    [GR_OR] = {"or", "any", GR_OR, V, GR_MAP_NONZERO, GR_COMBINE_OR, GR_ACC_FLAG, GR_RESULT_BOOL, 1, 1},
+    [GR_COUNT] = {"count", NULL, GR_COUNT, V, GR_MAP_NONZERO, GR_COMBINE_ADD, GR_ACC_COUNT, GR_RESULT_VALUE, 1, 1},
+    [GR_MEAN] = {"mean", NULL, GR_MEAN, V, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_MEAN, 1, 0},
+    [GR_VAR] = {"var", NULL, GR_VAR, GR_FAMILY_WELFORD, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_FLOAT, GR_RESULT_VAR, 1, 0},
+    [GR_STD] = {"std", NULL, GR_STD, GR_FAMILY_WELFORD, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_FLOAT, GR_RESULT_STD, 1, 0},
+    [GR_ARGMIN] = {"argmin", NULL, GR_ARGMIN, GR_FAMILY_ARG, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, GR_RESULT_ARG, 2, 0},
+    [GR_ARGMAX] = {"argmax", NULL, GR_ARGMAX, GR_FAMILY_ARG, GR_MAP_VALUE, GR_COMBINE_MAX, GR_ACC_INPUT, GR_RESULT_ARG, 2, 0},
+    [GR_MINMAX] = {"minmax", NULL, GR_MINMAX, GR_FAMILY_MINMAX, GR_MAP_VALUE, GR_COMBINE_MIN, GR_ACC_INPUT, GR_RESULT_PAIR, 2, 0},
+    [GR_SUMSQ] = {"sumsq", NULL, GR_SUMSQ, V, GR_MAP_SQUARE, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_NORM] = {"norm", NULL, GR_NORM, GR_FAMILY_NORM, GR_MAP_VALUE, GR_COMBINE_ADD, GR_ACC_FLOAT, GR_RESULT_NORM, 1, 1},
+    [GR_NANSUM] = {"nansum", NULL, GR_NANSUM, V, GR_MAP_NAN_ZERO, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
+    [GR_NANMIN] = {"nanmin", NULL, GR_NANMIN, V, GR_MAP_VALUE, GR_COMBINE_NANMIN, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_NANMAX] = {"nanmax", NULL, GR_NANMAX, V, GR_MAP_VALUE, GR_COMBINE_NANMAX, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
+    [GR_NANMEAN] = {"nanmean", NULL, GR_NANMEAN, GR_FAMILY_COUNTED, GR_MAP_NAN_ZERO, GR_COMBINE_ADD, GR_ACC_FLOAT, GR_RESULT_MEAN, 1, 0},
 };
+#undef V
 
 const gr_op_desc *gr_op_desc_get(gr_op op) { return (unsigned)op < GR_OP_COUNT ? &ops[op] : NULL; }
 
 const char *gr_op_name(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].name : "?"; }
 int gr_op_arity(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].arity : 0; }
+const char *gr_op_alias(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].alias : NULL; }
 
 int gr_op_from_name(const char *name) {
     for (int i = 0; i < GR_OP_COUNT; i++)
@@ -34,81 +51,77 @@ int gr_op_from_name(const char *name) {
     return -1;
 }
 
-int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
-    const gr_op_desc *d = gr_op_desc_get(op);
-    if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op"), -1;
-    int natural = d->acc == GR_ACC_FLAG ? GR_UINT8
-                : d->acc == GR_ACC_INPUT || gr_dtype_is_float(t) ? (int)t
-                : GR_UINT64;            /* wrapping 64-bit sums and products, signed or not */
-    if (override < 0 || override == natural) return natural;
-    if (d->acc == GR_ACC_WIDE && t == GR_FLOAT32 && override == GR_FLOAT64) return GR_FLOAT64;
-    if (d->acc == GR_ACC_WIDE && !gr_dtype_is_float(t) && (override == GR_INT64 || override == GR_UINT64))
-        return GR_UINT64;               /* already 64-bit: same bits either way */
-    gr_fail_arg(ctx, GR_EINVAL, "acc", "%s is not accepted for %s of %s (accepted: %s%s)",
-                gr_dtype_name((gr_dtype)override), d->name, gr_dtype_name(t), gr_dtype_name((gr_dtype)natural),
-                d->acc == GR_ACC_WIDE && t == GR_FLOAT32 ? ", float64" : "");
-    return -1;
-}
-
-/* One accumulator value of dtype acc as a tagged scalar; the wrapping uint64 accumulator of integer
- * sums and products comes back signed when the input was. */
-static gr_scalar acc_scalar(const void *p, gr_dtype acc, gr_dtype in_dtype) {
-    gr_scalar s = {0};      /* every byte set: a caller reading the wrong member sees 0, not garbage */
-    switch (acc) {
-    case GR_FLOAT32: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const float *)p; return s;
-    case GR_FLOAT64: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const double *)p; return s;
-    case GR_INT8: s.kind = GR_SCALAR_INT; s.v.i = *(const int8_t *)p; return s;
-    case GR_UINT8: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint8_t *)p; return s;
-    case GR_INT32: s.kind = GR_SCALAR_INT; s.v.i = *(const int32_t *)p; return s;
-    case GR_UINT32: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint32_t *)p; return s;
-    case GR_INT64: s.kind = GR_SCALAR_INT; s.v.i = *(const int64_t *)p; return s;
-    default: break;
-    }
-    uint64_t u = *(const uint64_t *)p;
-    if (gr_dtype_is_signed(in_dtype)) { s.kind = GR_SCALAR_INT; s.v.i = (int64_t)u; }
-    else { s.kind = GR_SCALAR_UINT; s.v.u = u; }
-    return s;
-}
-
-gr_result gr_op_result(gr_op op, const void *acc_value, gr_dtype acc, gr_dtype in_dtype, size_t n) {
-    (void)n;
-    const gr_op_desc *d = gr_op_desc_get(op);
-    gr_result r = {0};
-    r.count = 1;
-    if (d->result == GR_RESULT_BOOL) {
-        r.value[0].kind = GR_SCALAR_BOOL;
-        r.value[0].v.b = *(const uint8_t *)acc_value != 0;
-    } else {
-        r.value[0] = acc_scalar(acc_value, acc, in_dtype);
-    }
-    return r;
-}
-
-gr_status gr_op_empty_result(gr_context *ctx, gr_op op, gr_dtype in_dtype, gr_dtype acc, gr_result *out) {
-    const gr_op_desc *d = gr_op_desc_get(op);
-    if (!d->has_identity)
-        return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity)", d->name);
-    gr_result r = {0};
-    r.count = 1;
-    if (d->result == GR_RESULT_BOOL) {
-        r.value[0].kind = GR_SCALAR_BOOL;
-        r.value[0].v.b = d->combine == GR_COMBINE_AND;
-    } else {
-        int one = d->combine == GR_COMBINE_MUL;
-        if (gr_dtype_is_float(acc)) { r.value[0].kind = GR_SCALAR_FLOAT; r.value[0].v.f = one; }
-        else if (gr_dtype_is_signed(in_dtype)) { r.value[0].kind = GR_SCALAR_INT; r.value[0].v.i = one; }
-        else { r.value[0].kind = GR_SCALAR_UINT; r.value[0].v.u = (uint64_t)one; }
-    }
-    *out = r;
-    return GR_OK;
-}
-
 const char *gr_op_names(void) {
-    static char buf[256];
+    static char buf[512];
     if (!buf[0]) {
         size_t used = 0;
         for (int i = 0; i < GR_OP_COUNT && used < sizeof buf; i++)
             used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", ops[i].name);
     }
     return buf;
+}
+
+int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op"), -1;
+    int is_float = gr_dtype_is_float(t);
+    int natural;
+    switch (d->acc) {
+    case GR_ACC_FLAG: natural = GR_UINT8; break;
+    case GR_ACC_COUNT: natural = GR_UINT64; break;
+    case GR_ACC_INPUT: natural = t; break;
+    case GR_ACC_FLOAT: natural = is_float ? (int)t : GR_FLOAT64; break;
+    default: natural = is_float ? (int)t : GR_UINT64; break;   /* wrapping 64-bit sums and products */
+    }
+    if (override < 0 || override == natural) return natural;
+    int widens = d->acc == GR_ACC_WIDE || d->acc == GR_ACC_FLOAT;
+    if (widens && t == GR_FLOAT32 && override == GR_FLOAT64) return GR_FLOAT64;
+    if (d->acc == GR_ACC_WIDE && !is_float && (override == GR_INT64 || override == GR_UINT64))
+        return GR_UINT64;               /* already 64-bit: same bits either way */
+    gr_fail_arg(ctx, GR_EINVAL, "acc", "%s is not accepted for %s of %s (accepted: %s%s)",
+                gr_dtype_name((gr_dtype)override), d->name, gr_dtype_name(t), gr_dtype_name((gr_dtype)natural),
+                widens && t == GR_FLOAT32 ? ", float64" : "");
+    return -1;
+}
+
+size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    size_t es = gr_dtype_size(t), as = gr_dtype_size(acc);
+    switch (d->family) {
+    case GR_FAMILY_ARG: return 16;                              /* u64 index, then the value */
+    case GR_FAMILY_MINMAX: return es < 4 ? 4 : 2 * es;          /* two values, 4-byte aligned */
+    case GR_FAMILY_WELFORD: return 8 + 2 * as;                  /* u64 n, mean, m2 */
+    case GR_FAMILY_NORM: return 3 * as;
+    case GR_FAMILY_COUNTED: return 16;                          /* u64 n, then the sum */
+    default: return as;
+    }
+}
+
+gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    switch (d->result) {
+    case GR_RESULT_BOOL: return GR_UINT8;
+    case GR_RESULT_ARG: return which == 0 ? t : GR_INT64;
+    case GR_RESULT_PAIR: return t;
+    case GR_RESULT_MEAN: case GR_RESULT_VAR: case GR_RESULT_STD: case GR_RESULT_NORM:
+        return gr_dtype_is_float(acc) ? acc : GR_FLOAT64;
+    default:
+        if (d->acc == GR_ACC_COUNT) return GR_INT64;
+        if (acc == GR_UINT64 && d->acc == GR_ACC_WIDE) return gr_dtype_is_signed(t) ? GR_INT64 : GR_UINT64;
+        return acc;
+    }
+}
+
+gr_result gr_op_result(gr_op op, const void *acc_value, gr_dtype acc, gr_dtype in_dtype, size_t n, int ddof) {
+    return gr_host_result(gr_op_desc_get(op), in_dtype, acc, acc_value, n, ddof);
+}
+
+gr_status gr_op_empty_result(gr_context *ctx, gr_op op, gr_dtype in_dtype, gr_dtype acc, gr_result *out) {
+    const gr_op_desc *d = gr_op_desc_get(op);
+    if (!d->has_identity)
+        return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity)", d->name);
+    unsigned char a[GR_ACC_MAX];
+    gr_host_identity(d, in_dtype, acc, a);
+    *out = gr_host_result(d, in_dtype, acc, a, 0, 0);
+    return GR_OK;
 }

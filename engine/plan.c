@@ -31,7 +31,7 @@ static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_d
 /* Ping-pong halves: odd passes write the first half, even passes the second. Each half is as large as
  * the most partials any of its passes writes, rounded to 256 bytes. */
 static size_t half_bytes(const gr_plan *p, int parity) {
-    size_t most = 0, es = gr_dtype_size(p->acc);
+    size_t most = 0, es = gr_op_acc_size(p->op, p->in_dtype, p->acc);
     for (int i = parity; i < p->npasses; i += 2)
         if (!p->pass[i].on_host && p->pass[i].blocks > most) most = p->pass[i].blocks;
     return (most * es + 255) / 256 * 256;
@@ -44,7 +44,7 @@ static void lay_out_scratch(gr_plan *p) {
     p->extra_offset = p->half_offset + half_bytes(p, 1);
     p->dev_bytes = p->extra_offset + p->scratch;
     const gr_pass *last = p->npasses ? &p->pass[p->npasses - 1] : NULL;
-    p->host_bytes = last && last->on_host && p->npasses > 1 ? last->elements * gr_dtype_size(p->acc) : 0;
+    p->host_bytes = last && last->on_host && p->npasses > 1 ? last->elements * gr_op_acc_size(p->op, p->in_dtype, p->acc) : 0;
 }
 
 gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
@@ -59,6 +59,10 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((v->needs & GR_NEEDS_CUDA) && (ctx->backend != GR_BACKEND_CUDA || !row->kernel))
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is %s)", v->name,
                            ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
+    if (!(v->ops & GR_OP_BIT(o->op)))
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is not taken by variant '%s' (the catalogue's kernels take "
+                           "sum, prod, min, max, and, or; every op runs on auto, warp_shuffle, cpu and "
+                           "cpu_pairwise)", gr_op_name(o->op), v->name);
     int block = gr_policy_block(v, o->block, auto_variant, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
@@ -73,6 +77,7 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     plan->in_dtype = t;
     plan->acc = (gr_dtype)acc;
     plan->n = n;
+    plan->ddof = o->ddof;
     plan->threshold = gr_policy_hybrid_threshold(o->threshold);
     if (n == 0) return GR_OK;
     if (!row->kernel) {                       /* a host variant: one pass on the CPU */

@@ -14,10 +14,10 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
                         int flag);
 /* Waits for the device part and produces the result. */
 gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out);
-/* Queues the single-finish pass of a plan over `in`, its value written to `final_out` (device or
- * pinned memory), with the plan's scratch at `scratch` (plan->dev_bytes of it) and the slot's counter.
- * For streamed chunks, whose values are kept on the device. */
-gr_status gr_exec_single_to(gr_context *ctx, const void *in, const gr_plan *plan, void *scratch, unsigned *counter,
-                            void *final_out, void *stream);
+/* Queues the single-finish pass of a plan over `in` (whose first element has the index `first`), its
+ * value written to `final_out` (device or pinned memory), with the plan's scratch at `scratch`
+ * (plan->dev_bytes of it) and the slot's counter. For streamed chunks, whose values stay on the device. */
+gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, const gr_plan *plan, void *scratch,
+                            unsigned *counter, void *final_out, void *stream);
 
 #endif

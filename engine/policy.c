@@ -19,10 +19,11 @@ int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op o
     return gr_variant_find("cpu");
 }
 
-/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. */
+/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
+ * that pipelined does not take (GR_OPS_PIPELINED) runs on warp_shuffle, which takes every op. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
-    (void)op;
-    return gr_variant_find(gr_dtype_size(t) == 1 ? "pipelined" : "warp_shuffle");
+    int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op));
+    return gr_variant_find(bytes ? "pipelined" : "warp_shuffle");
 }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every
@@ -54,6 +55,43 @@ size_t gr_policy_hybrid_threshold(size_t requested) { return requested ? request
 /* Host variants over device memory: 64 MiB pieces through pinned memory, large enough that the copy
  * runs at full speed, small enough not to hold much pinned memory. */
 size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
+
+/* Segments: as many lanes as a segment has 16-byte vectors, up to a warp -- one thread for up to 16
+ * bytes, 2 to 32 lanes for up to 512, a warp for up to 16 KiB -- then a block per segment, and several
+ * blocks per segment when there are too few segments to give every SM two blocks. The breakpoints
+ * follow the sizes at which each sharing keeps every lane busy with whole vectors; the lab's
+ * experiments/segments.lua measures them against CUB's DeviceSegmentedReduce. */
+#define SEG_BLOCK 256
+#define SEG_WARP_BYTES ((size_t)16 << 10)
+
+gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es) {
+    gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
+    int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
+    size_t mean_bytes = k ? n / k * es : 0, waves = (size_t)sms * 2048 / SEG_BLOCK;
+    if (mean_bytes <= SEG_WARP_BYTES) {
+        int g = 1;
+        while (g < 32 && (size_t)g * 16 < mean_bytes) g *= 2;
+        s.group = g;
+        size_t groups_per_block = SEG_BLOCK / (size_t)g, want = (k + groups_per_block - 1) / groups_per_block;
+        s.grid = want < waves ? (want ? want : 1) : waves;
+        return s;
+    }
+    /* whole blocks: split a segment when the segments alone leave the device less than twice filled */
+    size_t target = (size_t)sms * 2;
+    if (k < target) {
+        size_t per_block = (size_t)SEG_BLOCK * 16 * 4;             /* four vectors a thread, at least */
+        size_t parts = (target + k - 1) / k, most = (mean_bytes + per_block - 1) / per_block;
+        s.splits = (int)(parts < most ? parts : most);
+        if (s.splits < 1) s.splits = 1;
+    }
+    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < waves * 4 ? k : waves * 4);
+    if (s.grid < 1) s.grid = 1;
+    return s;
+}
+
+/* In reduce_many's one launch each buffer is one block's (or a few lanes'): past a few MiB one block
+ * (~10-20 GB/s) takes longer than a reduction of its own (a few µs of launch, then the whole GPU). */
+size_t gr_policy_many_item_bytes(void) { return (size_t)4 << 20; }
 
 /* Streamed host data: 64 MiB chunks on 4 streams reached 98% of the pinned host-to-device copy with a
  * 1 GiB buffer (16 MiB / 2: 99%, 128 MiB / 4: 99%; make bench, H200). */

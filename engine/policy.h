@@ -20,6 +20,17 @@ gr_finish gr_policy_finish(const gr_variant *v, gr_finish requested, int auto_va
 size_t gr_policy_hybrid_threshold(size_t requested);
 /* A host variant over device memory copies it to pinned memory in pieces of this many bytes. */
 size_t gr_policy_stage_bytes(void);
+/* How a segmented reduction shares its segments out (cuda/segmented.cu): `group` lanes per segment, or
+ * with group 0 whole blocks, `splits` of them per segment; `block` threads per block, `grid` blocks. */
+typedef struct gr_seg_shape {
+    int group, block, splits;
+    size_t grid;
+} gr_seg_shape;
+/* The shape for k segments of n elements in all (their mean size n / k) of es bytes each. */
+gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
+/* reduce_many: a buffer of more bytes than this is reduced on its own, not as one block's item. */
+size_t gr_policy_many_item_bytes(void);
+
 /* Streamed host data: bytes per chunk and streams, from the caller's values (0 = the default). */
 size_t gr_policy_chunk_bytes(size_t requested);
 int gr_policy_streams(int requested);

@@ -43,7 +43,11 @@ static gr_status slot_create(gr_context *ctx, gr_slot **out) {
     gr_status st = gr_mem_alloc(ctx, GR_MEM_DEVICE, 64, (void **)&s->counter);
     if (st == GR_OK) st = gr_mem_alloc(ctx, GR_MEM_PINNED, 64, &s->result);
     if (st == GR_OK && ctx->backend == GR_BACKEND_CUDA) {
+        /* the counter's words (cuda/epilogue.cuh): [0] the last-block ticket, [2..3] the completion flag
+         * the single-pass kernels raise, a word of the pinned result area */
+        unsigned *flag = (unsigned *)((char *)s->result + 32);
         int rc = gr_dev_memset(s->counter, 0, 64, ctx->stream);
+        if (rc == 0) rc = gr_dev_copy(s->counter + 2, &flag, sizeof flag, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = gr_dev_event_create(&s->done, 0);
         if (rc) st = gr_fail_dev(ctx, rc, "scratch slot");
@@ -92,7 +96,7 @@ void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out) {
     out->live_allocations = ctx->mem.live_count[GR_MEM_DEVICE] + ctx->mem.live_count[GR_MEM_PINNED];
 }
 
-void gr_pool_trim(gr_context *ctx) {
+void gr_pool_release_idle(gr_context *ctx) {
     int kept = 0;
     for (int i = 0; i < ctx->nslots; i++) {
         gr_slot *s = ctx->slots[i];

@@ -19,9 +19,9 @@ enum {
     GR_SHAPE_HOST = 8,          /* reduces on the CPU */
 };
 
-/* A host variant: n elements of t at p -> one accumulator value of dtype acc at acc_out. */
-typedef gr_status (*gr_host_fn)(gr_context *ctx, const void *p, size_t n, gr_dtype t, gr_op op, gr_dtype acc,
-                                void *acc_out);
+/* A host variant: n elements of t at p, the first with index `first` -> one accumulator at acc_out. */
+typedef gr_status (*gr_host_fn)(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, gr_op op,
+                                gr_dtype acc, void *acc_out);
 
 typedef struct gr_variant_row {
     const char *name;
@@ -32,6 +32,7 @@ typedef struct gr_variant_row {
     gr_finish default_finish;   /* the finish of a variant named without one */
     int block_min, block_max, block_default;
     unsigned needs;             /* GR_NEEDS_* */
+    unsigned ops;               /* the ops it takes, GR_OP_BIT(op) each (engine/lists.h) */
     const gr_kernel *kernel;    /* NULL for a host variant, and for every kernel in a CPU-only build */
     gr_host_fn host;            /* NULL for a kernel variant */
 } gr_variant_row;

@@ -88,7 +88,7 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     st = gr_plan_for(ctx, per, h->dtype, GR_DEVICE, &co, &whole);
     if (st == GR_OK) st = gr_plan_for(ctx, tail, h->dtype, GR_DEVICE, &co, &last);
     if (st != GR_OK) return st;
-    size_t aes = gr_dtype_size(whole.acc);
+    size_t aes = gr_op_acc_size(o->op, h->dtype, whole.acc);
     size_t staging = (per * es + 255) / 256 * 256;
 
     gr_slot *slot[GR_MAX_AUX_STREAMS + 1] = {0};
@@ -108,7 +108,7 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
         char *stage = slot[s]->dev;
         rc = gr_copy(ctx, stage, (const char *)gr_buffer_data(h) + c * per * es, plan->n * es, stream[s]);
         if (rc) { st = gr_fail_dev(ctx, rc, "streamed copy to the device"); break; }
-        st = gr_exec_single_to(ctx, stage, plan, stage + staging, slot[s]->counter,
+        st = gr_exec_single_to(ctx, stage, c * per, plan, stage + staging, slot[s]->counter,
                                (char *)slot[k]->dev + c * aes, stream[s]);
     }
     /* the context's stream waits for every chunk, then brings the chunk values back */
@@ -120,7 +120,7 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     if (rc && st == GR_OK) st = gr_fail_dev(ctx, rc, "streamed reduction");
     if (st == GR_OK) {
-        st = gr_cpu_finish(ctx, slot[k]->host, chunks, whole.acc, o->op, h->dtype, n, out);
+        st = gr_cpu_finish(ctx, slot[k]->host, chunks, whole.acc, o->op, h->dtype, n, o->ddof, out);
     } else {
         for (int s = 0; s < got; s++) gr_dev_stream_sync(stream[s]);
     }

@@ -2,7 +2,11 @@
 --   1. n = 2^28, every op on float32, int32, float64, int8 and uint8: gpureduce's default path (auto) against
 --      cub::DeviceReduce and against the read-bandwidth ceiling (a kernel that only reads the buffer);
 --   2. small n: wall time per gr.sum(b) call from a Lua loop, the value back in Lua;
---   3. streamed host data: a 1 GiB pinned float32 buffer, against the pinned host-to-device copy.
+--   3. streamed host data: a 1 GiB pinned float32 buffer, against the pinned host-to-device copy;
+--   4. n = 2^28, the reductions beyond the classic six (count, mean, var, ..., nanmean) on float32,
+--      float64, int32 and int8, against the read ceiling; argmin/argmax beside CUB's DeviceReduce::ArgMin
+--      and ArgMax (build/cub_yardsticks, same data shape);
+--   5. reduce_many of 1,000 buffers of 2^10..2^16 elements against 1,000 gr.sum calls (wall time).
 -- Every configuration is validated against the host backend before it is timed; timed runs are never
 -- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
 -- device work, the monotonic clock for wall times.
@@ -14,7 +18,7 @@ if gr.backend() ~= "cuda" then
 end
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
-local only = os.getenv("BENCH_ONLY")          -- "large", "small" or "streamed": one table
+local only = os.getenv("BENCH_ONLY")          -- "large", "small", "streamed", "ops" or "many": one table
 local dev = gr.device()
 print(string.format("# gpureduce %s on %s (%d SMs, L2 %d MiB, cc %s), CUDA runtime %s, driver %s",
   gr.version, dev.name, dev.sms, dev.l2 >> 20, dev.cc, dev.cuda_runtime, dev.cuda_driver))
@@ -113,6 +117,86 @@ if not only or only == "streamed" then
     print(string.format("%10d %8d %9.3f %9.1f %7.1f%%  %s", cfg[1], cfg[2], t.ms, t.gbps, 100 * t.gbps / copy_gbps,
       ok and "ok" or "WRONG"))
   end
+end
+
+--- CUB's ArgMin/ArgMax on the same shape, or nil (the yardstick program is built by make bench).
+local function cub_arg(op, dtype, n)
+  local p = io.popen(string.format("build/cub_yardsticks %s %s %d %d 2>&1", op, dtype, n, reps))
+  if not p then return nil end
+  local out = p:read("a")
+  p:close()
+  return tonumber(out:match("gbps=([%d.]+)"))
+end
+
+if not only or only == "ops" then
+  print("\n## n = 2^28: the other reductions (auto) against the read-only kernel (device events)")
+  print(string.format("%-8s %-8s %9s %9s %9s %8s %9s %8s  %-5s  %s", "dtype", "op", "ms", "GB/s", "read GB/s",
+    "vs read", "cub GB/s", "vs cub", "valid", "auto is"))
+  local n = 1 << 28
+  local classic = { sum = true, prod = true, min = true, max = true, ["and"] = true, ["or"] = true }
+  for _, dtype in ipairs({ "float32", "float64", "int32", "int8" }) do
+    local b = gr.buffer(n, dtype)
+    if dtype:find("float") then b:random(7, -1, 1) else b:random(7, -100, 100) end
+    local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
+    local rows = {}
+    for _, op in ipairs(gr.ops()) do
+      if not classic[op] then
+        local want = { gr.reduce(b, { op = op, variant = "cpu", acc = dtype == "float32" and op ~= "count"
+          and not op:find("min") and not op:find("max") and "float64" or nil }) }
+        local got = { gr.reduce(b, { op = op }) }
+        local ok = true
+        for i = 1, #want do
+          local w, g = want[i], got[i]
+          if not (g == w or (math.type(w) == "float" and math.abs(g - w) <= 1e-3 * math.max(1, math.abs(w)))) then
+            ok = false
+          end
+        end
+        if not ok then failures = failures + 1 end
+        local t = gr.bench(b, { op = op, reps = reps, warmup = 5 })
+        local c = (op == "argmin" or op == "argmax") and cub_arg(op, dtype, n) or nil
+        rows[#rows + 1] = { op = op, t = t, ok = ok, cub = c }
+      end
+    end
+    read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
+    for _, r in ipairs(rows) do
+      print(string.format("%-8s %-8s %9.4f %9.1f %9.1f %7.1f%% %9s %8s  %-5s  %s", dtype, r.op, r.t.ms, r.t.gbps, read,
+        100 * r.t.gbps / read, r.cub and string.format("%.1f", r.cub) or "-",
+        r.cub and string.format("%.1f%%", 100 * r.t.gbps / r.cub) or "-", r.ok and "ok" or "WRONG",
+        gr.plan(b, { op = r.op }).variant))
+    end
+    b:free()
+  end
+end
+
+if not only or only == "many" then
+  print("\n## reduce_many: 1,000 buffers of 2^10..2^16 float32 elements, against 1,000 gr.sum calls (wall)")
+  local bufs, total = {}, 0
+  for i = 1, 1000 do
+    local n = 1 << (10 + (i * 7919) % 7)
+    bufs[i] = gr.buffer(n, "float32"):random(i, -1, 1)
+    total = total + n
+  end
+  local many = gr.reduce_many(bufs, { op = "sum" })
+  local ok = true
+  for i = 1, #bufs do
+    local w = gr.sum(bufs[i])
+    if math.abs(many[i] - w) > 1e-3 * math.max(1, math.abs(w)) then ok = false end
+  end
+  if not ok then failures = failures + 1 end
+  local function wall(f)
+    for _ = 1, 3 do f() end
+    local t = {}
+    for i = 1, 21 do
+      local t0 = gr.clock()
+      f()
+      t[i] = gr.clock() - t0
+    end
+    return median(t) * 1e3
+  end
+  local loop = wall(function() for i = 1, #bufs do gr.sum(bufs[i]) end end)
+  local one = wall(function() gr.reduce_many(bufs, { op = "sum" }) end)
+  print(string.format("%d elements in all: 1,000 gr.sum %.3f ms, reduce_many %.3f ms: %.1fx  %s", total, loop, one,
+    loop / one, ok and "ok" or "WRONG"))
 end
 
 if failures > 0 then

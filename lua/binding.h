@@ -114,6 +114,9 @@ typedef struct lgr_reduce_opts {
     size_t chunk;               /* bytes per chunk (0 = default) */
     int dtype;                  /* the dtype of a table or byte-string source, -1 = float32 */
     int reps, warmup;           /* gr.bench */
+    size_t segment;             /* fixed segment size (0: none) */
+    gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
+    int has_out;                /* opts.out was given (its buffers: user values of the options table) */
 } lgr_reduce_opts;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
@@ -121,12 +124,11 @@ typedef struct lgr_reduce_opts {
 void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r);
 
 int lgr_reduce(lua_State *L);
-int lgr_sum(lua_State *L);
-int lgr_prod(lua_State *L);
-int lgr_min(lua_State *L);
-int lgr_max(lua_State *L);
-int lgr_all(lua_State *L);
-int lgr_any(lua_State *L);
+int lgr_reduce_op(lua_State *L);     /* upvalue 2: the op's id */
+int lgr_reduce_many(lua_State *L);
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]);
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];

@@ -2,7 +2,7 @@
  * lcore.c -- the module gpureduce.core: its context, the metatables of its userdata, its functions, and
  * the failure and value helpers every file of the binding uses.
  *
- * Lifetime rules (STYLE.md): a userdata is created with a NULL handle and its metatable before anything
+ * Lifetime rules: a userdata is created with a NULL handle and its metatable before anything
  * is allocated, so a failed allocation leaves a harmless object; one idempotent release function serves
  * __gc, __close and :free(); methods reach the handle through one accessor that rejects a freed object.
  */
@@ -130,13 +130,27 @@ gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def) {
 /* ---- the module ---------------------------------------------------------------------------------- */
 
 static const luaL_Reg module_funcs[] = {
-    {"all", lgr_all}, {"any", lgr_any}, {"backend", lgr_backend}, {"bench", lgr_bench},
+    {"backend", lgr_backend}, {"bench", lgr_bench},
     {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"copy", lgr_copy},
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
-    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"max", lgr_max}, {"memory_limit", lgr_memory_limit},
-    {"min", lgr_min}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
-    {"pool_trim", lgr_pool_trim}, {"prod", lgr_prod}, {"reduce", lgr_reduce}, {"stream", lgr_stream},
-    {"sum", lgr_sum}, {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
+    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"memory_limit", lgr_memory_limit},
+    {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
+    {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
+    {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
+
+/* gr.sum, gr.prod, ..., gr.nanmean and the aliases gr.all, gr.any: one function per op of the engine's
+ * list (the list is the only place the ops are named). */
+static void add_op_functions(lua_State *L, int module, int ctx_idx) {
+    for (int op = 0; op < GR_OP_COUNT; op++) {
+        const char *names[2] = {gr_op_name((gr_op)op), gr_op_alias((gr_op)op)};
+        for (int k = 0; k < 2 && names[k]; k++) {
+            lua_pushvalue(L, ctx_idx);
+            lua_pushinteger(L, op);
+            lua_pushcclosure(L, lgr_reduce_op, 2);
+            lua_setfield(L, module, names[k]);
+        }
+    }
+}
 
 /* Buffers index their elements (b[1]) as well as their methods: __index is a function that gets the
  * methods table as upvalue 2. */
@@ -216,6 +230,7 @@ int luaopen_gpureduce_core(lua_State *L) {
     luaL_newlibtable(L, module_funcs);
     lua_pushvalue(L, ctx_idx);
     luaL_setfuncs(L, module_funcs, 1);
+    add_op_functions(L, lua_gettop(L), ctx_idx);
     lua_pushstring(L, GR_VERSION);
     lua_setfield(L, -2, "version");
     return 1;

@@ -63,6 +63,16 @@ int lgr_bench(lua_State *L) {
     lgr_reduce_opts_read(L, 2, -1, 1, &x);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;
+    if (x.segment || x.offsets) {
+        gr_buffer *out[2];
+        lgr_segment_outs(L, b, &x, out);
+        gr_segments seg = {x.segment, x.offsets};
+        gr_status st = gr_bench_segments(ctx, b, &x.o, &seg, out, x.warmup, x.reps, &r);
+        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+        int device = gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+        push_bench(L, &r, b, device ? "events" : "clock");
+        return 1;
+    }
     if (x.streamed) {
         gr_status st = gr_bench_streamed(ctx, b, &x.o, x.chunk, x.streams, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -174,6 +184,13 @@ int lgr_variants(lua_State *L) {
         lua_setfield(L, -2, "needs");
         lua_pushboolean(L, !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
         lua_setfield(L, -2, "available");
+        lua_newtable(L);
+        for (int op = 0, k = 0; op < GR_OP_COUNT; op++)
+            if (v->ops & GR_OP_BIT(op)) {
+                lua_pushstring(L, gr_op_name((gr_op)op));
+                lua_rawseti(L, -2, ++k);
+            }
+        lua_setfield(L, -2, "ops");
         lua_rawseti(L, -2, i + 1);
     }
     return 1;

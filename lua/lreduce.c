@@ -61,6 +61,24 @@ static void read_stream(lua_State *L, int arg, const lgr_opt *opt, void *field) 
     *(gr_stream **)field = u->s;
 }
 
+static void read_buffer(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+    if (!u)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: expected a gpureduce.Buffer, got %s", opt->key,
+                                              luaL_typename(L, -1)));
+    if (!u->b) luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: buffer has been freed", opt->key));
+    *(gr_buffer **)field = u->b;
+}
+
+/* opts.out: a buffer, or a table of two for the ops with two results; checked when used. */
+static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (!luaL_testudata(L, -1, BUFFER_MT) && !lua_istable(L, -1))
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.out: expected a gpureduce.Buffer or a table of two, got %s",
+                                              luaL_typename(L, -1)));
+    *(int *)field = 1;
+}
+
 #define R(field) offsetof(lgr_reduce_opts, field)
 #define ANY_SIZE 1, LUA_MAXINTEGER
 
@@ -70,10 +88,14 @@ static const lgr_opt reduce_specs[] = {
     {"async", lgr_read_bool, R(async), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
+    {"out", read_out, R(has_out), 0, 0, NULL},
+    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
     {"stream", read_stream, R(o.stream), 0, 0, NULL},
     {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
     {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
@@ -85,10 +107,13 @@ static const lgr_opt bench_specs[] = {
     {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
     {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
+    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
     {"stream", read_stream, R(o.stream), 0, 0, NULL},
     {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
     {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
@@ -111,6 +136,14 @@ void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_o
         luaL_argerror(L, arg, "opts.chunk and opts.streams go with opts.streamed = true");
     if (r->streamed && r->async)
         luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
+    if (r->segment && r->offsets)
+        luaL_argerror(L, arg, "opts.segment and opts.offsets: give one (fixed-size segments or CSR boundaries)");
+    if ((r->segment || r->offsets) && (r->streamed || r->async))
+        luaL_argerror(L, arg, r->streamed ? "opts.streamed: segmented reductions take device or host buffers, not "
+                                            "streamed data" : "opts.async: segmented reductions are synchronous");
+    if (r->has_out && !r->segment && !r->offsets)
+        luaL_argerror(L, arg, "opts.out goes with opts.segment or opts.offsets (results of one value come back as "
+                              "values)");
 }
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
@@ -137,6 +170,73 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
     return lgr_push_result(L, &v);
 }
 
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_dtype dt[2];
+    int count;
+    gr_status st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    gr_segments seg = {r->segment, r->offsets};
+    size_t k;
+    if ((st = gr_segment_count(ctx, b, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+    out[0] = out[1] = NULL;
+    int base = lua_gettop(L);
+    if (r->has_out) {
+        lua_getfield(L, 2, "out");
+        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+            for (int i = 0; i < count; i++) {
+                lua_rawgeti(L, base + 1, i + 1);
+                lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+                if (!u || !u->b)
+                    return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
+                out[i] = u->b;
+            }
+        } else {
+            if (count > 1)
+                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
+                                                              "buffers", gr_op_name(r->o.op)));
+            lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+            if (!u->b) return luaL_argerror(L, 2, "opts.out: buffer has been freed");
+            out[0] = u->b;
+        }
+    } else {
+        for (int i = 0; i < count; i++) {
+            lbuffer *u = lgr_new_buffer_ud(L);
+            st = gr_buffer_new(ctx, k, dt[i], gr_buffer_where(b), &u->b);
+            if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, k, dt[i], gr_buffer_where(b), &u->b);
+            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+            lgr_track(L, k * gr_dtype_size(dt[i]));
+            out[i] = u->b;
+        }
+    }
+    if (r->has_out) lua_settop(L, base);
+    return count;
+}
+
+/* Segmented: the results in buffers on the input's side, opts.out's or new ones. */
+static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_segments seg = {r->segment, r->offsets};
+    gr_buffer *out[2];
+    int base = lua_gettop(L);
+    int count = lgr_segment_outs(L, b, r, out);
+    gr_status st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
+    if (lgr_retry_after_gc(L, st)) st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if (r->has_out) {
+        lua_settop(L, base);
+        lua_getfield(L, 2, "out");
+        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+            for (int i = 0; i < count; i++) lua_rawgeti(L, base + 1, i + 1);
+            lua_remove(L, base + 1);
+        }
+        return count;
+    }
+    return count;
+}
+
 static int reduce_with(lua_State *L, int op) {
     lgr_reduce_opts r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
@@ -146,6 +246,7 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+    if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
     gr_result v;
@@ -160,12 +261,50 @@ static int reduce_with(lua_State *L, int op) {
 }
 
 int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
-int lgr_sum(lua_State *L) { return reduce_with(L, GR_SUM); }
-int lgr_prod(lua_State *L) { return reduce_with(L, GR_PROD); }
-int lgr_min(lua_State *L) { return reduce_with(L, GR_MIN); }
-int lgr_max(lua_State *L) { return reduce_with(L, GR_MAX); }
-int lgr_all(lua_State *L) { return reduce_with(L, GR_AND); }
-int lgr_any(lua_State *L) { return reduce_with(L, GR_OR); }
+
+/* gr.reduce_many({b1, b2, ...}, opts): a table of results, one per buffer (a table {value, index} or
+ * {min, max} for the ops with two). */
+int lgr_reduce_many(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lgr_reduce_opts r;
+    lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
+        return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
+                                   "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");
+    size_t count = (size_t)lua_rawlen(L, 1);
+    gr_buffer **bufs = lua_newuserdatauv(L, (count ? count : 1) * sizeof *bufs, 0);
+    gr_result *res = lua_newuserdatauv(L, (count ? count : 1) * sizeof *res, 0);
+    for (size_t i = 0; i < count; i++) {
+        lua_rawgeti(L, 1, (lua_Integer)i + 1);
+        lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+        if (!u || !u->b)
+            return luaL_argerror(L, 1, lua_pushfstring(L, "element %I: expected a gpureduce.Buffer, got %s",
+                                                       (lua_Integer)i + 1, u ? "a freed buffer" : luaL_typename(L, -1)));
+        bufs[i] = u->b;
+        lua_pop(L, 1);
+    }
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);
+    if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, bufs, count, &r.o, res);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
+    for (size_t i = 0; i < count; i++) {
+        if (res[i].count > 1) {
+            lua_createtable(L, res[i].count, 0);
+            for (int k = 0; k < res[i].count; k++) {
+                lgr_push_scalar(L, res[i].value[k]);
+                lua_rawseti(L, -2, k + 1);
+            }
+        } else {
+            lgr_push_scalar(L, res[i].value[0]);
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* gr.sum, gr.argmin, ... : one closure per op of the engine's list, the op's id as upvalue 2. */
+int lgr_reduce_op(lua_State *L) { return reduce_with(L, (int)lua_tointeger(L, lua_upvalueindex(2))); }
 
 /* ---- pendings ------------------------------------------------------------------------------------ */
 

@@ -18,7 +18,8 @@ describe("errors", function()
   local b = gr.buffer(100, "float32"):random(1)
 
   it("name an unknown op and list the accepted ones", function()
-    expect("opts.op: unknown op 'avg' (accepted: sum, prod, min, max, and, or)", gr.reduce, b, { op = "avg" })
+    expect("opts.op: unknown op 'avg' (accepted: sum, prod, min, max, and, or, count, mean, var, std, argmin, "
+      .. "argmax, minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean)", gr.reduce, b, { op = "avg" })
   end)
 
   it("reject an op that contradicts the shortcut", function()

@@ -3,16 +3,20 @@ fuzz_spec.lua -- a differential fuzz of every reduction path against an independ
 
 What it checks
   Each case draws, from its own splitmix64 stream: a dtype (gr.dtypes()), an op (the reference's table,
-  spec/support/fuzz_reference.lua), a size biased to edges (0, 1, 2, 31..33, 63..65, 255..257,
+  spec/support/fuzz_reference.lua, with the ops of spec/support/ops_reference.lua), a size biased to edges (0, 1, 2, 31..33, 63..65, 255..257,
   1023..1025, 4095..4097, primes, 2^k and 2^k +- 1 up to 2^17, rarely up to 2^20), a kind of data
   (uniform over the dtype's range, small integers, values with distinct bits, extremes, odd integers for
-  products, exact-sum floats, cancelling pairs, every binade, products that cannot overflow, ...) with
+  products, exact-sum floats, cancelling pairs, every binade, products that cannot overflow, a large
+  offset plus noise and ramps for var/std, magnitudes whose squares overflow or underflow for
+  sumsq/norm, ...) with
   zeros (0.0 or -0.0) and specials (NaN, +-inf, -0.0, max finite, min normal, smallest subnormal)
-  dropped in, and the way it is reduced: a variant of the registry that is available here (or auto),
-  one of its finishing modes (hybrid with a random threshold), a block size it accepts, acc, async
+  dropped in (NaN often, up to every element, for the NaN-skipping ops), and the way it is reduced: a
+  variant of the registry that is available here and takes the op (its `ops` list), or auto, one of its
+  finishing modes (hybrid with a random threshold), a block size it accepts, acc, ddof (var, std), async
   (on a user stream or not), a slice at a random offset (data starts unaligned; the elements around it
   hold values that would change the result if read), or a pinned host buffer reduced with streamed =
-  true, a random chunk (>= 4096 bytes) and 1..4 streams. The data is generated in Lua and written with
+  true (through a device variant that takes the op), a random chunk (>= 4096 bytes) and 1..4 streams.
+  Two-result ops (argmin, argmax, minmax) are checked on both results. The data is generated in Lua and written with
   gr.buffer(table) or b:set(table), so the reference knows every value exactly.
   Every case checks the result against the reference (the contract and the error bounds, with why
   they are sound, are stated at the top of fuzz_reference.lua: integers exact, floats within a bound
@@ -35,7 +39,7 @@ Reproducing
   A case depends only on (seed, index) and on which variants the machine has: re-run it on the same
   kind of machine (CPU backend or GPU).
 
-Cost: 10,000 cases take about 4 s of CPU on the CPU backend here; sizes are mostly small so that the
+Cost: 10,000 cases take about 5 s of CPU on the CPU backend here; sizes are mostly small so that the
 whole run generates and checks a few million elements in Lua.
 ]]
 local gr = require "gpureduce"
@@ -85,13 +89,19 @@ local function needs(v, what) return contains(v.needs, what) end
 
 local ALL_VARIANTS = gr.variants()
 table.sort(ALL_VARIANTS, function(a, b) return a.ordinal < b.ordinal end)
+-- per op, the variants available here that take it (the registry's v.ops): a variant is never drawn
+-- for an op it does not take, streamed reductions included
 local VARIANTS, STREAM_VARIANTS = {}, {}
-for _, v in ipairs(ALL_VARIANTS) do
-  if v.available then
-    VARIANTS[#VARIANTS + 1] = v
-    -- streamed reductions take a device variant with the single-pass finish
-    if needs(v, "cuda") and contains(v.finishes, "single") then STREAM_VARIANTS[#STREAM_VARIANTS + 1] = v end
+for _, op in ipairs(OPS) do
+  local list, streamed = {}, {}
+  for _, v in ipairs(ALL_VARIANTS) do
+    if v.available and contains(v.ops, op) then
+      list[#list + 1] = v
+      -- streamed reductions take a device variant with the single-pass finish
+      if needs(v, "cuda") and contains(v.finishes, "single") then streamed[#streamed + 1] = v end
+    end
   end
+  VARIANTS[op], STREAM_VARIANTS[op] = list, streamed
 end
 local GPU = gr.backend() == "cuda"
 
@@ -141,6 +151,16 @@ local INT_CLASSES = {
   max = { uniform = 40, small = 20, extremes = 25, bits = 15 },
   ["and"] = { bits = 45, small = 20, uniform = 15, extremes = 10, zeros = 10 },
   ["or"] = { bits = 45, small = 20, uniform = 15, extremes = 10, zeros = 10 },
+  count = { bits = 30, small = 25, zeros = 20, uniform = 15, extremes = 10 },
+  mean = { uniform = 35, small = 20, extremes = 25, bits = 10, odd = 10 },
+  var = { uniform = 30, small = 25, extremes = 20, bits = 15, zeros = 5, ramp = 10 },
+  std = { uniform = 30, small = 25, extremes = 20, bits = 15, zeros = 5, ramp = 10 },
+  argmin = { small = 35, extremes = 30, uniform = 20, bits = 15 },
+  argmax = { small = 35, extremes = 30, uniform = 20, bits = 15 },
+  minmax = { small = 30, extremes = 30, uniform = 25, bits = 15 },
+  sumsq = { uniform = 35, extremes = 25, small = 20, bits = 10, odd = 10 },
+  nanmin = { uniform = 40, small = 20, extremes = 25, bits = 15 },
+  nanmax = { uniform = 40, small = 20, extremes = 25, bits = 15 },
 }
 local FLOAT_CLASSES = {
   default = { uniform = 30, exact = 15, cancel = 10, wide = 15, extremes = 10, bits = 10, small = 10 },
@@ -150,10 +170,26 @@ local FLOAT_CLASSES = {
   max = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, exact = 10 },
   ["and"] = { bits = 50, small = 15, uniform = 15, extremes = 10, zeros = 10 },
   ["or"] = { bits = 50, small = 15, uniform = 15, extremes = 10, zeros = 10 },
+  count = { bits = 30, small = 20, zeros = 20, uniform = 15, extremes = 15 },
+  mean = { uniform = 30, exact = 20, cancel = 10, wide = 10, extremes = 10, offset = 10, small = 10 },
+  nanmean = { uniform = 30, exact = 20, cancel = 10, wide = 10, extremes = 10, offset = 10, small = 10 },
+  var = { uniform = 25, offset = 25, small = 15, wide = 10, extremes = 5, exact = 10, scaled = 10 },
+  std = { uniform = 25, offset = 25, small = 15, wide = 10, extremes = 5, exact = 10, scaled = 10 },
+  argmin = { small = 35, extremes = 25, uniform = 20, bits = 10, zeros = 10 },
+  argmax = { small = 35, extremes = 25, uniform = 20, bits = 10, zeros = 10 },
+  minmax = { small = 25, extremes = 25, uniform = 25, wide = 15, bits = 10 },
+  sumsq = { uniform = 25, scaled = 25, wide = 15, extremes = 15, exact = 10, small = 10 },
+  norm = { uniform = 20, scaled = 35, wide = 20, extremes = 15, small = 10 },
+  nansum = { uniform = 30, exact = 20, cancel = 12, wide = 15, extremes = 8, bits = 5, small = 10 },
+  nanmin = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, exact = 10 },
+  nanmax = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, exact = 10 },
 }
 -- chance that zeros (0, or 0.0 / -0.0) are dropped in, and that float specials are
-local ZERO_CHANCE = { default = 0.1, ["and"] = 0.5, ["or"] = 0.5 }
-local SPECIAL_CHANCE = { default = 0.15, prod = 0.25, min = 0.2, max = 0.2, ["and"] = 0.2, ["or"] = 0.2 }
+local ZERO_CHANCE = { default = 0.1, ["and"] = 0.5, ["or"] = 0.5, count = 0.5, argmin = 0.3, argmax = 0.3 }
+local SPECIAL_CHANCE = { default = 0.15, prod = 0.25, min = 0.2, max = 0.2, ["and"] = 0.2, ["or"] = 0.2,
+  argmin = 0.3, argmax = 0.3, minmax = 0.25, nansum = 0.5, nanmin = 0.5, nanmax = 0.5, nanmean = 0.5 }
+-- the specials dropped in: NaN more often for the ops that skip it
+local NAN_HEAVY = { nansum = true, nanmin = true, nanmax = true, nanmean = true }
 
 local function by_op(t, op) local v = t[op]; if v == nil then v = t.default end return v end
 
@@ -216,6 +252,23 @@ local INT_GEN = {
     for i = 1, n do v[i] = 0 end
     return "all zero"
   end,
+  ramp = function(rng, dtype, n, v)
+    -- start + k * step (wrapping like the dtype): sorted runs whose partial means differ, for var's combine
+    local d = R.DTYPES[dtype]
+    local step = rng:pick({ 1, 3, -1, 1000 })
+    local start = int_uniform(rng, dtype)
+    for i = 1, n do
+      local x = start + (i - 1) * step
+      if dtype == "int8" or dtype == "int32" then
+        local span = d.max - d.min + 1
+        x = (x - d.min) % span + d.min
+      elseif dtype == "uint8" or dtype == "uint32" then
+        x = x % (d.max + 1)
+      end
+      v[i] = x
+    end
+    return string.format("ramp from %d by %d (wrapping)", start, step)
+  end,
 }
 
 local function float_specials(F)
@@ -225,6 +278,8 @@ local function float_specials(F)
   }
 end
 local SPECIAL_WEIGHTS = { nan = 2, pinf = 2, ninf = 2, negzero = 2, zero = 1, max = 1, negmax = 1, denorm = 1,
+  negdenorm = 1, min_normal = 1 }
+local NAN_SKIP_WEIGHTS = { nan = 12, pinf = 1, ninf = 1, negzero = 1, zero = 1, max = 1, negmax = 1, denorm = 1,
   negdenorm = 1, min_normal = 1 }
 
 local FLOAT_GEN = {
@@ -328,6 +383,37 @@ local FLOAT_GEN = {
     for i = 1, n do v[i] = rng:chance(0.5) and -0.0 or 0.0 end
     return "all zero (0.0 and -0.0)"
   end,
+  offset = function(rng, dtype, n, v, F)
+    -- a large offset plus small noise: what one-pass variance formulas cancel away
+    local big = dtype == "float32" and rng:pick({ 1e3, 1e4, -3e4 }) or rng:pick({ 1e8, -1e9, 3e12 })
+    local noise = dtype == "float32" and 2.0 ^ rng:range(-6, 4) or 2.0 ^ rng:range(-8, 6)
+    for i = 1, n do
+      local x = big + (rng:float() * 2 - 1) * noise
+      if dtype == "float32" then x = R.to_f32(x) end
+      v[i] = x
+    end
+    return string.format("offset %.6g plus noise within %.3g", big, noise)
+  end,
+  scaled = function(rng, dtype, n, v, F)
+    -- magnitudes whose squares overflow or underflow the format, or nearly; and magnitudes around the
+    -- thresholds of Blue's scaled sums of squares (norm: 2^52 and 2^-63 for float32, 2^486 and 2^-511
+    -- for float64), where two of its accumulators contribute
+    local band = dtype == "float32" and rng:pick({ { 60, 127 }, { -149, -60 }, { 46, 57 }, { -69, -57 } })
+      or rng:pick({ { 500, 1023 }, { -1074, -500 }, { 478, 493 }, { -518, -505 } })
+    local lo, hi = band[1], band[2]
+    local p = F.p
+    local top, unit = 1 << (p - 1), 2.0 ^ (1 - p)
+    for i = 1, n do
+      local z = rng:next()
+      local m = (z >> (65 - p)) | top
+      local x = (m * unit) * 2.0 ^ rng:range(lo, hi)
+      if dtype == "float32" then x = R.to_f32(x) end
+      if x == math.huge then x = F.max end
+      if z & 1 == 1 then x = -x end
+      v[i] = x
+    end
+    return string.format("magnitudes 2^%d .. 2^%d (squares overflow or underflow)", lo, hi)
+  end,
 }
 
 local function gen_data(rng, dtype, op, n)
@@ -366,9 +452,14 @@ local function gen_data(rng, dtype, op, n)
   if float and n > 0 and rng:chance(by_op(SPECIAL_CHANCE, op)) then
     local S = float_specials(F)
     local count = rng:chance(0.1) and math.max(1, n // 10) or rng:range(1, 3)
+    local weights = SPECIAL_WEIGHTS
+    if NAN_HEAVY[op] then
+      weights = NAN_SKIP_WEIGHTS
+      if rng:chance(0.1) then count = n end    -- all (or nearly all) NaN
+    end
     local put = {}
     for _ = 1, count do
-      local name = rng:weighted(SPECIAL_WEIGHTS)
+      local name = rng:weighted(weights)
       local at = rng:range(1, n)
       v[at] = S[name]
       if #put < 8 then put[#put + 1] = string.format("%s at [%d]", name, at) end
@@ -398,6 +489,25 @@ local POISON = {
   ["and"] = function(dtype) return R.is_float(dtype) and 0.0 or 0 end,
   ["or"] = function(dtype) return R.is_float(dtype) and 1.0 or 1 end,
   default = function(dtype) return R.is_float(dtype) and 0 / 0 or 0x5A end,
+  -- the NaN-skipping ops ignore a NaN: poison them with values they would take
+  nansum = function(dtype) return R.is_float(dtype) and 0x1p20 or 0x5A end,
+  nanmean = function(dtype) return R.is_float(dtype) and 0x1p20 or 0x5A end,
+  nanmin = function(dtype)
+    if R.is_float(dtype) then return -math.huge end
+    return dtype == "uint64" and 0 or R.DTYPES[dtype].min
+  end,
+  nanmax = function(dtype)
+    if R.is_float(dtype) then return math.huge end
+    return R.DTYPES[dtype].max
+  end,
+  argmin = function(dtype)
+    if R.is_float(dtype) then return 0 / 0 end
+    return dtype == "uint64" and 0 or R.DTYPES[dtype].min
+  end,
+  argmax = function(dtype)
+    if R.is_float(dtype) then return 0 / 0 end
+    return R.DTYPES[dtype].max
+  end,
 }
 
 ---------------------------------------------------------------------------------------------------
@@ -424,8 +534,16 @@ local function draw_threshold(rng)
   return 1 << 40
 end
 
+-- the ops that take acc = "float64" on float32 data besides sum and prod (sum-like and float results)
+local WIDENS = { mean = true, var = true, std = true, sumsq = true, norm = true, nansum = true, nanmean = true }
+
 -- acc: sometimes float64 for float32 sums/products, sometimes the natural accumulator named explicitly
 local function draw_acc(rng, dtype, op)
+  if WIDENS[op] then
+    if dtype == "float32" and rng:chance(0.35) then return "float64" end
+    if R.is_float(dtype) and rng:chance(0.03) then return dtype end
+    return nil
+  end
   if op == "sum" or op == "prod" then
     if dtype == "float32" then
       local r = rng:float()
@@ -486,9 +604,9 @@ end
 local function reduce(b, opts)
   if opts.async then
     local p = gr.reduce(b, opts)
-    local v = p:wait()
+    local v, w = p:wait()
     p:free()
-    return v
+    return v, w
   end
   return gr.reduce(b, opts)
 end
@@ -511,9 +629,11 @@ local function run_case(index)
     if rng:chance(0.8) then opts.streams = rng:range(1, 4) end
     local f = rng:below(3)
     if f == 1 then opts.finish = "auto" elseif f == 2 then opts.finish = "single" end
-    -- a device variant with the single finish, or auto; the CPU backend takes no variant option
-    if GPU and #STREAM_VARIANTS > 0 and rng:chance(0.6) then
-      variant = rng:pick(STREAM_VARIANTS)
+    -- a device variant with the single finish that takes the op, or auto; the CPU backend takes no
+    -- variant option
+    local candidates = STREAM_VARIANTS[c.op]
+    if GPU and #candidates > 0 and rng:chance(0.6) then
+      variant = rng:pick(candidates)
       opts.variant = variant.name
       if rng:chance(0.5) then opts.block = draw_block(rng, variant) end
     elseif GPU and rng:chance(0.2) then
@@ -521,9 +641,10 @@ local function run_case(index)
     end
   else
     c.where = "device"
-    local k = rng:below(#VARIANTS + 1)
+    local candidates = VARIANTS[c.op]
+    local k = rng:below(#candidates + 1)
     if k > 0 then
-      variant = VARIANTS[k]
+      variant = candidates[k]
       opts.variant = variant.name
       if rng:chance(0.5) then opts.block = draw_block(rng, variant) end
     elseif rng:chance(0.5) then
@@ -538,6 +659,7 @@ local function run_case(index)
     end
   end
   opts.acc = draw_acc(rng, c.dtype, c.op)
+  if (c.op == "var" or c.op == "std") and rng:chance(0.5) then opts.ddof = rng:pick({ 0, 1, 1, 2, 5 }) end
   if rng:chance(0.35) then c.pad_lo, c.pad_hi = rng:range(1, 17), rng:range(0, 9) end
   c.from_table = not c.pad_lo and rng:chance(0.5)
 
@@ -570,12 +692,12 @@ local function run_case(index)
   end
 
   local before = parent:tobytes()
-  local ok, got = pcall(reduce, view, opts)
+  local ok, got, got2 = pcall(reduce, view, opts)
   local after = parent:tobytes()
   if view ~= parent then view:free() end
   parent:free()
 
-  local e = R.expect(c.op, values, { dtype = c.dtype, acc = opts.acc, exact_scale = exact_scale })
+  local e = R.expect(c.op, values, { dtype = c.dtype, acc = opts.acc, exact_scale = exact_scale, ddof = opts.ddof })
   if STATS then
     stats.elements = stats.elements + c.n
     count("expectation", (R.is_float(c.dtype) and "float " or "int ") .. c.op .. ": " .. e.kind)
@@ -583,7 +705,7 @@ local function run_case(index)
     count("variant", (opts.variant or "(none)") .. " finish=" .. tostring(opts.finish))
     count("mode", (c.streamed and "streamed" or opts.async and "async" or "sync") .. (c.pad_lo and ", slice" or ""))
   end
-  local good, why = R.check(c.op, ok, got, e)
+  local good, why = R.check(c.op, ok, got, e, got2)
   local problems = {}
   if not good then problems[#problems + 1] = why end
   if before ~= after then problems[#problems + 1] = "the reduction wrote to its input: " .. first_difference(before, after) end
@@ -604,7 +726,9 @@ local function run_case(index)
     "  data:     " .. c.data,
     "  values:   " .. show_values(values, c.dtype, ONLY and 4096 or 16),
     "  expected: " .. e.text,
-    "  got:      " .. (ok and R.fmt(got, c.dtype) .. " (" .. (math.type(got) or type(got)) .. ")" or "error: " .. tostring(got)),
+    "  got:      " .. (ok and R.fmt(got, c.dtype) .. " (" .. (math.type(got) or type(got)) .. ")"
+      .. (got2 ~= nil and ", " .. R.fmt(got2, c.dtype) .. " (" .. (math.type(got2) or type(got2)) .. ")" or "")
+      or "error: " .. tostring(got)),
     "  re-run:   " .. recipe(index),
   }
   local report = table.concat(lines, "\n")

@@ -21,7 +21,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "../../cuda/epilogue.cuh"
 #include "../../cuda/pipeline.cuh"
+#include "../../cuda/warp_block.cuh"
 #include "timing.cuh"
 
 
@@ -68,7 +70,7 @@ __global__ void async_kernel(const In *in, size_t n, typename Op::acc_t *partial
         commit_copies();
         wait_copies<S - 1>();                          /* this iteration's group has landed */
         const uint4 w = mine[slot * blockDim.x];
-        acc = T::fold(acc, *reinterpret_cast<const V *>(&w));
+        acc = T::fold(acc, *reinterpret_cast<const V *>(&w), 0);
         slot = slot == S - 1 ? 0 : slot + 1;
     }
     typename Op::acc_t v = gr::block_reduce<Op>(T::value(acc));

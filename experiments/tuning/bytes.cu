@@ -12,7 +12,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../cuda/primitives.cuh"
+#include "../../cuda/epilogue.cuh"
+#include "../../cuda/launch.cuh"
+#include "../../cuda/thread_load.cuh"
+#include "../../cuda/warp_block.cuh"
 
 using V = gr::Vec16<int8_t>;
 
@@ -81,7 +84,7 @@ struct MinSwar {
 struct ProdCurrent {
     using Acc = unsigned long long;
     static __device__ Acc init() { return 1; }
-    static __device__ Acc fold(Acc a, const V &r) { return gr::fold_vec<gr::Prod<unsigned long long>, int8_t>(a, r); }
+    static __device__ Acc fold(Acc a, const V &r) { return gr::fold_vec<gr::Prod<unsigned long long>, int8_t>(a, r, 0); }
     static __device__ Acc combine(Acc a, Acc b) { return a * b; }
 };
 

@@ -17,7 +17,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../cuda/primitives.cuh"
+#include "../../cuda/epilogue.cuh"
+#include "../../cuda/launch.cuh"
+#include "../../cuda/thread_load.cuh"
+#include "../../cuda/warp_block.cuh"
 #include "timing.cuh"
 
 static int g_sms = 0;
@@ -44,12 +47,12 @@ __device__ typename Op::acc_t share(const In *__restrict__ in, size_t n) {
 #pragma unroll
                 for (int u = 0; u < U; u++) nxt[u] = v[i + u * threads];
 #pragma unroll
-                for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], cur[u]);
+                for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], cur[u], 0);
 #pragma unroll
                 for (int u = 0; u < U; u++) cur[u] = nxt[u];
             }
 #pragma unroll
-            for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], cur[u]);
+            for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], cur[u], 0);
         }
     } else {
         for (; i + (U - 1) * threads < nvec; i += U * threads) {
@@ -57,10 +60,10 @@ __device__ typename Op::acc_t share(const In *__restrict__ in, size_t n) {
 #pragma unroll
             for (int u = 0; u < U; u++) r[u] = v[i + u * threads];
 #pragma unroll
-            for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], r[u]);
+            for (int u = 0; u < U; u++) acc[u % A] = gr::fold_vec<Op, In>(acc[u % A], r[u], 0);
         }
     }
-    for (; i < nvec; i += threads) acc[0] = gr::fold_vec<Op, In>(acc[0], v[i]);
+    for (; i < nvec; i += threads) acc[0] = gr::fold_vec<Op, In>(acc[0], v[i], 0);
 #pragma unroll
     for (int a = 1; a < A; a++) acc[0] = Op::combine(acc[0], acc[a]);
     return acc[0];

@@ -1,7 +1,7 @@
 --- gpureduce: reductions on the GPU from Lua.
 --
--- The native part (gpureduce.core, lua/lgpureduce.c) does the work; this facade adds what is better
--- written in Lua: printing plans and looking things up in the registry. Every name of the DESIGN.md
+-- The native part (gpureduce.core, lua/*.c) does the work; this facade adds what is better
+-- written in Lua: printing plans and looking things up in the registry. Every name of the API (docs/api.md)
 -- contract is a field of this table.
 local core = require "gpureduce.core"
 

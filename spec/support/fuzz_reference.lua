@@ -555,18 +555,40 @@ R.OPS = {
 }
 R.OP_ORDER = { "sum", "prod", "min", "max", "and", "or" }
 
---- The expectation of op over values; info = { dtype =, acc =, exact_scale = }.
+--- The expectation of op over values; info = { dtype =, acc =, exact_scale =, ddof = }.
 function R.expect(op, values, info)
   local e = R.OPS[op].reference(values, info)
   e.op = op
   return e
 end
 
---- Checks the outcome of pcall(reduction) against the expectation: true, or false and why.
-function R.check(op, ok, got, e)
-  local good, why = R.OPS[op].check(ok, got, e)
+--- Checks the outcome of pcall(reduction) against the expectation: true, or false and why. `got2` is
+-- the second result of the ops that return two (argmin, argmax: the index; minmax: the maximum).
+function R.check(op, ok, got, e, got2)
+  local good, why = R.OPS[op].check(ok, got, e, got2)
   if good then return true end
   return false, why or "wrong value"
+end
+
+---------------------------------------------------------------------------------------------------
+-- the helpers above, for spec/support/ops_reference.lua (the reference of the other ops)
+
+R.lib = {
+  grow = grow, approx = approx, gamma = gamma, check_type = check_type, empty_error = empty_error,
+  settle_error = settle_error, int_expect = int_expect, int_check = int_check,
+  float_sum_reference = float_sum_reference, float_sum_check = float_sum_check,
+  minmax_reference = minmax_reference, minmax_check = minmax_check,
+}
+
+-- The ops added later (count, mean, var, std, argmin, argmax, minmax, sumsq, norm, nansum, nanmin,
+-- nanmax, nanmean) have their reference in ops_reference.lua, which builds on this file: this module is
+-- registered first so that its require of this one finds it, then its ops join R.OPS and R.OP_ORDER.
+package.loaded[... or "support.fuzz_reference"] = R
+package.loaded["support.fuzz_reference"] = package.loaded["support.fuzz_reference"] or R
+local O = require "support.ops_reference"
+for _, op in ipairs(O.OP_ORDER) do
+  R.OPS[op] = O.OPS[op]
+  R.OP_ORDER[#R.OP_ORDER + 1] = op
 end
 
 return R

@@ -53,6 +53,11 @@ M.int_range = {
 }
 
 function M.is_float(dtype) return dtype == "float32" or dtype == "float64" end
+
+--- The ops M.reference and M.fill_case know: the engine's first six, whose results are one value of the
+-- input's kind. The later ops (count, mean, var, std, argmin, ...) are specified by
+-- support/ops_reference.lua and spec/ops_spec.lua; the specs built on M.reference iterate these.
+M.classic_ops = { "sum", "prod", "min", "max", "and", "or" }
 function M.is_unsigned(dtype) return dtype:sub(1, 1) == "u" end
 
 --- The data one case reduces: random, with a range that keeps the op meaningful (products near 1

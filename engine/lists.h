@@ -1,0 +1,42 @@
+/*
+ * lists.h -- the axes of the engine written once, as X-macros: the dtypes and the built-in ops.
+ *
+ * Included by gr.h (which makes the enums), by the engine's tables, and by the kernels' headers
+ * (cuda/ops.cuh, cuda/launch.cuh): it includes nothing, so NVRTC can compile it too.
+ */
+#ifndef GR_LISTS_H
+#define GR_LISTS_H
+
+/* The dtypes, written once: X(ENUM, name, C type, bytes, is_float, is_signed). The engine's tables and
+ * the kernels' dispatch are generated from this list; a new dtype is a new line here (docs/extending.md). */
+#define GR_DTYPE_LIST(X)                           \
+    X(INT8, int8, int8_t, 1, 0, 1)                 \
+    X(UINT8, uint8, uint8_t, 1, 0, 0)              \
+    X(INT32, int32, int32_t, 4, 0, 1)              \
+    X(UINT32, uint32, uint32_t, 4, 0, 0)           \
+    X(INT64, int64, int64_t, 8, 0, 1)              \
+    X(UINT64, uint64, uint64_t, 8, 0, 0)           \
+    X(FLOAT32, float32, float, 4, 1, 1)            \
+    X(FLOAT64, float64, double, 8, 1, 1)
+
+/* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
+ * combine and result -- is its descriptor (engine/ops.c) and its device functor (cuda/ops.cuh). The
+ * first six are the classic ones every kernel variant takes; the registry says which variants take
+ * the others. */
+#define GR_OP_LIST(X)                                                                                     \
+    X(SUM, sum) X(PROD, prod) X(MIN, min) X(MAX, max) X(AND, and) X(OR, or)                               \
+    X(COUNT, count) X(MEAN, mean) X(VAR, var) X(STD, std) X(ARGMIN, argmin) X(ARGMAX, argmax)              \
+    X(MINMAX, minmax) X(SUMSQ, sumsq) X(NORM, norm) X(NANSUM, nansum) X(NANMIN, nanmin) X(NANMAX, nanmax) \
+    X(NANMEAN, nanmean)
+
+/* Sets of ops, as bit masks over gr_op (a variant's row says which it takes). */
+#define GR_OP_BIT(op) (1u << (op))
+#define GR_OPS_CLASSIC (GR_OP_BIT(GR_SUM) | GR_OP_BIT(GR_PROD) | GR_OP_BIT(GR_MIN) | GR_OP_BIT(GR_MAX) | \
+                        GR_OP_BIT(GR_AND) | GR_OP_BIT(GR_OR))
+#define GR_OPS_ALL ((1u << GR_OP_COUNT) - 1u)
+/* The ops whose folds are dear on 1-byte data, which the pipelined variant takes (cuda/v14_pipelined.cu)
+ * and auto sends there for int8 and uint8: the classic ones, count, and the extremes. */
+#define GR_OPS_PIPELINED (GR_OPS_CLASSIC | GR_OP_BIT(GR_COUNT) | GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_ARGMAX) | \
+                          GR_OP_BIT(GR_MINMAX) | GR_OP_BIT(GR_NANMIN) | GR_OP_BIT(GR_NANMAX))
+
+#endif
