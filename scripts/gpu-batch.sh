@@ -5,6 +5,11 @@
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's);
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits)
+#     and of the segmented kernels (segments_spec);
+#   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
+#     and bench.lua's large, small and streamed tables run A B A B (baseline, this tree), then
+#     experiments/compare_bench.lua over them;
+#   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab)
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -14,7 +19,8 @@ steps=${*:-test bench}
 . scripts/offline-env.sh .debs /tmp/gpureduce-prefix >/dev/null || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 start=$(date +%s)
-if ! make -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" > "$OUT/build.log" 2>&1; then
+if ! make -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" all $(command -v nvcc >/dev/null && echo build/cub_yardsticks) \
+        > "$OUT/build.log" 2>&1; then
     tail -40 "$OUT/build.log"
     echo "build FAILED"
     exit 1
@@ -38,8 +44,30 @@ for step in $steps; do
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \
-              spec/logical_bits_spec.lua > "$OUT/memcheck-specs.log" 2>&1
+              spec/logical_bits_spec.lua spec/segments_spec.lua > "$OUT/memcheck-specs.log" 2>&1
           echo "memcheck-specs: exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck-specs.log" | tail -1); $(grep -E '^[0-9]+ passed' "$OUT/memcheck-specs.log" | tail -1) ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    compare)
+          if ! make -C .baseline -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" build/gpureduce/core.so \
+                  > "$OUT/baseline-build.log" 2>&1; then
+              echo "compare: the baseline did not build" >> "$OUT/summary.txt"
+          else
+              for i in 1 2; do
+                  for side in A B; do
+                      tree=.; [ $side = A ] && tree=.baseline
+                      LUA_CPATH="$tree/build/?.so;$LUA_CPATH" LUA_PATH="$tree/lua/?.lua;$tree/lua/?/init.lua;$LUA_PATH" \
+                          BENCH_ONLY=large,small,streamed \
+                          BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/compare-$side$i.log" 2>&1
+                  done
+              done
+              $LUA experiments/compare_bench.lua "$OUT"/compare-A?.log -- "$OUT"/compare-B?.log > "$OUT/compare.log" 2>&1
+              echo "compare: ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
+          fi ;;
+    ops) BENCH_ONLY=ops,many $LUA experiments/bench.lua > "$OUT/ops.log" 2>&1
+         echo "ops: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    segments) $LUA experiments/segments.lua > "$OUT/segments.log" 2>&1
+              s1=$?
+              $LUA experiments/segments.lua --offsets --sizes 2^2,2^8,2^14 --n 2^26 >> "$OUT/segments.log" 2>&1
+              echo "segments: exit $s1 $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     *) echo "unknown step $step" >> "$OUT/summary.txt" ;;
     esac
 done
@@ -51,5 +79,8 @@ done
 [ -f "$OUT/run.log" ] && grep -A19 "n = 2^2[48]" "$OUT/run.log"
 [ -f "$OUT/sweep512.log" ] && grep -A19 "n = 2^24" "$OUT/sweep512.log"
 [ -f "$OUT/bench.log" ] && cat "$OUT/bench.log"
+[ -f "$OUT/compare.log" ] && cat "$OUT/compare.log"
+[ -f "$OUT/ops.log" ] && cat "$OUT/ops.log"
+[ -f "$OUT/segments.log" ] && cat "$OUT/segments.log"
 echo "== $(cat "$OUT/gpu.txt")"
 cat "$OUT/summary.txt"
