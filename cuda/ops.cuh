@@ -182,7 +182,8 @@ template <class F> struct Welford {
     using acc_t = WelfordAcc<F>;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {0, F(0), F(0)}; }
-    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, F(x), F(0)}; }
+    /* m2 = x - x: 0 for a finite x, NaN for NaN or +-inf (a lone one makes the variance NaN) */
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, F(x), F(x) - F(x)}; }
     static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
         if (b.n == 0) return a;
         if (a.n == 0) return b;

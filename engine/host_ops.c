@@ -221,6 +221,8 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
     case GR_FAMILY_WELFORD:
         *(uint64_t *)p = 1;
         f_put(p + 8, acc, rnd(acc, xf));
+        /* x - x: 0 for a finite x, NaN for NaN or +-inf, so that a lone one makes the variance NaN */
+        f_put(p + 8 + fsize(acc), acc, rnd(acc, xf) - rnd(acc, xf));
         break;
     case GR_FAMILY_NORM: {
         blue c = blue_of(acc);
