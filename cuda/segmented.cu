@@ -110,7 +110,8 @@ __global__ void segmented_kernel(Args a, int g, int splits, typename Op::acc_t *
     const Span<In> sp = segment(in, a.size, a.offsets, a.items, s);
     /* whole 16-byte runs per part keep every part's start aligned like the segment's */
     const u64 unit = gr::vectorizable_v<In> ? 16 / sizeof(In) : 1;
-    const u64 per = (sp.n / unit + unsigned(splits) - 1) / unsigned(splits) * unit;
+    const u64 units = (sp.n + unit - 1) / unit;          /* a part run short at the end is covered too */
+    const u64 per = (units + unsigned(splits) - 1) / unsigned(splits) * unit;
     const u64 lo = part * per < sp.n ? part * per : sp.n, hi = lo + per < sp.n ? lo + per : sp.n;
     Acc v = gr::block_reduce<Op>(lane_share<Op>(Span<In>{sp.p + lo, hi - lo}, threadIdx.x, blockDim.x));
     if constexpr (Op::kIndexed) {

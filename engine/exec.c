@@ -27,8 +27,9 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = row->kernel->launch(L);
     if (rc == 0) return GR_OK;
-    /* a single-pass kernel that failed part-way may have left its counter raised */
-    gr_dev_memset(L->counter, 0, 64, L->stream);
+    /* a single-pass kernel that failed part-way may have left its ticket raised: words [0..1] only, the
+     * completion flag's address lives in [2..3] (pool.c) */
+    gr_dev_memset(L->counter, 0, 2 * sizeof(unsigned), L->stream);
     char what[128];
     snprintf(what, sizeof what, "variant '%s', pass %d (%zu blocks of %d)", row->name, k + 1, L->grid, L->block);
     return gr_fail_dev_at(ctx, rc, what, L->site);

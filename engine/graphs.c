@@ -60,9 +60,14 @@ static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_plan *p, vo
 
 static unsigned *flag_of(gr_slot *s) { return (unsigned *)((char *)s->result + 32); }
 
+/* GR_OK with g->exec set; GR_ENOMEM when the slot could not be had (try again another time); another
+ * status when capture itself failed (graphs do not work here). */
 static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_plan *p, void *stream) {
     gr_status st = gr_slot_acquire(ctx, p->dev_bytes, 0, &g->slot);
-    if (st != GR_OK) return st;
+    if (st != GR_OK) {
+        g->slot = NULL;
+        return GR_ENOMEM;
+    }
     int rc = gr_dev_capture_begin(stream);
     if (rc == 0) {
         st = gr_exec_single_to(ctx, in, 0, p, g->slot->dev, g->slot->counter, g->slot->result, stream);
@@ -100,8 +105,8 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, voi
     }
     if (!g->exec) {
         gr_status st = capture(ctx, g, in, p, stream);
-        if (st != GR_OK) {                  /* no graphs here: the caller runs it as usual */
-            ctx->graphs.off = 1;
+        if (st != GR_OK) {                  /* the caller runs it as usual; a failed capture ends graphs */
+            if (st != GR_ENOMEM) ctx->graphs.off = 1;
             memset(g, 0, sizeof *g);
             return GR_OK;
         }

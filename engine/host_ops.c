@@ -185,7 +185,7 @@ static double blue_norm(gr_dtype acc, double small, double medium, double big) {
 static size_t fsize(gr_dtype acc) { return gr_dtype_size(acc); }
 
 void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a) {
-    memset(a, 0, GR_ACC_MAX);
+    memset(a, 0, gr_op_desc_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
     char *p = a;
     switch (op->family) {
     case GR_FAMILY_ARG:
@@ -208,7 +208,7 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
     num x = read_num(xp, t);
     double xf = x.kind == 'f' ? x.f : x.kind == 'i' ? (double)x.i : (double)x.u;
     char *p = a;
-    memset(a, 0, GR_ACC_MAX);
+    memset(a, 0, gr_op_desc_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
     switch (op->family) {
     case GR_FAMILY_ARG:
         *(uint64_t *)p = index;

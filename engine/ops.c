@@ -84,8 +84,9 @@ int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     return -1;
 }
 
-size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc) {
-    const gr_op_desc *d = gr_op_desc_get(op);
+size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc) { return gr_op_desc_acc_size(gr_op_desc_get(op), t, acc); }
+
+size_t gr_op_desc_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc) {
     size_t es = gr_dtype_size(t), as = gr_dtype_size(acc);
     switch (d->family) {
     case GR_FAMILY_ARG: return 16;                              /* u64 index, then the value */

@@ -112,6 +112,7 @@ local SHAPES = {
   { name = "segments of 256", n = 256 * 9, segment = 256 },
   { name = "segments of 1000", n = 4000, segment = 1000 },
   { name = "segments of 5001 (a block each)", n = 5001 * 3, segment = 5001 },
+  { name = "2 segments of 4099 (parts of a segment not a multiple of 16 bytes)", n = 4099 * 2, segment = 4099 },
   { name = "one segment, the whole buffer", n = 777, segment = 777 },
   { name = "offsets with empty segments first, between and last", offsets = { 0, 0, 1, 1, 1, 5, 38, 38, 300, 1333, 1333 } },
   { name = "ragged offsets", offsets = ragged(7, 60, { 0, 1, 2, 3, 7, 16, 31, 64, 100, 513, 2000 }) },
@@ -424,7 +425,7 @@ describe("segmented reductions: bad segments and offsets", function()
       refuses(b, { offsets = offsets_buffer({ 0, 11 }) }, "offsets.*boundary 2 %(11%) is past the end")
       refuses(b, { offsets = offsets_buffer({ 0, 2, 1, 12 }) }, "boundary 3")     -- the first fault is named
       refuses(b, { offsets = "x" }, "opts.offsets: expected a gpureduce.Buffer")
-      local out = gr.buffer(2, "float32"):fill(9)
+      local out = new_buffer(2, "float32", where):fill(9)
       refuses(b, { offsets = offsets_buffer({ 0, 11, 10 }), out = out }, "offsets")
       assert.are.same({ 9, 9 }, out:totable())               -- nothing written
     end)
