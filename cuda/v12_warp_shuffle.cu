@@ -30,8 +30,10 @@ namespace {
 
 constexpr int kUnroll = 2;   /* loads in flight per thread per iteration: see thread_accumulate */
 
+/* launch bounds of the largest block the registry offers: the ops with wide accumulators (norm's three
+ * sums over int8 vectors) would otherwise take more registers than a block of 1024 threads can have */
 template <class Op, class In>
-__global__ void warp_shuffle_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
+__global__ void __launch_bounds__(1024) warp_shuffle_kernel(const In *__restrict__ in, size_t n, typename Op::acc_t *partials,
                                     unsigned *counter, typename Op::acc_t *final_out, gr::u64 first) {
     typename Op::acc_t v = gr::thread_accumulate<Op, In, kUnroll>(in, n, first);
     v = gr::block_reduce<Op>(v);

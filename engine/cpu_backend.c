@@ -391,7 +391,7 @@ static gr_status host_pairwise(gr_context *ctx, const void *p, size_t n, uint64_
             for (size_t i = 0; i < len; i++) gr_host_combine(op, t, acc, w + i * as, w + (i + len) * as);
         }
         if (k < tiles) memcpy(level + k * as, w, as);
-        else if (tiles) memcpy(out, w, gr_op_desc_acc_size(op, t, acc));    /* out holds one accumulator */
+        else if (tiles) memcpy(out, w, gr_host_acc_size(op, t, acc));    /* out holds one accumulator */
     }
     if (!tiles) gr_host_identity(op, t, acc, out);
     free(v);

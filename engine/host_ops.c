@@ -180,12 +180,25 @@ static double blue_norm(gr_dtype acc, double small, double medium, double big) {
     return rnd(acc, scale * rnd(acc, sqrt(sumsq)));
 }
 
+/* The bytes of one accumulator: the layout above, the device's (cuda/ops.cuh). */
+size_t gr_host_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc) {
+    size_t es = gr_dtype_size(t), as = gr_dtype_size(acc);
+    switch (d->family) {
+    case GR_FAMILY_ARG: return 16;                              /* u64 index, then the value */
+    case GR_FAMILY_MINMAX: return es < 4 ? 4 : 2 * es;          /* two values, 4-byte aligned */
+    case GR_FAMILY_WELFORD: return 8 + 2 * as;                  /* u64 n, mean, m2 */
+    case GR_FAMILY_NORM: return 3 * as;
+    case GR_FAMILY_COUNTED: return 16;                          /* u64 n, then the sum */
+    default: return as;
+    }
+}
+
 /* ---- the four operations ------------------------------------------------------------------------- */
 
 static size_t fsize(gr_dtype acc) { return gr_dtype_size(acc); }
 
 void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a) {
-    memset(a, 0, gr_op_desc_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
+    memset(a, 0, gr_host_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
     char *p = a;
     switch (op->family) {
     case GR_FAMILY_ARG:
@@ -208,7 +221,7 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
     num x = read_num(xp, t);
     double xf = x.kind == 'f' ? x.f : x.kind == 'i' ? (double)x.i : (double)x.u;
     char *p = a;
-    memset(a, 0, gr_op_desc_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
+    memset(a, 0, gr_host_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
     switch (op->family) {
     case GR_FAMILY_ARG:
         *(uint64_t *)p = index;

@@ -84,19 +84,7 @@ int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     return -1;
 }
 
-size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc) { return gr_op_desc_acc_size(gr_op_desc_get(op), t, acc); }
-
-size_t gr_op_desc_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc) {
-    size_t es = gr_dtype_size(t), as = gr_dtype_size(acc);
-    switch (d->family) {
-    case GR_FAMILY_ARG: return 16;                              /* u64 index, then the value */
-    case GR_FAMILY_MINMAX: return es < 4 ? 4 : 2 * es;          /* two values, 4-byte aligned */
-    case GR_FAMILY_WELFORD: return 8 + 2 * as;                  /* u64 n, mean, m2 */
-    case GR_FAMILY_NORM: return 3 * as;
-    case GR_FAMILY_COUNTED: return 16;                          /* u64 n, then the sum */
-    default: return as;
-    }
-}
+size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc) { return gr_host_acc_size(gr_op_desc_get(op), t, acc); }
 
 gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which) {
     const gr_op_desc *d = gr_op_desc_get(op);

@@ -67,13 +67,14 @@ const gr_op_desc *gr_op_desc_get(gr_op op);
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override);
 /* Bytes of one accumulator of op for input dtype t and accumulator dtype acc (<= GR_ACC_MAX). */
 size_t gr_op_acc_size(gr_op op, gr_dtype t, gr_dtype acc);
-size_t gr_op_desc_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc);
 #define GR_ACC_MAX 32
 /* The dtypes of a result's values when they are written to buffers (segmented reductions). */
 gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which);
 
 /* ---- the host side of every op (host_ops.c): accumulators as bytes, in the device's layout -------- */
 
+/* Bytes of one accumulator of the op (gr_op_acc_size by descriptor; the layout is this file's). */
+size_t gr_host_acc_size(const gr_op_desc *op, gr_dtype t, gr_dtype acc);
 void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a);
 /* One element x (of dtype t) at 0-based `index` into a fresh accumulator at a. */
 void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *x, uint64_t index, void *a);

@@ -755,7 +755,9 @@ do
   end
 end
 
-local ran, failed = 0, 0
+-- ran: cases run; due: the cases of the groups that ran (make test splits the groups over two busted
+-- processes, so a process runs only part of the plan: each checks its own part, the summary adds them)
+local ran, due, failed = 0, 0, 0
 
 describe(string.format("differential fuzz (seed %d, %d cases, backend %s)", SEED, planned, gr.backend()), function()
   for _, dtype in ipairs(DTYPES) do
@@ -763,6 +765,7 @@ describe(string.format("differential fuzz (seed %d, %d cases, backend %s)", SEED
       local list = groups[dtype .. " " .. op] or {}
       it(string.format("%s %s: %d cases agree with the reference", dtype, op, #list), function()
         local reports = {}
+        due = due + #list
         for _, index in ipairs(list) do
           local ok, report = xpcall(run_case, debug.traceback, index)
           if not ok then
@@ -794,8 +797,8 @@ describe(string.format("differential fuzz (seed %d, %d cases, backend %s)", SEED
     assert(#missing == 0, "ops without a reference in spec/support/fuzz_reference.lua: " .. table.concat(missing, ", "))
   end)
 
-  it(string.format("ran all %d cases", planned), function()
-    assert(ran == planned, string.format("ran %d of %d cases", ran, planned))
+  it(string.format("ran every case of the groups it ran (%d cases planned in all)", planned), function()
+    assert(ran == due, string.format("ran %d of the %d cases of its groups", ran, due))
   end)
 
   teardown(function()
