@@ -156,6 +156,64 @@ template <> struct ThreadAcc<Max<i8>, i8> : PackedByteMinMax<Max<i8>, i8> {};
 template <> struct ThreadAcc<Min<u8>, u8> : PackedByteMinMax<Min<u8>, u8> {};
 template <> struct ThreadAcc<Max<u8>, u8> : PackedByteMinMax<Max<u8>, u8> {};
 
+/* int8/uint8 argmin/argmax: each vector's extreme first (the DPX folds above, a few instructions for 16
+ * bytes), and only a vector whose extreme beats the thread's best is kept -- its four words and its
+ * first element's index; the position inside it is found once, at the end. The per-element compare and
+ * select of value and index ran at 38% of the read kernel on an H100 (make bench, the ops table).
+ * A thread sees its elements in increasing index order, so a strictly better value replaces the best
+ * and an equal one does not: the first byte equal to the best in the kept vector is the first
+ * occurrence. An accumulator still at the identity (index 2^64 - 1) takes the first element it meets,
+ * equal or not, as ArgExtreme's combine would. */
+template <class B, bool kMin> struct ByteArg {
+    using Op = ArgExtreme<B, kMin>;
+    using P = PackedByteMinMax<conditional_t<kMin, Min<B>, Max<B>>, B>;
+    struct type {
+        u64 base;               /* the kept vector's first index (vec), or the best element's (!vec) */
+        unsigned w[4];
+        int best, vec;
+    };
+    static GR_DEV bool takes(const type &a, int x) { return a.base == ~0ull || (kMin ? x < a.best : x > a.best); }
+    static GR_DEV type init() { return {~0ull, {0u, 0u, 0u, 0u}, int(Op::identity().value), 0}; }
+    static GR_DEV type fold(type a, const Vec16<B> &r, u64 i) {
+        const int m = int(P::value(P::fold(P::init(), r, i)));
+        if (takes(a, m)) {
+            a.base = i;
+            a.best = m;
+            a.vec = 1;
+#pragma unroll
+            for (int w = 0; w < 4; w++) a.w[w] = word_of(r, w);
+        }
+        return a;
+    }
+    static GR_DEV type fold1(type a, B x, u64 i) {
+        if (takes(a, int(x))) {
+            a.base = i;
+            a.best = int(x);
+            a.vec = 0;
+        }
+        return a;
+    }
+    static GR_DEV typename Op::acc_t value(const type &a) {
+        u64 index = a.base;
+        if (a.vec) {
+            int k = 15;
+#pragma unroll
+            for (int j = 15; j >= 0; j--)
+                if (int(B((a.w[j / 4] >> (8 * (j % 4))) & 0xffu)) == a.best) k = j;
+            index += u64(k);
+        }
+        return {index, B(a.best)};
+    }
+    static GR_DEV type merge(const type &a, const type &b) {
+        const typename Op::acc_t c = Op::combine(value(a), value(b));
+        return {c.index, {0u, 0u, 0u, 0u}, int(c.value), 0};
+    }
+};
+template <> struct ThreadAcc<ArgExtreme<i8, true>, i8> : ByteArg<i8, true> {};
+template <> struct ThreadAcc<ArgExtreme<i8, false>, i8> : ByteArg<i8, false> {};
+template <> struct ThreadAcc<ArgExtreme<u8, true>, u8> : ByteArg<u8, true> {};
+template <> struct ThreadAcc<ArgExtreme<u8, false>, u8> : ByteArg<u8, false> {};
+
 /* Grid-stride accumulation of this thread's share of in[0, n): UNROLL independent 16-byte loads in
  * flight per iteration, each folded into its own accumulator (independent dependency chains), the
  * accumulators merged at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):

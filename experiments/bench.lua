@@ -141,7 +141,10 @@ if wanted("ops") then
     "vs read", "cub GB/s", "vs cub", "valid", "auto is"))
   local n = 1 << 28
   local classic = { sum = true, prod = true, min = true, max = true, ["and"] = true, ["or"] = true }
-  for _, dtype in ipairs({ "float32", "float64", "int32", "int8" }) do
+  -- BENCH_DTYPES: a comma-separated subset of the dtypes of this table
+  local dtypes = {}
+  for d in (os.getenv("BENCH_DTYPES") or "float32,float64,int32,int8"):gmatch("[^,%s]+") do dtypes[#dtypes + 1] = d end
+  for _, dtype in ipairs(dtypes) do
     local b = gr.buffer(n, dtype)
     if dtype:find("float") then b:random(7, -1, 1) else b:random(7, -100, 100) end
     local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
