@@ -58,11 +58,12 @@ size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
 
 /* Segments: as many lanes as a segment has 16-byte vectors, up to a warp -- one thread for up to 16
  * bytes, 2 to 32 lanes for up to 512, a warp for up to 8 KiB -- then a block per segment, and several
- * blocks per segment when there are too few segments to fill every SM with blocks. The lab
- * (experiments/segments.lua, float32 sum over 2^28 elements, H100) put a warp per 16 KiB segment at
- * 0.94x CUB's DeviceSegmentedReduce and 512 or 256 whole-block segments of 2-4 MiB at 0.91-0.99x
- * (too few blocks in flight) with the earlier breakpoints: a warp up to 16 KiB, splitting below two
- * blocks per SM. */
+ * blocks per segment when there are fewer segments than two per SM. The lab (experiments/segments.lua,
+ * float32 sum over 2^28 elements, H100, against CUB's DeviceSegmentedReduce in the same run): a warp
+ * per 16 KiB segment ran at 0.94x CUB, a block per 16 KiB segment at 0.96x; splitting 256 segments of
+ * 4 MiB in five to fill every SM with blocks ran at 0.94x against 0.99x for two blocks per SM, so the
+ * split stays at two per SM (512 segments of 2 MiB: 0.91x either way, a miss noted in
+ * docs/performance.md). */
 #define SEG_BLOCK 256
 #define SEG_WARP_BYTES ((size_t)8 << 10)
 
@@ -78,8 +79,8 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
         s.grid = want < waves ? (want ? want : 1) : waves;
         return s;
     }
-    /* whole blocks: split a segment when the segments alone would not fill every SM with blocks */
-    size_t target = waves;
+    /* whole blocks: split a segment when the segments alone leave the device less than twice filled */
+    size_t target = (size_t)sms * 2;
     if (k < target) {
         size_t per_block = (size_t)SEG_BLOCK * 16 * 4;             /* four vectors a thread, at least */
         size_t parts = (target + k - 1) / k, most = (mean_bytes + per_block - 1) / per_block;
