@@ -102,7 +102,7 @@ template <class Op, class In> struct Result<res_nanmean, Op, In> {
     using Acc = typename Op::acc_t;
     static GR_DEV void write(const Acc &a, u64, int, void *out0, void *, size_t s) {
         using F = decltype(a.sum);
-        static_cast<F *>(out0)[s] = a.n ? F(a.sum / F(a.n)) : F(limits<F>::infinity() - limits<F>::infinity());
+        static_cast<F *>(out0)[s] = a.n ? F(double(a.sum) / double(a.n)) : F(limits<F>::infinity() - limits<F>::infinity());
     }
 };
 

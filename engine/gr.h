@@ -29,7 +29,7 @@ typedef enum gr_status {
     GR_ENOMEM,       /* out of host or device memory */
     GR_ENODEV,       /* the operation needs the cuda backend */
     GR_ECUDA,        /* any other failure reported by the CUDA runtime */
-    GR_EEMPTY        /* min/max of an empty buffer: there is no identity */
+    GR_EEMPTY        /* an op without an identity (min, max, mean, argmin, ...) over an empty buffer */
 } gr_status;
 
 #include "lists.h"

@@ -9,6 +9,7 @@
 #include "policy.h"
 #include "registry.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void gr_options_init(gr_options *o, gr_op op) {
@@ -59,10 +60,16 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((v->needs & GR_NEEDS_CUDA) && (ctx->backend != GR_BACKEND_CUDA || !row->kernel))
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is %s)", v->name,
                            ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
-    if (!(v->ops & GR_OP_BIT(o->op)))
-        return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is not taken by variant '%s' (the catalogue's kernels take "
-                           "sum, prod, min, max, and, or; every op runs on auto, warp_shuffle, cpu and "
-                           "cpu_pairwise)", gr_op_name(o->op), v->name);
+    if (!(v->ops & GR_OP_BIT(o->op))) {
+        char takers[512] = "";          /* the variants that take it, from the registry */
+        size_t used = 0;
+        for (int i = 0; i < gr_variant_count() && used < sizeof takers; i++)
+            if (gr_variant_get(i)->ops & GR_OP_BIT(o->op))
+                used += (size_t)snprintf(takers + used, sizeof takers - used, "%s%s", used ? ", " : "",
+                                         gr_variant_get(i)->name);
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is not taken by variant '%s' (variants that take it: auto, %s)",
+                           gr_op_name(o->op), v->name, takers);
+    }
     int block = gr_policy_block(v, o->block, auto_variant, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;

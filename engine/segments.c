@@ -36,6 +36,9 @@ static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dt
                            : o->finish != GR_FINISH_AUTO ? "finish" : "threshold",
                            "segmented reductions choose their own kernel and shape (the policy's); this option "
                            "does not apply to them");
+    if (o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
+                           "stream, synchronously (leave opts.stream out)");
     int a = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (a < 0) return GR_EINVAL;
     *acc = (gr_dtype)a;
@@ -269,7 +272,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
                            d->name, i + 1);
     int gpu = ctx->backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
     for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
-    if (!gpu || o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO) {
+    if (!gpu || o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO || o->threshold) {
         /* one reduction after the other: the host, or options that name a way of reducing */
         for (size_t i = 0; i < count; i++) {
             gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);

@@ -36,6 +36,9 @@ int lgr_plan(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     lgr_reduce_opts r;
     lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    if (r.segment || r.offsets || r.has_out || r.async || r.streamed || r.dtype >= 0)
+        return luaL_argerror(L, 2, "opts: gr.plan shows the passes of a whole-buffer reduction (not segment, "
+                                   "offsets, out, async, streamed or dtype)");
     gr_plan p;
     gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);

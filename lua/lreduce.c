@@ -186,6 +186,10 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
     if (r->has_out) {
         lua_getfield(L, 2, "out");
         if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+            if ((int)lua_rawlen(L, -1) != count)
+                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
+                                                              count, count > 1 ? "s" : "", count > 1 ?
+                                                              "a table of two buffers" : "one buffer"));
             for (int i = 0; i < count; i++) {
                 lua_rawgeti(L, base + 1, i + 1);
                 lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);

@@ -371,6 +371,7 @@ describe("segmented reductions: opts.out", function()
       { { op = "argmin", segment = 2, out = { gr.buffer(4, "float32") } }, "out" },
       { { op = "sum", segment = 2, out = b:slice(1, 4) }, "out.*shares memory with the input" },
       { { op = "sum", segment = 2, out = 5 }, "opts.out: expected" },
+      { { op = "sum", segment = 2, out = { gr.buffer(4, "float32"), gr.buffer(4, "float32") } }, "sum has 1 result" },
       { { op = "sum", out = gr.buffer(1, "float32") }, "opts.out goes with opts.segment or opts.offsets" },
     }
     local before = b:tobytes()
@@ -412,6 +413,10 @@ describe("segmented reductions: bad segments and offsets", function()
     refuses(b, { segment = 5, variant = "cpu" }, "variant")
     refuses(b, { segment = 5, block = 128 }, "block")
     refuses(b, { segment = 5, finish = "single" }, "finish")
+    refuses(b, { segment = 5, stream = gr.stream() }, "opts.stream: segmented reductions")
+    local ok, err = pcall(gr.plan, b, { segment = 5 })
+    assert.is_false(ok)
+    assert.matches("gr.plan shows the passes of a whole%-buffer reduction", err)
   end)
 
   for _, where in ipairs(PLACES) do
@@ -523,6 +528,7 @@ describe("gr.reduce_many", function()
     assert.is_false(ok)
     assert.matches("reduce_many takes", err)
     assert.are.same({}, gr.reduce_many({}, { op = "sum" }))
+    assert.are.same({ 3, 3 }, gr.reduce_many({ b, b }, { op = "sum", threshold = 2 }))
   end)
 
   H.gpu_it("a buffer of more than a few MiB is reduced on its own, beside small ones", function()
