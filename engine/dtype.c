@@ -109,3 +109,18 @@ gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, c
         return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
     }
 }
+
+gr_scalar gr_scalar_load(const void *p, gr_dtype t) {
+    gr_scalar s = {0};
+    switch (t) {
+    case GR_FLOAT32: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const float *)p; break;
+    case GR_FLOAT64: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const double *)p; break;
+    case GR_INT8: s.kind = GR_SCALAR_INT; s.v.i = *(const int8_t *)p; break;
+    case GR_INT32: s.kind = GR_SCALAR_INT; s.v.i = *(const int32_t *)p; break;
+    case GR_INT64: s.kind = GR_SCALAR_INT; s.v.i = *(const int64_t *)p; break;
+    case GR_UINT8: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint8_t *)p; break;
+    case GR_UINT32: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint32_t *)p; break;
+    default: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint64_t *)p; break;
+    }
+    return s;
+}

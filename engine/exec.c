@@ -18,9 +18,6 @@
 
 /* ---- device part and finish ---------------------------------------------------------------------- */
 
-/* The completion flag: a word of the slot's pinned result area, after the value. */
-static unsigned *flag_word(gr_slot *slot) { return (unsigned *)((char *)slot->result + 32); }
-
 /* Queues one pass; on failure names the variant, the pass and the launch site. */
 static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_launch *L) {
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
@@ -43,7 +40,7 @@ static int single_epilogue(const gr_plan *plan) {
 
 gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream,
                         int flag) {
-    if (flag) *(volatile unsigned *)flag_word(slot) = 0;     /* lowered before the launch that raises it */
+    if (flag) *(volatile unsigned *)gr_slot_flag(slot) = 0;     /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + plan->half_offset};
     size_t es = gr_op_acc_size(plan->op, plan->in_dtype, plan->acc);
     int single = gr_finish_row_get(plan->finish)->epilogue;
@@ -68,7 +65,7 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
     slot->stream = stream;
     /* a single pass through the device epilogue raises the slot's flag itself (cuda/epilogue.cuh); other
      * plans have the stream raise it after their work, where the driver can */
-    slot->flagged = flag && (single_epilogue(plan) || gr_dev_write_flag(stream, flag_word(slot), 1) == 0);
+    slot->flagged = flag && (single_epilogue(plan) || gr_dev_write_flag(stream, gr_slot_flag(slot), 1) == 0);
     if (!slot->flagged && (rc = gr_dev_event_record(slot->done, stream)) != 0)
         return gr_fail_dev(ctx, rc, "event record");
     return GR_OK;
@@ -88,7 +85,7 @@ gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, con
 /* Spins until the stream has written the slot's flag; every few thousand turns asks the driver whether
  * the stream failed (a kernel fault would never write the flag). */
 static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
-    volatile unsigned *f = flag_word(slot);
+    volatile unsigned *f = gr_slot_flag(slot);
     for (unsigned spins = 1; *f == 0; spins++) {
         if ((spins & 4095) == 0) {
             int q = gr_dev_stream_query(slot->stream);

@@ -154,6 +154,8 @@ typedef struct gr_result {
 /* Converts a scalar to one element of dtype t at out. GR_EINVAL, with a message that starts with
  * `what`, when it is not integral for an integer dtype or does not fit. */
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what);
+/* One element of dtype t as a scalar: integers as INT or UINT by the dtype's sign, floats as FLOAT. */
+gr_scalar gr_scalar_load(const void *p, gr_dtype t);
 
 gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value);
 /* b[i] = start + i * step, computed in double for floats and in 64-bit wrapping arithmetic for integers. */

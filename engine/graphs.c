@@ -59,7 +59,6 @@ static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_plan *p, vo
     return oldest;
 }
 
-static unsigned *flag_of(gr_slot *s) { return (unsigned *)((char *)s->result + 32); }
 
 /* GR_OK with g->exec set; GR_ENOMEM when the slot could not be had (try again another time); another
  * status when capture itself failed (graphs do not work here). */
@@ -113,7 +112,7 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, voi
         }
     }
     *handled = 1;
-    *(volatile unsigned *)flag_of(g->slot) = 0;
+    *(volatile unsigned *)gr_slot_flag(g->slot) = 0;
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = gr_dev_graph_launch(g->exec, stream);
     if (rc) {

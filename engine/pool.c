@@ -45,7 +45,7 @@ static gr_status slot_create(gr_context *ctx, gr_slot **out) {
     if (st == GR_OK && ctx->backend == GR_BACKEND_CUDA) {
         /* the counter's words (cuda/epilogue.cuh): [0] the last-block ticket, [2..3] the completion flag
          * the single-pass kernels raise, a word of the pinned result area */
-        unsigned *flag = (unsigned *)((char *)s->result + 32);
+        unsigned *flag = gr_slot_flag(s);
         int rc = gr_dev_memset(s->counter, 0, 64, ctx->stream);
         if (rc == 0) rc = gr_dev_copy(s->counter + 2, &flag, sizeof flag, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);

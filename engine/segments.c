@@ -143,19 +143,14 @@ static gr_status check_outs(gr_context *ctx, const gr_buffer *b, const gr_buffer
 
 /* ---- the host path ------------------------------------------------------------------------------- */
 
-/* A result value stored as element i of a result buffer of dtype t (bits for 64-bit integers). */
-static void put(void *p, size_t i, gr_dtype t, gr_scalar v) {
-    double f = v.kind == GR_SCALAR_FLOAT ? v.v.f : v.kind == GR_SCALAR_UINT ? (double)v.v.u
-             : v.kind == GR_SCALAR_BOOL ? (double)v.v.b : (double)v.v.i;
-    uint64_t u = v.kind == GR_SCALAR_BOOL ? (uint64_t)v.v.b : v.kind == GR_SCALAR_FLOAT ? (uint64_t)(int64_t)v.v.f : v.v.u;
-    char *q = (char *)p + i * gr_dtype_size(t);
-    switch (t) {
-    case GR_FLOAT32: *(float *)q = (float)f; break;
-    case GR_FLOAT64: *(double *)q = f; break;
-    case GR_INT8: case GR_UINT8: *(uint8_t *)q = (uint8_t)u; break;
-    case GR_INT32: case GR_UINT32: *(uint32_t *)q = (uint32_t)u; break;
-    default: *(uint64_t *)q = u; break;
+/* A result value stored as element i of a result buffer of dtype t (and/or's booleans as 0/1 bytes). */
+static gr_status put(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v) {
+    if (v.kind == GR_SCALAR_BOOL) {
+        int b = v.v.b;
+        v.kind = GR_SCALAR_UINT;
+        v.v.u = (uint64_t)b;
     }
+    return gr_scalar_store(ctx, v, t, (char *)p + i * gr_dtype_size(t), "result");
 }
 
 static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_dtype acc, size_t size,
@@ -172,7 +167,8 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
         gr_status st = gr_cpu_reduce(ctx, base + lo * es, hi - lo, 0, t, o->op, acc, 0, a);
         if (st != GR_OK) return st;
         gr_result r = gr_host_result(d, t, acc, a, hi - lo, o->ddof);
-        for (int i = 0; i < count; i++) put(dst[i], s, rt[i], r.value[i]);
+        for (int i = 0; i < count && st == GR_OK; i++) st = put(ctx, dst[i], s, rt[i], r.value[i]);
+        if (st != GR_OK) return st;
     }
     return GR_OK;
 }
@@ -229,37 +225,29 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
 }
 
 /* A result read back from the result elements of one item: the same values gr_reduce would give. */
-static gr_result result_of(const gr_op_desc *d, gr_dtype t, gr_dtype acc, const gr_dtype rt[2], const void *v0,
-                           const void *v1, size_t i) {
+static gr_result result_of(const gr_op_desc *d, const gr_dtype rt[2], const void *v0, const void *v1, size_t i) {
     gr_result r = {0};
     r.count = d->arity;
     const void *src[2] = {v0, v1};
     for (int k = 0; k < d->arity; k++) {
         const char *p = (const char *)src[k] + i * gr_dtype_size(rt[k]);
-        gr_scalar s = {0};
-        switch (rt[k]) {
-        case GR_FLOAT32: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const float *)p; break;
-        case GR_FLOAT64: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const double *)p; break;
-        case GR_INT8: s.kind = GR_SCALAR_INT; s.v.i = *(const int8_t *)p; break;
-        case GR_INT32: s.kind = GR_SCALAR_INT; s.v.i = *(const int32_t *)p; break;
-        case GR_INT64: s.kind = GR_SCALAR_INT; s.v.i = *(const int64_t *)p; break;
-        case GR_UINT8: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint8_t *)p; break;
-        case GR_UINT32: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint32_t *)p; break;
-        default: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint64_t *)p; break;
-        }
+        gr_scalar s = gr_scalar_load(p, rt[k]);
         if (d->result == GR_RESULT_BOOL) {
             s.kind = GR_SCALAR_BOOL;
             s.v.b = *(const uint8_t *)p != 0;
         }
         r.value[k] = s;
     }
-    (void)t;
-    (void)acc;
     return r;
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {
     return gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b)) > bytes;
+}
+
+/* Whether b is an item of dtype t's batched launch. */
+static int batched(const gr_buffer *b, int t, size_t alone) {
+    return gr_buffer_dtype(b) == (gr_dtype)t && !is_alone(b, alone);
 }
 
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
@@ -291,7 +279,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
     for (int t = 0; t < GR_DTYPE_COUNT; t++) {
         size_t k = 0, total = 0;
         for (size_t i = 0; i < count; i++)
-            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) {
+            if (batched(bufs[i], t, alone)) {
                 k++;
                 total += gr_buffer_size(bufs[i]);
             }
@@ -308,7 +296,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         char *o0 = (char *)slot->host + items, *o1 = o0 + outs[0];
         size_t j = 0;
         for (size_t i = 0; i < count; i++)
-            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
+            if (batched(bufs[i], t, alone)) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
         gr_seg_shape shape = gr_policy_segments(ctx, total, k, gr_dtype_size((gr_dtype)t));
         if (shape.splits > 1) {             /* items of one launch share no scratch: a block each */
             shape.splits = 1;
@@ -326,7 +314,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         if (rc == 0) {
             j = 0;
             for (size_t i = 0; i < count; i++)
-                if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && !is_alone(bufs[i], alone)) results[i] = result_of(d, (gr_dtype)t, acc, rt, o0, o1, j++);
+                if (batched(bufs[i], t, alone)) results[i] = result_of(d, rt, o0, o1, j++);
         }
         gr_slot_release(ctx, slot);
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);

@@ -170,8 +170,8 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
     return lgr_push_result(L, &v);
 }
 
-/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
- * how many results the op has. */
+/* The result buffers of a segmented reduction, opts.out's or new ones, left on the stack in order.
+ * Returns how many results the op has. */
 int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
@@ -197,6 +197,7 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
                     return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
                 out[i] = u->b;
             }
+            lua_remove(L, base + 1);            /* the table: its buffers stay, in order */
         } else {
             if (count > 1)
                 return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
@@ -215,7 +216,6 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
             out[i] = u->b;
         }
     }
-    if (r->has_out) lua_settop(L, base);
     return count;
 }
 
@@ -224,20 +224,10 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
     gr_context *ctx = lgr_ctx(L);
     gr_segments seg = {r->segment, r->offsets};
     gr_buffer *out[2];
-    int base = lua_gettop(L);
     int count = lgr_segment_outs(L, b, r, out);
     gr_status st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    if (r->has_out) {
-        lua_settop(L, base);
-        lua_getfield(L, 2, "out");
-        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-            for (int i = 0; i < count; i++) lua_rawgeti(L, base + 1, i + 1);
-            lua_remove(L, base + 1);
-        }
-        return count;
-    }
     return count;
 }
 
