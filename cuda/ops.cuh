@@ -193,6 +193,51 @@ template <class F> struct Welford {
     }
 };
 
+/* var / std / norm of integers of up to 32 bits: exact sums instead, which need no division per
+ * element, give the same bits in any order, and let 1-byte data use the dot-product instructions
+ * (thread_load.cuh). The sum of squares is 128 bits wide (two words, low first): a square of a 32-bit
+ * integer is below 2^64, so four of them can already carry. engine/ops.c's gr_op_family chooses the
+ * same way; the host finishes the result (engine/host_ops.c, moments_m2) and results.cuh likewise. */
+template <class In> constexpr bool exact_int_v = !is_float_v<In> && sizeof(In) <= 4;
+
+struct U128 {
+    u64 lo, hi;
+};
+GR_HOSTDEV U128 add128(U128 a, U128 b) {
+    const u64 lo = a.lo + b.lo;
+    return {lo, a.hi + b.hi + (lo < a.lo)};
+}
+/* x^2 of an integer of up to 32 bits, exactly. */
+template <class In> GR_HOSTDEV u64 square_of(In x) {
+    if constexpr (is_signed_v<In>) return u64((long long)x * (long long)x);
+    else return u64(x) * u64(x);
+}
+
+struct MomentsAcc {
+    u64 n, sum;         /* the sum's bits: two's complement when the input is signed */
+    U128 sumsq;
+};
+
+template <class In> struct Moments {
+    using acc_t = MomentsAcc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {0, 0, {0, 0}}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, u64((long long)x), {square_of(x), 0}}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {a.n + b.n, a.sum + b.sum, add128(a.sumsq, b.sumsq)}; }
+};
+
+struct SquaresAcc {
+    U128 sumsq;
+};
+
+template <class In> struct Squares {
+    using acc_t = SquaresAcc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {{0, 0}}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {{square_of(x), 0}}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {add128(a.sumsq, b.sumsq)}; }
+};
+
 /* norm: Blue's three sums of squares (LAPACK's nrm2 since 3.10): elements above tbig scaled down by
  * sbig, below tsml up by ssml, before they are squared, so no square overflows or underflows; the host
  * joins the three sums at the end (engine/host_ops.c, where the constants are derived). */
@@ -312,13 +357,15 @@ GR_OPOF(op_and, (is_same_v<Acc, u8>), And)
 GR_OPOF(op_or, (is_same_v<Acc, u8>), Or)
 GR_OPOF(op_count, (sizeof(Acc) == 8 && !is_signed_v<Acc> && !is_float_v<Acc>), Count)
 GR_OPOF(op_mean, (wide_ok_v<In, Acc>), Sum<wide_t<In, Acc>>)
-GR_OPOF(op_var, (float_ok_v<In, Acc>), Welford<conditional_t<is_float_v<Acc>, Acc, double>>)
-GR_OPOF(op_std, (float_ok_v<In, Acc>), Welford<conditional_t<is_float_v<Acc>, Acc, double>>)
+template <class In, class Acc> using moments_t =
+    conditional_t<exact_int_v<In>, Moments<In>, Welford<conditional_t<is_float_v<Acc>, Acc, double>>>;
+GR_OPOF(op_var, (float_ok_v<In, Acc>), moments_t<In, Acc>)
+GR_OPOF(op_std, (float_ok_v<In, Acc>), moments_t<In, Acc>)
 GR_OPOF(op_argmin, (is_same_v<Acc, In>), ArgExtreme<In, true>)
 GR_OPOF(op_argmax, (is_same_v<Acc, In>), ArgExtreme<In, false>)
 GR_OPOF(op_minmax, (is_same_v<Acc, In>), MinMax<In>)
 GR_OPOF(op_sumsq, (wide_ok_v<In, Acc>), SumSq<wide_t<In, Acc>>)
-GR_OPOF(op_norm, (float_ok_v<In, Acc>), Norm<conditional_t<is_float_v<Acc>, Acc, double>>)
+GR_OPOF(op_norm, (float_ok_v<In, Acc>), conditional_t<exact_int_v<In>, Squares<In>, Norm<conditional_t<is_float_v<Acc>, Acc, double>>>)
 GR_OPOF(op_nansum, (wide_ok_v<In, Acc>), conditional_t<is_float_v<In>, NanSum<wide_t<In, Acc>>, Sum<wide_t<In, Acc>>>)
 GR_OPOF(op_nanmin, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, true>, Min<In>>)
 GR_OPOF(op_nanmax, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, false>, Max<In>>)

@@ -69,32 +69,77 @@ template <class Op, class In> struct Result<res_mean, Op, In> {
     }
 };
 
-template <class F> GR_DEV F variance_of(const WelfordAcc<F> &a, int ddof) {
+/* Rounded once: the high word's part is exact while it is below 2^53 (engine/host_ops.c, the same). */
+GR_DEV double u128_double(U128 v) { return double(v.hi) * 0x1p64 + double(v.lo); }
+
+GR_DEV U128 mul_wide(u64 a, u64 b) { return {a * b, __umul64hi(a, b)}; }
+GR_DEV U128 sub128(U128 a, U128 b) { return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo)}; }
+
+/* The sum of squared deviations of n integers from their exact sums (engine/host_ops.c, moments_m2,
+ * step for step): with q the floor of the mean and r = sum - q n, sum (x - q)^2 = s2 - n q^2 - 2 q r
+ * exactly (modulo 2^128, where it fits), less r^2 / n. */
+template <class In> GR_DEV double moments_m2(const MomentsAcc &a) {
+    const u64 n = a.n;
+    u64 uq, r;
+    bool neg = false;
+    if constexpr (is_signed_v<In>) {
+        const long long s = (long long)a.sum;
+        long long q = s / (long long)n, rr = s % (long long)n;
+        if (rr < 0) {
+            q -= 1;
+            rr += (long long)n;
+        }
+        neg = q < 0;
+        uq = neg ? u64(0) - u64(q) : u64(q);
+        r = u64(rr);
+    } else {
+        uq = a.sum / n;
+        r = a.sum % n;
+    }
+    U128 m = sub128(a.sumsq, mul_wide(n, uq * uq));
+    U128 t = mul_wide(uq, r);
+    t = {t.lo << 1, t.hi << 1 | t.lo >> 63};
+    m = neg ? add128(m, t) : sub128(m, t);
+    const double dev = u128_double(m) - double(r) * (double(r) / double(n));
+    return dev > 0 ? dev : 0.0;
+}
+
+/* The variance over n - ddof degrees of freedom, in the result's type (NaN when there are none). */
+template <class In, class Acc> GR_DEV auto variance_of(const Acc &a, int ddof) {
     const double dof = double(a.n) - double(ddof);
-    return dof > 0 ? F(a.m2 / F(dof)) : F(limits<F>::infinity() - limits<F>::infinity());
+    if constexpr (is_same_v<Acc, MomentsAcc>) {
+        return dof > 0 ? moments_m2<In>(a) / dof : limits<double>::infinity() - limits<double>::infinity();
+    } else {
+        using F = decltype(a.mean);
+        return dof > 0 ? F(a.m2 / F(dof)) : F(limits<F>::infinity() - limits<F>::infinity());
+    }
 }
 
 template <class Op, class In> struct Result<res_var, Op, In> {
     using Acc = typename Op::acc_t;
     static GR_DEV void write(const Acc &a, u64, int ddof, void *out0, void *, size_t s) {
-        using F = decltype(a.mean);
-        static_cast<F *>(out0)[s] = variance_of(a, ddof);
+        using V = decltype(variance_of<In>(a, ddof));
+        static_cast<V *>(out0)[s] = variance_of<In>(a, ddof);
     }
 };
 
 template <class Op, class In> struct Result<res_std, Op, In> {
     using Acc = typename Op::acc_t;
     static GR_DEV void write(const Acc &a, u64, int ddof, void *out0, void *, size_t s) {
-        using F = decltype(a.mean);
-        static_cast<F *>(out0)[s] = F(sqrt(variance_of(a, ddof)));
+        using V = decltype(variance_of<In>(a, ddof));
+        static_cast<V *>(out0)[s] = V(sqrt(variance_of<In>(a, ddof)));
     }
 };
 
 template <class Op, class In> struct Result<res_norm, Op, In> {
     using Acc = typename Op::acc_t;
     static GR_DEV void write(const Acc &a, u64, int, void *out0, void *, size_t s) {
-        using F = decltype(a.small);
-        static_cast<F *>(out0)[s] = blue_join<F>(a);
+        if constexpr (is_same_v<Acc, SquaresAcc>) {
+            static_cast<double *>(out0)[s] = sqrt(u128_double(a.sumsq));
+        } else {
+            using F = decltype(a.small);
+            static_cast<F *>(out0)[s] = blue_join<F>(a);
+        }
     }
 };
 

@@ -49,7 +49,17 @@ __device__ __forceinline__ typename Op::acc_t lane_share(Span<In> sp, unsigned l
         if ((reinterpret_cast<gr::uptr>(sp.p) & 15) == 0) {
             const V *v = reinterpret_cast<const V *>(sp.p);
             const u64 nvec = sp.n / kV;
-            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], i * kV);
+            u64 i = lane;
+            /* four loads in flight before they are folded (in index order): one at a time, a block per
+             * 2 MiB segment ran at 0.91x CUB's, whose threads keep four vectors in flight */
+            for (; i + 3 * u64(lanes) < nvec; i += 4 * u64(lanes)) {
+                V r[4];
+#pragma unroll
+                for (int u = 0; u < 4; u++) r[u] = v[i + u * lanes];
+#pragma unroll
+                for (int u = 0; u < 4; u++) acc = T::fold(acc, r[u], (i + u * lanes) * kV);
+            }
+            for (; i < nvec; i += lanes) acc = T::fold(acc, v[i], i * kV);
             for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], i);
             return T::value(acc);
         }

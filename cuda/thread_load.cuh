@@ -214,6 +214,70 @@ template <> struct ThreadAcc<ArgExtreme<i8, false>, i8> : ByteArg<i8, false> {};
 template <> struct ThreadAcc<ArgExtreme<u8, true>, u8> : ByteArg<u8, true> {};
 template <> struct ThreadAcc<ArgExtreme<u8, false>, u8> : ByteArg<u8, false> {};
 
+/* var / std over floats (and 64-bit integers): Welford's update costs a division per element, which
+ * held float32 at 78% of the read kernel on an H100. A vector is folded as a batch instead: its mean
+ * and its sum of squared deviations from that mean, in registers (two passes over a few values), then
+ * one Chan merge into the thread's running value -- one division per vector, and every step still a
+ * Welford/Chan step, with the deviations taken from a nearby mean. */
+template <class F, class In> struct ThreadAcc<Welford<F>, In> {
+    using Op = Welford<F>;
+    using type = typename Op::acc_t;
+    static GR_DEV type init() { return Op::identity(); }
+    static GR_DEV type fold(type a, const Vec16<In> &r, u64) {
+        constexpr int k = Vec16<In>::kCount;
+        F sum = F(0);
+#pragma unroll
+        for (int j = 0; j < k; j++) sum += F(r.v[j]);
+        const F mean = sum * (F(1) / F(k));          /* k is a power of two: exact */
+        F m2 = F(0);
+#pragma unroll
+        for (int j = 0; j < k; j++) {
+            const F d = F(r.v[j]) - mean;
+            m2 += d * d;
+        }
+        return Op::combine(a, {u64(k), mean, m2});
+    }
+    static GR_DEV type fold1(type a, In x, u64) { return Op::combine(a, Op::load(x)); }
+    static GR_DEV type merge(type a, type b) { return Op::combine(a, b); }
+    static GR_DEV type value(type a) { return a; }
+};
+
+/* var / std / norm of int8 and uint8: the exact sum and sum of squares of a vector are eight __dp4a
+ * (four with ones, four of each word with itself); a thread's sum of squares stays in 64 bits (2^20 per
+ * vector at most) and widens to 128 once, at the end. */
+template <class B> GR_DEV int byte_dot(unsigned a, unsigned b, int c) {
+    if constexpr (is_signed_v<B>) return __dp4a(int(a), int(b), c);
+    else return int(__dp4a(a, b, unsigned(c)));
+}
+
+template <class Op, class B> struct ByteSquares {
+    struct type {
+        u64 n;
+        long long sum;
+        u64 sumsq;
+    };
+    static GR_DEV type init() { return {0, 0, 0}; }
+    static GR_DEV type fold(type a, const Vec16<B> &r, u64) {
+        int s = 0, q = 0;
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            s = byte_dot<B>(word_of(r, w), 0x01010101u, s);
+            q = byte_dot<B>(word_of(r, w), word_of(r, w), q);
+        }
+        return {a.n + 16, a.sum + s, a.sumsq + u64(unsigned(q))};
+    }
+    static GR_DEV type fold1(type a, B x, u64) { return {a.n + 1, a.sum + x, a.sumsq + square_of(x)}; }
+    static GR_DEV type merge(type a, type b) { return {a.n + b.n, a.sum + b.sum, a.sumsq + b.sumsq}; }
+    static GR_DEV typename Op::acc_t value(type a) {
+        if constexpr (is_same_v<typename Op::acc_t, MomentsAcc>) return {a.n, u64(a.sum), {a.sumsq, 0}};
+        else return {{a.sumsq, 0}};
+    }
+};
+template <> struct ThreadAcc<Moments<i8>, i8> : ByteSquares<Moments<i8>, i8> {};
+template <> struct ThreadAcc<Moments<u8>, u8> : ByteSquares<Moments<u8>, u8> {};
+template <> struct ThreadAcc<Squares<i8>, i8> : ByteSquares<Squares<i8>, i8> {};
+template <> struct ThreadAcc<Squares<u8>, u8> : ByteSquares<Squares<u8>, u8> {};
+
 /* Grid-stride accumulation of this thread's share of in[0, n): UNROLL independent 16-byte loads in
  * flight per iteration, each folded into its own accumulator (independent dependency chains), the
  * accumulators merged at the end. UNROLL = 2 measured best on an H200 (experiments/tuning/tune.cu):

@@ -9,6 +9,9 @@
  *   welford  u64 n at 0, mean at 8, m2 after it (accumulator dtype)
  *   norm     small, medium, big (accumulator dtype)
  *   counted  u64 n at 0, the sum (accumulator dtype) at 8; 16 bytes
+ *   moments  u64 n at 0, u64 sum at 8 (two's complement when signed), sum of squares as u128 at 16
+ *            (low word first); 32 bytes
+ *   squares  the sum of squares as u128 (low word first); 16 bytes
  * Float accumulators of float32 round after every operation, which is float32 arithmetic exactly, so
  * the CPU backend overflows, underflows and rounds where the kernels do.
  */
@@ -144,6 +147,51 @@ static num value_combine(const gr_op_desc *op, gr_dtype acc, num a, num b) {
     }
 }
 
+/* ---- exact sums of integers of up to 32 bits (var, std, norm) ------------------------------------ */
+
+typedef unsigned __int128 u128;
+
+static u128 u128_of(const void *p) {
+    const uint64_t *w = p;
+    return (u128)w[1] << 64 | w[0];
+}
+static void u128_put(void *p, u128 v) {
+    uint64_t *w = p;
+    w[0] = (uint64_t)v;
+    w[1] = (uint64_t)(v >> 64);
+}
+/* Rounded once: the high word's part is exact while it is below 2^53 (cuda/results.cuh, the same). */
+static double u128_double(u128 v) { return (double)(uint64_t)(v >> 64) * 0x1p64 + (double)(uint64_t)v; }
+
+/* x^2 of an integer of up to 32 bits, exactly (below 2^64). */
+static uint64_t square_of(num x) { return x.kind == 'i' ? (uint64_t)(x.i * x.i) : x.u * x.u; }
+
+/* The sum of squared deviations of n integers from their exact sum and sum of squares s2. With q the
+ * floor of the mean and r = sum - q n (0 <= r < n), sum (x - q)^2 = s2 - n q^2 - 2 q r is an exact
+ * integer (computed modulo 2^128, where it fits), and sum (x - mean)^2 is that less r^2 / n: one
+ * rounding of a large value, and no cancellation beyond r^2 / n < n. cuda/results.cuh does the same. */
+static double moments_m2(uint64_t n, uint64_t sum, u128 s2, int is_signed) {
+    uint64_t uq, r;
+    int neg = 0;
+    if (is_signed) {
+        int64_t s = (int64_t)sum, q = s / (int64_t)n, rr = s % (int64_t)n;
+        if (rr < 0) {
+            q -= 1;
+            rr += (int64_t)n;
+        }
+        neg = q < 0;
+        uq = neg ? -(uint64_t)q : (uint64_t)q;
+        r = (uint64_t)rr;
+    } else {
+        uq = sum / n;
+        r = sum % n;
+    }
+    u128 m = s2 - (u128)n * (uq * uq), twice_qr = ((u128)uq * r) << 1;
+    m = neg ? m + twice_qr : m - twice_qr;
+    double dev = u128_double(m) - (double)r * ((double)r / (double)n);
+    return dev > 0 ? dev : 0;
+}
+
 /* ---- Blue's scaled sums of squares (LAPACK's nrm2 since 3.10) --------------------------------------
  * Elements above tbig are scaled down by sbig, below tsml up by ssml, before they are squared, so no
  * square overflows or underflows; the three sums meet only at the end. The constants, for base 2 and
@@ -183,12 +231,14 @@ static double blue_norm(gr_dtype acc, double small, double medium, double big) {
 /* The bytes of one accumulator: the layout above, the device's (cuda/ops.cuh). */
 size_t gr_host_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc) {
     size_t es = gr_dtype_size(t), as = gr_dtype_size(acc);
-    switch (d->family) {
+    switch (gr_op_family(d, t)) {
     case GR_FAMILY_ARG: return 16;                              /* u64 index, then the value */
     case GR_FAMILY_MINMAX: return es < 4 ? 4 : 2 * es;          /* two values, 4-byte aligned */
     case GR_FAMILY_WELFORD: return 8 + 2 * as;                  /* u64 n, mean, m2 */
     case GR_FAMILY_NORM: return 3 * as;
     case GR_FAMILY_COUNTED: return 16;                          /* u64 n, then the sum */
+    case GR_FAMILY_MOMENTS: return 32;
+    case GR_FAMILY_SQUARES: return 16;
     default: return as;
     }
 }
@@ -200,7 +250,7 @@ static size_t fsize(gr_dtype acc) { return gr_dtype_size(acc); }
 void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a) {
     memset(a, 0, gr_host_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
     char *p = a;
-    switch (op->family) {
+    switch (gr_op_family(op, t)) {
     case GR_FAMILY_ARG:
         *(uint64_t *)p = UINT64_MAX;
         write_num(p + 8, t, op->combine == GR_COMBINE_MIN ? top(t) : bottom(t));
@@ -209,7 +259,8 @@ void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a) {
         write_num(p, t, top(t));
         write_num(p + gr_dtype_size(t), t, bottom(t));
         break;
-    case GR_FAMILY_WELFORD: case GR_FAMILY_NORM: case GR_FAMILY_COUNTED:
+    case GR_FAMILY_WELFORD: case GR_FAMILY_NORM: case GR_FAMILY_COUNTED: case GR_FAMILY_MOMENTS:
+    case GR_FAMILY_SQUARES:
         break;                          /* all zero */
     default:
         write_num(p, acc, value_identity(op, acc));
@@ -222,7 +273,7 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
     double xf = x.kind == 'f' ? x.f : x.kind == 'i' ? (double)x.i : (double)x.u;
     char *p = a;
     memset(a, 0, gr_host_acc_size(op, t, acc));   /* exactly its bytes: `a` may be one of an array */
-    switch (op->family) {
+    switch (gr_op_family(op, t)) {
     case GR_FAMILY_ARG:
         *(uint64_t *)p = index;
         write_num(p + 8, t, x);
@@ -245,6 +296,14 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
         else f_put(p + fsize(acc), acc, rnd(acc, ax * ax));
         break;
     }
+    case GR_FAMILY_MOMENTS:
+        *(uint64_t *)p = 1;
+        *(uint64_t *)(p + 8) = x.u;                             /* the bits of the (signed) value */
+        u128_put(p + 16, (u128)square_of(x));
+        break;
+    case GR_FAMILY_SQUARES:
+        u128_put(p, (u128)square_of(x));
+        break;
     case GR_FAMILY_COUNTED:
         if (!(xf != xf)) {
             *(uint64_t *)p = 1;
@@ -271,7 +330,7 @@ void gr_host_combine(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a, co
     char *p = a;
     const char *q = b;
     size_t fs = fsize(acc);
-    switch (op->family) {
+    switch (gr_op_family(op, t)) {
     case GR_FAMILY_ARG: {
         uint64_t ai = *(const uint64_t *)p, bi = *(const uint64_t *)q;
         if (arg_b_wins(op, read_num(p + 8, t), ai, read_num(q + 8, t), bi)) memcpy(p, q, 16);
@@ -303,6 +362,14 @@ void gr_host_combine(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a, co
     }
     case GR_FAMILY_NORM:
         for (int k = 0; k < 3; k++) f_put(p + k * fs, acc, rnd(acc, f_of(p + k * fs, acc) + f_of(q + k * fs, acc)));
+        break;
+    case GR_FAMILY_MOMENTS:
+        *(uint64_t *)p += *(const uint64_t *)q;
+        *(uint64_t *)(p + 8) += *(const uint64_t *)(q + 8);
+        u128_put(p + 16, u128_of(p + 16) + u128_of(q + 16));
+        break;
+    case GR_FAMILY_SQUARES:
+        u128_put(p, u128_of(p) + u128_of(q));
         break;
     case GR_FAMILY_COUNTED:
         *(uint64_t *)p += *(const uint64_t *)q;
@@ -339,7 +406,7 @@ gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const v
         r.value[0].v.b = *(const uint8_t *)p != 0;
         break;
     case GR_RESULT_MEAN:
-        if (op->family == GR_FAMILY_COUNTED) {
+        if (gr_op_family(op, t) == GR_FAMILY_COUNTED) {
             uint64_t k = *(const uint64_t *)p;
             r.value[0] = scalar_f(k ? rnd(acc, f_of(p + 8, acc) / (double)k) : NAN);
         } else if (gr_dtype_is_float(acc)) {
@@ -351,13 +418,17 @@ gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const v
         break;
     case GR_RESULT_VAR: case GR_RESULT_STD: {
         uint64_t k = *(const uint64_t *)p;
-        double dof = (double)k - (double)ddof;
-        double var = dof > 0 ? rnd(acc, f_of(p + 8 + fs, acc) / rnd(acc, dof)) : NAN;
+        double dof = (double)k - (double)ddof, var;
+        if (gr_op_family(op, t) == GR_FAMILY_MOMENTS)
+            var = dof > 0 ? moments_m2(k, *(const uint64_t *)(p + 8), u128_of(p + 16), gr_dtype_is_signed(t)) / dof : NAN;
+        else
+            var = dof > 0 ? rnd(acc, f_of(p + 8 + fs, acc) / rnd(acc, dof)) : NAN;
         r.value[0] = scalar_f(op->result == GR_RESULT_STD ? rnd(acc, sqrt(var)) : var);
         break;
     }
     case GR_RESULT_NORM:
-        r.value[0] = scalar_f(blue_norm(acc, f_of(p, acc), f_of(p + fs, acc), f_of(p + 2 * fs, acc)));
+        if (gr_op_family(op, t) == GR_FAMILY_SQUARES) r.value[0] = scalar_f(sqrt(u128_double(u128_of(p))));
+        else r.value[0] = scalar_f(blue_norm(acc, f_of(p, acc), f_of(p + fs, acc), f_of(p + 2 * fs, acc)));
         break;
     case GR_RESULT_ARG: {
         uint64_t i = *(const uint64_t *)p;

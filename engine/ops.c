@@ -6,7 +6,8 @@
  * squares) accumulate in 64 bits (wrapping, so results are exact modulo 2^64 and bit-identical on every
  * backend), min and max stay in the input type, and/or reduce 0/1 flags, floats accumulate in their own
  * type unless the caller asks for float64 (float32 data only); means, variances and norms of integers
- * are computed in float64 (a mean from the exact 64-bit sum).
+ * are float64 results, a mean from the exact 64-bit sum, var/std/norm of integers of up to 32 bits from
+ * exact sums and sums of squares (gr_op_family), of 64-bit integers by Welford and Blue in float64.
  */
 #include "ops.h"
 #include "error.h"
@@ -40,6 +41,13 @@ static const gr_op_desc ops[GR_OP_COUNT] = {
 #undef V
 
 const gr_op_desc *gr_op_desc_get(gr_op op) { return (unsigned)op < GR_OP_COUNT ? &ops[op] : NULL; }
+
+gr_family gr_op_family(const gr_op_desc *d, gr_dtype t) {
+    int exact = !gr_dtype_is_float(t) && gr_dtype_size(t) <= 4;     /* kept in step with cuda/ops.cuh's exact_int_v */
+    if (exact && d->family == GR_FAMILY_WELFORD) return GR_FAMILY_MOMENTS;
+    if (exact && d->family == GR_FAMILY_NORM) return GR_FAMILY_SQUARES;
+    return d->family;
+}
 
 const char *gr_op_name(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].name : "?"; }
 int gr_op_arity(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].arity : 0; }

@@ -4,7 +4,8 @@
  * A descriptor says what the op does, in terms the backends implement once each:
  *   family   the shape of its accumulator: one value (most ops), a value and its index (argmin,
  *            argmax), a low and a high (minmax), a count, mean and sum of squared deviations (var,
- *            std), three scaled sums of squares (norm), a count and a sum (nanmean);
+ *            std), three scaled sums of squares (norm), a count and a sum (nanmean); on integers of
+ *            up to 32 bits var, std and norm take exact integer sums instead (gr_op_family);
  *   map      what one element contributes to a one-value accumulator: its value, a flag (x != 0), its
  *            square, or its value with NaN taken as zero;
  *   combine  how two one-value accumulators meet: add, multiply, min, max, and, or, or the min and max
@@ -28,6 +29,8 @@ typedef enum {
     GR_FAMILY_WELFORD,          /* {u64 n; F mean; F m2} */
     GR_FAMILY_NORM,             /* {F small; F medium; F big}: Blue's scaled sums of squares */
     GR_FAMILY_COUNTED,          /* {u64 n; F sum}: a sum and how many elements it holds */
+    GR_FAMILY_MOMENTS,          /* {u64 n; u64 sum; u128 sumsq}: var/std of integers of up to 32 bits */
+    GR_FAMILY_SQUARES,          /* {u128 sumsq}: norm of integers of up to 32 bits */
 } gr_family;
 
 typedef enum { GR_MAP_VALUE, GR_MAP_NONZERO, GR_MAP_SQUARE, GR_MAP_NAN_ZERO } gr_map_kind;
@@ -62,6 +65,10 @@ typedef struct gr_op_desc {
 
 /* The descriptor of an op, or NULL when op is not one. */
 const gr_op_desc *gr_op_desc_get(gr_op op);
+/* The accumulator family of op over input dtype t: the descriptor's, except that var, std and norm of
+ * integers of up to 32 bits keep exact integer sums (a 64-bit sum and a 128-bit sum of squares), which
+ * are exact, order-free and, with the bytes' dot-product instructions, as fast as a sum. */
+gr_family gr_op_family(const gr_op_desc *d, gr_dtype t);
 /* The accumulator dtype of op over dtype t, with an optional override (-1 = none); -1 and a message
  * naming "acc" when the override is not accepted. */
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override);

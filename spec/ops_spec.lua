@@ -722,6 +722,51 @@ describe("ddof", function()
     assert(v1 ~= v1, "var of one element with ddof = 1 must be NaN, got " .. tostring(v1))
   end)
 
+  -- var, std and norm of 8- and 32-bit integers come from exact sums (a 64-bit sum, a 128-bit sum of
+  -- squares): within a few ulp of the exact value even with an offset of 2^31, where a float64 Welford
+  -- loses about 2^-22 of it. The exact value: var is shift-invariant, so (n sum y^2 - (sum y)^2) / (n (n -
+  -- ddof)) with y = x - c is an exact integer ratio, rounded once by the division.
+  local function ulps(got, want) return math.abs(got - want) / (math.abs(want) * 0x1p-52 + 0x1p-1074) end
+  for _, v in ipairs(vs) do
+    H.variant_it(v, v.name .. ": var, std and norm of int8, uint8, int32, uint32 are exact sums, offsets up to 2^32",
+      function()
+      local cases = { int8 = { -128, 255 }, uint8 = { 0, 255 }, int32 = { 0x7fffffff - 40, 31 },
+                      uint32 = { 0xffffffff - 40, 31 } }
+      for dtype, c in pairs(cases) do
+        for _, n in ipairs({ 2, 33, 1025, 70001 }) do
+          local rng = R.rng(fnv("exact-var:" .. dtype .. ":" .. n))
+          local vals, s1, s2 = {}, 0, 0
+          for i = 1, n do
+            local y = rng:next() % (c[2] + 1)
+            vals[i] = c[1] + y
+            s1, s2 = s1 + y, s2 + y * y
+          end
+          -- sum x^2 = n c^2 + 2 c sum y + sum y^2: a few roundings in double, not n of them
+          local sq = n * (c[1] * 1.0) * c[1] + 2.0 * c[1] * s1 + s2
+          local b = gr.buffer(vals, dtype)
+          local opts = v.auto and {} or { variant = v.name }
+          for _, ddof in ipairs({ 0, 1 }) do
+            opts.ddof = ddof
+            local want = (n * s2 - s1 * s1) / (n * (n - ddof))
+            local got = gr.var(b, opts)
+            assert(ulps(got, want) <= 4, string.format("var %s n=%d ddof=%d: %.17g, exact %.17g", dtype, n, ddof,
+              got, want))
+            local sd = gr.std(b, opts)
+            assert(ulps(sd, math.sqrt(want)) <= 4, string.format("std %s n=%d: %.17g, exact %.17g", dtype, n, sd,
+              math.sqrt(want)))
+          end
+          opts.ddof = nil
+          if contains(v.ops or { "norm" }, "norm") then
+            local nrm = gr.norm(b, opts)
+            assert(ulps(nrm, math.sqrt(sq)) <= 4, string.format("norm %s n=%d: %.17g, about %.17g",
+              dtype, n, nrm, math.sqrt(sq)))
+          end
+          b:free()
+        end
+      end
+    end)
+  end
+
   it("is rejected when negative, naming opts.ddof", function()
     local b = gr.buffer({ 1, 2, 3 }, "float64")
     local h = gr.buffer({ 1, 2, 3 }, "float64", { where = "host" })

@@ -2,8 +2,9 @@
  * nvrtc_headers.c -- compiles the kernels' device headers with NVRTC, as run-time compiled operators
  * will: every header that says it is NVRTC-clean (cuda/core.cuh, ops, warp_block, thread_load,
  * pipeline, epilogue, classic, atomics) must compile without the CUDA runtime's headers or a standard
- * library. The source instantiates a grid-stride kernel for the classic ops (sum .. or) on every dtype, plus the
- * classic tree, the pipelined loads and the atomics. NVRTC needs no GPU: this runs in CI too.
+ * library. The source instantiates a grid-stride kernel for the classic ops (sum .. or) on every dtype
+ * and for var and norm on a few, plus the classic tree, the pipelined loads and the atomics. NVRTC
+ * needs no GPU: this runs in CI too.
  *   nvrtc_headers CUDA_DIR     (the repository's cuda/ folder); prints one line, exits 0 on success
  */
 #include <nvrtc.h>
@@ -49,6 +50,9 @@ static const char *source =
     "INTS(SHUFFLE, gr::i8) INTS(SHUFFLE, gr::u8) INTS(SHUFFLE, gr::i32) INTS(SHUFFLE, gr::u32)\n"
     "INTS(SHUFFLE, gr::i64) INTS(SHUFFLE, gr::u64) FLOATS(SHUFFLE, float) FLOATS(SHUFFLE, double)\n"
     "SHUFFLE(0, float, double) SHUFFLE(1, float, double)\n"
+    /* var and norm: exact integer sums (8 and 32 bits, with the byte dot products), Welford batches */
+    "SHUFFLE(8, gr::i8, double) SHUFFLE(8, gr::u32, double) SHUFFLE(8, float, float) SHUFFLE(8, gr::i64, double)\n"
+    "SHUFFLE(14, gr::u8, double) SHUFFLE(14, gr::i32, double) SHUFFLE(14, double, double)\n"
     "INTS(OTHERS, gr::i8) INTS(OTHERS, gr::u64) FLOATS(OTHERS, float)\n";
 
 int main(int argc, char **argv) {

@@ -57,10 +57,11 @@ data without acc = "float64" -- must also be a float32 value: results are rounde
                |got - N| <= (gamma(n + 4) / 2 + 8 u + 4 u64) N (1 + 2^-20) + (sqrt(n) + 2) denorm_min
            (sqrt halves the relative error of the sum; 8 u covers the combination, the final sqrt and the
            rounding to the accumulator). Overflow of N itself: +inf required / accepted as for sumsq.
-           Integers: in float64 (the elements converted to double). NaN if any NaN, +inf if an infinity (and
-           no NaN). Empty: 0.0.
-  var / std  one-pass Welford/Chan in the accumulator type (integers: float64; float32: float32 unless acc
-           = "float64"): var = m2 / (n - ddof), std = sqrt(var); n - ddof <= 0 gives NaN; NaN in the data
+           Integers: in float64 (8- and 32-bit ones from the exact sum of squares, rounded once). NaN if
+           any NaN, +inf if an infinity (and no NaN). Empty: 0.0.
+  var / std  one-pass Welford/Chan in the accumulator type (64-bit integers: float64; float32: float32
+           unless acc = "float64"; 8- and 32-bit integers: exact sums, far inside the bound, and
+           checked to a few ulp in ops_spec's "exact sums" test): var = m2 / (n - ddof), std = sqrt(var); n - ddof <= 0 gives NaN; NaN in the data
            gives NaN; an infinity gives NaN or +inf. Empty: error. Checked against a two-pass reference
            in double (the mean from the exact expansion sum, then a compensated sum of (x - mean)^2), within
            a bound that holds for ANY tree of Welford updates and Chan combinations (a sequential Welford
