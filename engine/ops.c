@@ -42,12 +42,6 @@ static const gr_op_desc ops[GR_OP_COUNT] = {
 
 const gr_op_desc *gr_op_desc_get(gr_op op) { return (unsigned)op < GR_OP_COUNT ? &ops[op] : NULL; }
 
-gr_family gr_op_family(const gr_op_desc *d, gr_dtype t) {
-    int exact = !gr_dtype_is_float(t) && gr_dtype_size(t) <= 4;     /* kept in step with cuda/ops.cuh's exact_int_v */
-    if (exact && d->family == GR_FAMILY_WELFORD) return GR_FAMILY_MOMENTS;
-    if (exact && d->family == GR_FAMILY_NORM) return GR_FAMILY_SQUARES;
-    return d->family;
-}
 
 const char *gr_op_name(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].name : "?"; }
 int gr_op_arity(gr_op op) { return (unsigned)op < GR_OP_COUNT ? ops[op].arity : 0; }

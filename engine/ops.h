@@ -67,8 +67,15 @@ typedef struct gr_op_desc {
 const gr_op_desc *gr_op_desc_get(gr_op op);
 /* The accumulator family of op over input dtype t: the descriptor's, except that var, std and norm of
  * integers of up to 32 bits keep exact integer sums (a 64-bit sum and a 128-bit sum of squares), which
- * are exact, order-free and, with the bytes' dot-product instructions, as fast as a sum. */
-gr_family gr_op_family(const gr_op_desc *d, gr_dtype t);
+ * are exact, order-free and, with the bytes' dot-product instructions, as fast as a sum. Kept in step
+ * with cuda/ops.cuh's exact_int_v. Inline: ops.c and host_ops.c both ask, and neither calls the other
+ * back (the layer check). */
+static inline gr_family gr_op_family(const gr_op_desc *d, gr_dtype t) {
+    int exact = !gr_dtype_is_float(t) && gr_dtype_size(t) <= 4;
+    if (exact && d->family == GR_FAMILY_WELFORD) return GR_FAMILY_MOMENTS;
+    if (exact && d->family == GR_FAMILY_NORM) return GR_FAMILY_SQUARES;
+    return d->family;
+}
 /* The accumulator dtype of op over dtype t, with an optional override (-1 = none); -1 and a message
  * naming "acc" when the override is not accepted. */
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override);
