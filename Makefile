@@ -134,7 +134,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
-HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module $(HOST_PROGRAMS)
 module: $(MODULE)
 
@@ -181,14 +181,17 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
-$(OBJ)/spec/host/c_api_host.o: spec/host/c_api_host.c $(ENGINE_H)
+# The C API host, and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
+# so it builds with or without a toolkit, and says so when it finds none.
+C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
+$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o): $(OBJ)/spec/host/%.o: spec/host/%.c $(ENGINE_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
 
 $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 	$(HOST_LINK) -o $@ $^ $(LUA_LINK) $(LINK_LIBS)
 
-$(BUILD)/c_api_host: $(OBJ)/spec/host/c_api_host.o $(ENGINE_OBJ) $(DEVICE_OBJ)
+$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(ENGINE_OBJ) $(DEVICE_OBJ)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and
