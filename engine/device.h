@@ -4,7 +4,8 @@
  *
  * Implemented by cuda/runtime.cu (the runtime calls), cuda/generate.cu (fill, iota, random),
  * cuda/read_bandwidth.cu (the read ceiling) and cuda/jit.cu (code compiled at run time) in a CUDA
- * build, and by engine/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error code (an int: the engine names it in its messages).
+ * build, and by engine/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
+ * code (an int: the engine names it in its messages).
  */
 #ifndef GR_DEVICE_H
 #define GR_DEVICE_H

@@ -58,8 +58,9 @@ describe("host applications", function()
   it("say where they looked for NVRTC when GPUREDUCE_NVRTC names no library", function()
     local ok, out = run("GPUREDUCE_NVRTC=/nonexistent/libnvrtc.so " .. build .. "/nvrtc_compile --unavailable")
     assert(ok, out)
+    -- then the loader's own words, which name the path again
     assert.matches("no NVRTC at GPUREDUCE_NVRTC=/nonexistent/libnvrtc.so (the only place tried while it is set): " ..
-      "/nonexistent/libnvrtc.so: cannot open", out, 1, true)
+      "/nonexistent/libnvrtc.so", out, 1, true)
   end)
 
   it("keep the engine's layers free of circles, and the kernels to their contract", function()
