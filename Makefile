@@ -98,7 +98,12 @@ NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
 ENGINE_H    := $(wildcard engine/*.h)
 ENGINE_SRC  := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
-ENGINE_OBJ  := $(ENGINE_SRC:%.c=$(OBJ)/%.o)
+# The NVRTC-clean device headers (those whose opening comment says so) and the lists they include,
+# embedded in the module for operators compiled at run time (engine/nvrtc.h).
+NVRTC_HEADERS := $(shell for f in cuda/*.cuh; do sed -n '1,/\*\//p' $$f | grep -q NVRTC-clean && echo $$f; done) \
+                 engine/lists.h
+EMBED_OBJ   := $(OBJ)/gen/embedded_headers.o
+ENGINE_OBJ  := $(ENGINE_SRC:%.c=$(OBJ)/%.o) $(EMBED_OBJ)
 BINDING_SRC := $(wildcard lua/*.c)
 BINDING_OBJ := $(BINDING_SRC:%.c=$(OBJ)/%.o)
 
@@ -113,7 +118,7 @@ CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST
 ifeq ($(NVCC),)
   DEVICE_OBJ := $(OBJ)/engine/device_none.o
   LINK       := $(CC) -shared $(SANITIZE)
-  LINK_LIBS  := -lpthread -lm
+  LINK_LIBS  := -lpthread -lm -ldl
   HOST_LINK  := $(CC) $(SANITIZE)
 else
   DEVICE_OBJ := $(CUDA_OBJ)
@@ -129,7 +134,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
-HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module $(HOST_PROGRAMS)
 module: $(MODULE)
 
@@ -142,6 +147,18 @@ $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
 $(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
 
 $(OBJ)/engine/%.o: engine/%.c $(ENGINE_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(GR_CFLAGS) -c $< -o $@
+
+# Where engine/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
+NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
+$(OBJ)/engine/nvrtc.o: FILE_CFLAGS = $(if $(NVRTC_LIB),-DGR_NVRTC_DEFAULT='"$(NVRTC_LIB)"')
+
+$(BUILD)/gen/embedded_headers.c: scripts/embed_headers.sh $(NVRTC_HEADERS)
+	@mkdir -p $(dir $@)
+	sh scripts/embed_headers.sh $@ $(NVRTC_HEADERS)
+
+$(EMBED_OBJ): $(BUILD)/gen/embedded_headers.c $(ENGINE_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
 
@@ -164,14 +181,17 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
-$(OBJ)/spec/host/c_api_host.o: spec/host/c_api_host.c $(ENGINE_H)
+# The C API host, and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
+# so it builds with or without a toolkit, and says so when it finds none.
+C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
+$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o): $(OBJ)/spec/host/%.o: spec/host/%.c $(ENGINE_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
 
 $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 	$(HOST_LINK) -o $@ $^ $(LUA_LINK) $(LINK_LIBS)
 
-$(BUILD)/c_api_host: $(OBJ)/spec/host/c_api_host.o $(ENGINE_OBJ) $(DEVICE_OBJ)
+$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(ENGINE_OBJ) $(DEVICE_OBJ)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and

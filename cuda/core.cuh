@@ -4,8 +4,9 @@
  *
  * Compiled by nvcc for the catalogue and by NVRTC for operators generated at run time, so it includes
  * nothing (NVRTC has no standard library and no CUDA runtime headers) -- neither does any header that
- * includes it: ops, warp_block, thread_load, pipeline, epilogue, classic, atomics. The runtime side of
- * a launch lives apart, in launch.cuh.
+ * includes it: ops, warp_block, thread_load, pipeline, epilogue, classic, atomics, results. The runtime
+ * side of a launch lives apart, in launch.cuh. NVRTC-clean: the module embeds every header whose opening
+ * comment says so (scripts/embed_headers.sh), for operators to include by name.
  */
 #pragma once
 

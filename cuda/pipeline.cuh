@@ -11,7 +11,7 @@
  * asynchronous copy (cp.async, sm_80 and later): kStages copies are in flight when a thread waits for
  * the oldest, the newest issued into the slot that was read one iteration earlier. A thread reads only
  * the slots it filled, so no barrier is needed (cp.async.wait_group makes a thread's own copies
- * visible to it), and the ring costs shared memory, not registers.
+ * visible to it), and the ring costs shared memory, not registers. NVRTC-clean (core.cuh).
  */
 #pragma once
 

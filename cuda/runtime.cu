@@ -4,12 +4,12 @@
  * The engine is plain C and never includes a CUDA header: every runtime call it needs passes through
  * here, returning the cudaError_t as an int (0 = success) so the engine can name it in its messages.
  */
-#include <cuda.h>          /* types only: the one driver entry point is looked up at run time */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "../engine/device.h"
+#include "driver.cuh"
 
 extern "C" int gr_dev_present(void) {
     int count = 0;
@@ -125,22 +125,10 @@ extern "C" int gr_dev_graph_launch(void *exec, void *stream) {
 
 extern "C" int gr_dev_graph_destroy(void *exec) { return cudaGraphExecDestroy((cudaGraphExec_t)exec); }
 
-/* cuStreamWriteValue32 through the runtime's driver entry point, so the module never links libcuda
- * (it must load on machines without a driver). Looked up once; NULL when the driver lacks it. */
-typedef CUresult (*write_value_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-static write_value_fn write_value(void) {
-    static int looked;
-    static write_value_fn fn;
-    if (!looked) {
-        looked = 1;
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &p, 12000, cudaEnableDefault, &q) ==
-                cudaSuccess && q == cudaDriverEntryPointSuccess)
-            fn = (write_value_fn)p;
-        cudaGetLastError();
-    }
+/* cuStreamWriteValue32 from the driver (driver.cuh), looked up once; NULL when the driver lacks it. A
+ * function-local static: initialised once even when several threads get here first together. */
+static decltype(&cuStreamWriteValue32) write_value(void) {
+    static const auto fn = gr::driver_entry<decltype(&cuStreamWriteValue32)>("cuStreamWriteValue32");
     return fn;
 }
 
@@ -148,7 +136,7 @@ static write_value_fn write_value(void) {
  * stream is done and visible: the host can spin on the word instead of synchronising through the driver,
  * about a microsecond less per call (experiments/tuning/tune.cu). */
 extern "C" int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value) {
-    write_value_fn fn = write_value();
+    auto fn = write_value();
     if (!fn) return cudaErrorNotSupported;
     CUresult r = fn((CUstream)stream, (CUdeviceptr)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT);
     return r == CUDA_SUCCESS ? 0 : cudaErrorNotSupported;

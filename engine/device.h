@@ -2,9 +2,10 @@
  * device.h -- the device interface: every call the engine makes to the GPU goes through these
  * functions, so that no engine file includes a CUDA header.
  *
- * Implemented by cuda/runtime.cu (the runtime calls), cuda/generate.cu (fill, iota, random) and
- * cuda/read_bandwidth.cu (the read ceiling) in a CUDA build, and by engine/device_none.c in a CPU-only
- * build. Every function returns 0 or a CUDA error code (an int: the engine names it in its messages).
+ * Implemented by cuda/runtime.cu (the runtime calls), cuda/generate.cu (fill, iota, random),
+ * cuda/read_bandwidth.cu (the read ceiling) and cuda/jit.cu (code compiled at run time) in a CUDA
+ * build, and by engine/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
+ * code (an int: the engine names it in its messages).
  */
 #ifndef GR_DEVICE_H
 #define GR_DEVICE_H
@@ -44,6 +45,13 @@ int gr_dev_capture_begin(void *stream);
 int gr_dev_capture_end(void *stream, void **exec);     /* *exec NULL on failure */
 int gr_dev_graph_launch(void *exec, void *stream);
 int gr_dev_graph_destroy(void *exec);
+/* Code compiled at run time (engine/nvrtc.c): a CUBIN or PTX image loaded into the device's context,
+ * the loader's messages in log when it fails (log may be NULL); a kernel of it by its extern "C" name;
+ * a launch of a 1-D grid, args pointing at each of the kernel's arguments in order. */
+int gr_dev_module_load(const void *image, void **module, char *log, size_t loglen);
+int gr_dev_module_function(void *module, const char *name, void **fn);
+int gr_dev_module_unload(void *module);
+int gr_dev_launch(void *fn, unsigned grid, unsigned block, size_t smem, void *stream, void **args);
 /* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
 /* generators of buffer contents, on the device */

@@ -56,3 +56,13 @@ int gr_dev_stream_query(void *s) { (void)s; return NO_DEVICE; }
 int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value) {
     (void)stream; (void)flag; (void)value; return NO_DEVICE;
 }
+int gr_dev_module_load(const void *image, void **module, char *log, size_t loglen) {
+    (void)image; (void)log; (void)loglen; *module = NULL; return NO_DEVICE;
+}
+int gr_dev_module_function(void *module, const char *name, void **fn) {
+    (void)module; (void)name; *fn = NULL; return NO_DEVICE;
+}
+int gr_dev_module_unload(void *module) { (void)module; return NO_DEVICE; }
+int gr_dev_launch(void *fn, unsigned grid, unsigned block, size_t smem, void *stream, void **args) {
+    (void)fn; (void)grid; (void)block; (void)smem; (void)stream; (void)args; return NO_DEVICE;
+}

@@ -5,7 +5,7 @@
 --   3. no file under cuda/ includes an engine header other than the narrow launch contract
 --      (engine/launch.h, which includes only gr.h), the lists of dtypes and ops (engine/lists.h, which
 --      includes nothing), the device interface that cuda/runtime.cu,
---      generate.cu and read_bandwidth.cu implement (engine/device.h) and the generators shared with the
+--      generate.cu, read_bandwidth.cu and jit.cu implement (engine/device.h) and the generators shared with the
 --      CPU backend (engine/gen_element.h), and no kernel calls a function of the engine.
 -- Prints each circle or stray include it finds and exits 1; prints "layers: ok" otherwise.
 --   lua5.4 scripts/check_layers.lua [build dir, default build]
