@@ -193,68 +193,80 @@ static void miss(void) {
     EXPECT_COUNTS(&before, 0, 1, 0, 0, 0);
 }
 
-/* A file cut short anywhere -- in the header, the key, the image -- or one byte too long misses; the
- * next store makes it whole again. */
-static void truncated(void) {
-    gr_kcache_stats before;
-    gr_kcache_stats_get(&before);
-    const size_t keylen = 300, len = 5000;
-    unsigned char *key = bytes_of(keylen, 1), *image = bytes_of(len, 2);
-    store(key, keylen, image, len);
+/* One entry alone in the directory, for the scenarios that damage its file: where its key and image
+ * start in the file and where it ends, and the counts from before it was stored. */
+typedef struct lone_entry {
+    unsigned char *key, *image;
+    size_t keylen, len;
     char path[PATH_MAX];
-    only_entry(path);
-    const off_t full = 40 + keylen + len;
-    CHECK(file_size(path) == full, "the file has %lld bytes, expected %lld", (long long)file_size(path),
+    off_t key_at, image_at, end;
+    gr_kcache_stats before;
+} lone_entry;
+
+static void lone_store(lone_entry *e, size_t keylen, size_t len, unsigned seed) {
+    *e = (lone_entry){bytes_of(keylen, seed), bytes_of(len, seed + 1), keylen, len, "", 40,
+                      40 + (off_t)keylen, 40 + (off_t)(keylen + len), {0}};
+    gr_kcache_stats_get(&e->before);
+    store(e->key, keylen, e->image, len);
+    only_entry(e->path);
+}
+
+/* The damaged file misses, and the next store makes it whole again. */
+static void miss_then_repair_at(int line, lone_entry *e) {
+    expect_load_at(line, e->key, e->keylen, NULL, 0);
+    store(e->key, e->keylen, e->image, e->len);
+    expect_load_at(line, e->key, e->keylen, e->image, e->len);
+}
+#define MISS_THEN_REPAIR(e) miss_then_repair_at(__LINE__, e)
+
+static void lone_free(lone_entry *e) {
+    free(e->key);
+    free(e->image);
+}
+
+/* A file cut short anywhere -- in the header, the key, the image -- or one byte too long. */
+static void truncated(void) {
+    lone_entry e;
+    lone_store(&e, 300, 5000, 1);
+    const off_t k = e.key_at, p = e.image_at, full = e.end;
+    CHECK(file_size(e.path) == full, "the file has %lld bytes, expected %lld", (long long)file_size(e.path),
           (long long)full);
-    const off_t cuts[] = {0, 1, 8, 39, 40, 41, 40 + keylen - 1, 40 + keylen, 40 + keylen + 1, full - 8, full - 1};
+    const off_t cuts[] = {0, 1, 8, 39, k, k + 1, p - 1, p, p + 1, full - 8, full - 1};
     const size_t ncuts = sizeof cuts / sizeof cuts[0];
     for (size_t i = 0; i < ncuts; i++) {
-        CHECK(truncate(path, cuts[i]) == 0, "truncate to %lld: %s", (long long)cuts[i], strerror(errno));
-        EXPECT_MISS(key, keylen);
-        store(key, keylen, image, len);
-        EXPECT_LOAD(key, keylen, image, len);
+        CHECK(truncate(e.path, cuts[i]) == 0, "truncate to %lld: %s", (long long)cuts[i], strerror(errno));
+        MISS_THEN_REPAIR(&e);
     }
     /* one byte more than the header says */
-    int fd = open(path, O_WRONLY | O_APPEND);
-    CHECK(fd >= 0 && write(fd, "x", 1) == 1, "cannot append to %s", path);
+    int fd = open(e.path, O_WRONLY | O_APPEND);
+    CHECK(fd >= 0 && write(fd, "x", 1) == 1, "cannot append to %s", e.path);
     if (fd >= 0) close(fd);
-    EXPECT_MISS(key, keylen);
-    store(key, keylen, image, len);
-    EXPECT_LOAD(key, keylen, image, len);
-    EXPECT_COUNTS(&before, ncuts + 1, ncuts + 1, ncuts + 1, 0, ncuts + 2);
-    free(key);
-    free(image);
+    MISS_THEN_REPAIR(&e);
+    EXPECT_COUNTS(&e.before, ncuts + 1, ncuts + 1, ncuts + 1, 0, ncuts + 2);
+    lone_free(&e);
 }
 
 /* One flipped bit or byte anywhere -- magic, version, lengths, checksum, key, image -- misses; so does a
  * zeroed run of the image (a write that never reached the disk). */
 static void damaged(void) {
-    gr_kcache_stats before;
-    gr_kcache_stats_get(&before);
-    const size_t keylen = 257, len = 70001;
-    unsigned char *key = bytes_of(keylen, 3), *image = bytes_of(len, 4);
-    store(key, keylen, image, len);
-    char path[PATH_MAX];
-    only_entry(path);
-    const off_t k = 40, p = 40 + (off_t)keylen, end = p + (off_t)len;
+    lone_entry e;
+    lone_store(&e, 257, 70001, 3);
+    const off_t k = e.key_at, p = e.image_at, end = e.end;
     const off_t at[] = {0, 7, 8, 11, 12, 16, 23, 24, 31, 32, 39, k, k + 128, p - 1, p, p + 4096, p + 35000, end - 1};
     const size_t nat = sizeof at / sizeof at[0];
     for (size_t i = 0; i < nat; i++) {
         for (int m = 0; m < 2; m++) {
-            flip_byte(path, at[i], m ? 0xff : 0x10);
-            EXPECT_MISS(key, keylen);
-            store(key, keylen, image, len);
-            EXPECT_LOAD(key, keylen, image, len);
+            flip_byte(e.path, at[i], m ? 0xff : 0x10);
+            MISS_THEN_REPAIR(&e);
         }
     }
-    int fd = open(path, O_WRONLY);
+    int fd = open(e.path, O_WRONLY);
     static const unsigned char zeros[4096];
     CHECK(fd >= 0 && pwrite(fd, zeros, sizeof zeros, p + 8192) == (ssize_t)sizeof zeros, "cannot zero a run");
     if (fd >= 0) close(fd);
-    EXPECT_MISS(key, keylen);
-    EXPECT_COUNTS(&before, 2 * nat, 2 * nat + 1, 2 * nat + 1, 0, 2 * nat + 1);
-    free(key);
-    free(image);
+    MISS_THEN_REPAIR(&e);
+    EXPECT_COUNTS(&e.before, 2 * nat + 1, 2 * nat + 1, 2 * nat + 1, 0, 2 * nat + 2);
+    lone_free(&e);
 }
 
 /* A whole, valid file of another key under this key's name (two keys with one digest) is not loaded. */
