@@ -8,7 +8,7 @@
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs, in two busted processes (GPU specs pending without a device)
 #   make check-asan      the specs against a CPU-only module built with ASan + UBSan (in build-asan/)
-#   make check-valgrind  the two host programs under valgrind, on the CPU backend
+#   make check-valgrind  the host programs under valgrind, on the CPU backend
 #   make bench           the GPU benchmarks against CUB
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
@@ -134,7 +134,8 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
-HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
+                 $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module $(HOST_PROGRAMS)
 module: $(MODULE)
 
@@ -170,8 +171,9 @@ $(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(ENGINE_H)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-# Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API.
-# The second links the module's own objects rather than compiling anything again.
+# Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API,
+# one tries the kernel cache alone. The last two link the module's own objects rather than compiling
+# anything again.
 $(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
@@ -181,9 +183,9 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
-# The C API host, and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
-# so it builds with or without a toolkit, and says so when it finds none.
-C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
+# The C API host, the NVRTC layer's test (spec/host/nvrtc_compile.c) and the kernel cache's
+# (kcache_host.c): NVRTC is opened at run time, so they build with or without a toolkit.
+C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host
 $(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o): $(OBJ)/spec/host/%.o: spec/host/%.c $(ENGINE_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) -c $< -o $@
@@ -193,6 +195,10 @@ $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 
 $(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(ENGINE_OBJ) $(DEVICE_OBJ)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
+
+# The kernel cache alone: plain C and the file system, no device and no other engine module.
+$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/kcache.o
+	$(CC) $(SANITIZE) -o $@ $^ -lpthread
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and
 # experiments/segments.lua. Not part of `all`: only the benchmarks need it.
@@ -242,10 +248,11 @@ check-asan: deps
 	    --exclude-pattern=host_spec
 
 # The host programs under valgrind, on the CPU backend: one test in CI's count, passed or failed.
+# kcache_host without arguments runs its scenarios that need only a fresh directory (under /tmp).
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 check-valgrind: all
 	@ok=1; command -v valgrind >/dev/null || { echo "check-valgrind: no valgrind (apt-get install valgrind)"; ok=0; }; \
-	for p in embed_host c_api_host; do \
+	for p in embed_host c_api_host kcache_host; do \
 	    [ $$ok = 1 ] && { $(LUA_ENV) GPUREDUCE_BACKEND=cpu $(VALGRIND) $(BUILD)/$$p || ok=0; }; \
 	done; \
 	if [ $$ok = 1 ]; then echo "1 passed, 0 failed, 0 skipped"; else echo "0 passed, 1 failed, 0 skipped"; exit 1; fi
