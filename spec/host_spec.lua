@@ -2,19 +2,10 @@
 -- The build folder is the one busted loads the module from (--cpath, else .busted's build/?.so), so
 -- that `busted --cpath='build-cpu/?.so'` checks that build's programs; the embedded state finds the
 -- module there too, ahead of anything installed.
-local build = "build"
-for dir in package.cpath:gmatch("([^;]+)/%?%.so") do
-  local f = io.open(dir .. "/gpureduce/core.so")
-  if f then
-    f:close()
-    build = dir
-    break
-  end
-end
+local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
+local build = H.build_dir()
 local paths = "LUA_PATH='lua/?.lua;lua/?/init.lua;" .. package.path .. "' LUA_CPATH='" .. build .. "/?.so;" ..
   package.cpath .. "' "
-
-local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 
 local function run(cmd)
   local f = assert(io.popen(paths .. cmd .. " 2>&1"))

@@ -11,7 +11,7 @@ end
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
-local host = "build/kcache_host"
+local host = require("support.helpers").build_dir() .. "/kcache_host"
 local abs_host = (select(2, sh("pwd -P")):gsub("%s+$", "")) .. "/" .. host
 local is_root = select(2, sh("id -u")):match("^0%s") ~= nil
 

@@ -15,6 +15,19 @@ function M.bind(spec_it, spec_pending)
   return M
 end
 
+--- The build folder busted loads the module from (--cpath, else .busted's build/?.so): the host
+-- programs of that build are the ones the specs run (`busted --cpath='build-cpu/?.so'` checks build-cpu's).
+function M.build_dir()
+  for dir in package.cpath:gmatch("([^;]+)/%?%.so") do
+    local f = io.open(dir .. "/gpureduce/core.so")
+    if f then
+      f:close()
+      return dir
+    end
+  end
+  return "build"
+end
+
 --- An `it` that runs only with a CUDA device and is reported pending (never passed) without one.
 function M.gpu_it(title, fn)
   it(title .. " #gpu", function()
