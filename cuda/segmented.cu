@@ -49,17 +49,7 @@ __device__ __forceinline__ typename Op::acc_t lane_share(Span<In> sp, unsigned l
         if ((reinterpret_cast<gr::uptr>(sp.p) & 15) == 0) {
             const V *v = reinterpret_cast<const V *>(sp.p);
             const u64 nvec = sp.n / kV;
-            u64 i = lane;
-            /* four loads in flight before they are folded (in index order): one at a time, a block per
-             * 2 MiB segment ran at 0.91x CUB's, whose threads keep four vectors in flight */
-            for (; i + 3 * u64(lanes) < nvec; i += 4 * u64(lanes)) {
-                V r[4];
-#pragma unroll
-                for (int u = 0; u < 4; u++) r[u] = v[i + u * lanes];
-#pragma unroll
-                for (int u = 0; u < 4; u++) acc = T::fold(acc, r[u], (i + u * lanes) * kV);
-            }
-            for (; i < nvec; i += lanes) acc = T::fold(acc, v[i], i * kV);
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], i * kV);
             for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], i);
             return T::value(acc);
         }
@@ -86,8 +76,9 @@ struct Args {
  *             segment: block b takes part b % splits of segment b / splits, and the last block of a
  *             segment to finish combines the parts in order (so the result does not depend on which
  *             came last), leaving the segment's counter zero again. */
+/* launch bounds: blocks of up to 1024 threads (the policy's largest), so at most 64 registers */
 template <int Kind, class Op, class In>
-__global__ void segmented_kernel(Args a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
+__global__ void __launch_bounds__(1024) segmented_kernel(Args a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
     using Acc = typename Op::acc_t;
     const In *in = static_cast<const In *>(a.in);
     if (g > 0) {

@@ -57,20 +57,26 @@ size_t gr_policy_hybrid_threshold(size_t requested) { return requested ? request
 size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
 
 /* Segments: as many lanes as a segment has 16-byte vectors, up to a warp -- one thread for up to 16
- * bytes, 2 to 32 lanes for up to 512, a warp for up to 8 KiB -- then a block per segment, and several
- * blocks per segment when there are fewer segments than two per SM. The lab (experiments/segments.lua,
- * float32 sum over 2^28 elements, H100, against CUB's DeviceSegmentedReduce in the same run): a warp
- * per 16 KiB segment ran at 0.94x CUB, a block per 16 KiB segment at 0.96x; splitting 256 segments of
- * 4 MiB in five to fill every SM with blocks ran at 0.94x against 0.99x for two blocks per SM, so the
- * split stays at two per SM (512 segments of 2 MiB: 0.91x either way, a miss noted in
- * docs/performance.md). */
+ * bytes, 2 to 32 lanes for up to 512, a warp for up to 8 KiB -- then a block per segment, sized so that
+ * the segments fill the device in one wave (every SM at 2048 threads, each thread one load in flight):
+ * 256 threads from 4 segments per SM up, 512 or 1024 below that, and several 1024-thread blocks per
+ * segment when even those leave SMs idle. The lab (experiments/segments.lua, float32 sum over 2^28
+ * elements, H100, against CUB's DeviceSegmentedReduce in the same run): with 256-thread blocks
+ * throughout, 512 segments of 2 MiB ran at 0.91x CUB and 256 of 4 MiB, split in two, at 0.94x, while
+ * 1024 segments of 1 MiB -- one full wave -- ran level with it; a warp per 16 KiB segment ran at 0.94x,
+ * a block per 16 KiB segment at 0.96x. Four loads in flight per thread instead closed the gap for the
+ * large segments but raised the kernel past 32 registers, which cost the small segments a quarter of
+ * their speed (one kernel serves every shape). */
 #define SEG_BLOCK 256
+#define SEG_BLOCK_MAX 1024
 #define SEG_WARP_BYTES ((size_t)8 << 10)
+#define SEG_THREADS_PER_SM 2048
 
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es) {
     gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
     int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
-    size_t mean_bytes = k ? n / k * es : 0, waves = (size_t)sms * 2048 / SEG_BLOCK;
+    size_t mean_bytes = k ? n / k * es : 0, fill = (size_t)sms * SEG_THREADS_PER_SM;
+    size_t waves = fill / SEG_BLOCK;
     if (mean_bytes <= SEG_WARP_BYTES) {
         int g = 1;
         while (g < 32 && (size_t)g * 16 < mean_bytes) g *= 2;
@@ -79,15 +85,18 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
         s.grid = want < waves ? (want ? want : 1) : waves;
         return s;
     }
-    /* whole blocks: split a segment when the segments alone leave the device less than twice filled */
-    size_t target = (size_t)sms * 2;
-    if (k < target) {
-        size_t per_block = (size_t)SEG_BLOCK * 16 * 4;             /* four vectors a thread, at least */
-        size_t parts = (target + k - 1) / k, most = (mean_bytes + per_block - 1) / per_block;
+    /* whole blocks: the largest block (256 .. 1024) with which the k segments still fit in one wave */
+    while (s.block < SEG_BLOCK_MAX && k * (size_t)s.block * 2 <= fill) s.block *= 2;
+    if (k * (size_t)s.block * 2 <= fill) {
+        /* 1024-thread blocks and still less than half the device: several blocks per segment, as many
+         * as fit in one wave, each with four vectors a thread at least */
+        size_t per_block = (size_t)s.block * 16 * 4, parts = fill / s.block / k;
+        size_t most = (mean_bytes + per_block - 1) / per_block;
         s.splits = (int)(parts < most ? parts : most);
         if (s.splits < 1) s.splits = 1;
     }
-    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < waves * 4 ? k : waves * 4);
+    size_t slots = fill / (size_t)s.block;
+    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < slots * 4 ? k : slots * 4);
     if (s.grid < 1) s.grid = 1;
     return s;
 }

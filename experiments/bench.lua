@@ -6,7 +6,9 @@
 --   4. n = 2^28, the reductions beyond the classic six (count, mean, var, ..., nanmean) on float32,
 --      float64, int32 and int8, against the read ceiling; argmin/argmax beside CUB's DeviceReduce::ArgMin
 --      and ArgMax (build/cub_yardsticks, same data shape);
---   5. reduce_many of 1,000 buffers of 2^10..2^16 elements against 1,000 gr.sum calls (wall time).
+--   5. reduce_many of 1,000 buffers of 2^10..2^16 elements against 1,000 gr.sum calls (wall time);
+--   6. n = 2^28: wall time per synchronous call from Lua (what a caller waits for, the completion signal
+--      included, which device events around the kernel attribute to the kernel).
 -- Every configuration is validated against the host backend before it is timed; timed runs are never
 -- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
 -- device work, the monotonic clock for wall times.
@@ -18,7 +20,8 @@ if gr.backend() ~= "cuda" then
 end
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
--- BENCH_ONLY: the tables to print, comma-separated, of "large", "small", "streamed", "ops" and "many"
+-- BENCH_ONLY: the tables to print, comma-separated, of "large", "small", "streamed", "ops", "many" and
+-- "wall"
 local only = os.getenv("BENCH_ONLY")
 local function wanted(name)
   if not only then return true end
@@ -96,6 +99,27 @@ if wanted("small") then
     end
     local med = median(batches)
     print(string.format("%10d %11.2f %11.2f  %s", 1 << k, med, batches[1], ok and "ok" or "WRONG"))
+  end
+end
+
+if wanted("wall") then
+  print("\n## n = 2^28 wall: us per synchronous gr.reduce call from a Lua loop (auto, the value back in Lua)")
+  print(string.format("%-8s %-6s %11s %11s  %s", "dtype", "op", "median us", "min us", "valid"))
+  for _, dtype in ipairs({ "float32", "int8", "uint8" }) do
+    local b = gr.buffer(1 << 28, dtype):random(7)
+    for _, op in ipairs({ "sum", "max" }) do
+      local ok = valid(b, op, { op = op })
+      for _ = 1, 5 do gr.reduce(b, { op = op }) end
+      local t = {}
+      for i = 1, reps do
+        local t0 = gr.clock()
+        gr.reduce(b, { op = op })
+        t[i] = (gr.clock() - t0) * 1e6
+      end
+      local lo = math.min(table.unpack(t))
+      print(string.format("%-8s %-6s %11.2f %11.2f  %s", dtype, op, median(t), lo, ok and "ok" or "WRONG"))
+    end
+    b:free()
   end
 end
 

@@ -3,7 +3,8 @@
 -- best of each side's logs (the minimum time: noise only adds) and prints B against A:
 --   the 2^28 table: auto's ms, B / A (within 1% means 0.99..1.01);
 --   small n: wall us per gr.sum call, B - A;
---   streamed: GB/s, B / A.
+--   streamed: GB/s, B / A;
+--   2^28 wall: us per synchronous call, B / A.
 --   lua5.4 experiments/compare_bench.lua A1.log [A2.log ...] -- B1.log [B2.log ...]
 local sides, side = { {}, {} }, 1
 for _, a in ipairs(arg) do
@@ -16,15 +17,19 @@ end
 
 --- The rows of one log: large[dtype/op] = ms, small[n] = us, streamed[chunk/streams] = GB/s.
 local function parse(path)
-  local t = { large = {}, small = {}, streamed = {} }
+  local t = { large = {}, small = {}, streamed = {}, wall = {} }
   local section
   for l in io.lines(path) do
-    if l:find("^## n = 2%^28") then section = "large"
+    if l:find("^## n = 2%^28 wall") then section = "wall"
+    elseif l:find("^## n = 2%^28") then section = "large"
     elseif l:find("^## small n") then section = "small"
     elseif l:find("^## streamed") then section = "streamed"
     elseif section == "large" then
       local dtype, op, ms = l:match("^(%w+)%s+(%w+)%s+([%d.]+)%s")
       if dtype and dtype ~= "dtype" then t.large[dtype .. " " .. op] = tonumber(ms) end
+    elseif section == "wall" then
+      local dtype, op, us = l:match("^(%w+)%s+(%w+)%s+([%d.]+)%s")
+      if dtype and dtype ~= "dtype" then t.wall[dtype .. " " .. op] = tonumber(us) end
     elseif section == "small" then
       local n, us = l:match("^%s*(%d+)%s+([%d.]+)%s")
       if n then t.small[tonumber(n)] = tonumber(us) end
@@ -86,4 +91,10 @@ print("\n## streamed: GB/s (best of each side), B / A")
 for _, k in ipairs(keys("streamed")) do
   local a, b = best(A, "streamed", k, higher), best(B, "streamed", k, higher)
   if a and b then print(string.format("%-16s %9.1f %9.1f %8.4f", k, a, b, b / a)) end
+end
+
+print("\n## n = 2^28 wall: us per synchronous call (best of each side), B / A")
+for _, k in ipairs(keys("wall")) do
+  local a, b = best(A, "wall", k, lower), best(B, "wall", k, lower)
+  if a and b then print(string.format("%-16s %9.2f %9.2f %8.4f", k, a, b, b / a)) end
 end

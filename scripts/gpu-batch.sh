@@ -7,7 +7,7 @@
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits)
 #     and of the segmented kernels (segments_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
-#     and bench.lua's large, small and streamed tables run A B A B (baseline, this tree), then
+#     and bench.lua's large, small, streamed and 2^28 wall tables run A B A B (baseline, this tree), then
 #     experiments/compare_bench.lua over them;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab)
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
@@ -55,7 +55,7 @@ for step in $steps; do
                   for side in A B; do
                       tree=.; [ $side = A ] && tree=.baseline
                       LUA_CPATH="$tree/build/?.so;$LUA_CPATH" LUA_PATH="$tree/lua/?.lua;$tree/lua/?/init.lua;$LUA_PATH" \
-                          BENCH_ONLY=large,small,streamed \
+                          BENCH_ONLY=large,small,streamed,wall \
                           BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/compare-$side$i.log" 2>&1
                   done
               done

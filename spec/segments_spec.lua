@@ -123,9 +123,11 @@ for _, s in ipairs(SHAPES) do
   if s.offsets then s.n = s.offsets[#s.offsets] end
 end
 
--- GPU only: several blocks per segment (and a skewed mix), on a few ops whose reference is quick enough
+-- GPU only: several blocks per segment, blocks of 512 and 1024 threads (the policy sizes them to fill an
+-- H100 or H200 in one wave), and a skewed mix, on a few ops whose reference is quick enough
 local HUGE_SHAPES = {
-  { name = "4 segments of 65536 (several blocks each)", n = 4 * 65536, segment = 65536 },
+  { name = "4 segments of 65536 (several 1024-thread blocks each)", n = 4 * 65536, segment = 65536 },
+  { name = "200 segments of 2100 (a 512-thread block each where 4 or 8 bytes)", n = 200 * 2100, segment = 2100 },
   { name = "huge and tiny segments", offsets = { 0, 3, 3, 70001, 70002, 200000, 262147 } },
 }
 HUGE_SHAPES[2].n = 262147
