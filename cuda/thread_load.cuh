@@ -214,65 +214,6 @@ template <> struct ThreadAcc<ArgExtreme<i8, false>, i8> : ByteArg<i8, false> {};
 template <> struct ThreadAcc<ArgExtreme<u8, true>, u8> : ByteArg<u8, true> {};
 template <> struct ThreadAcc<ArgExtreme<u8, false>, u8> : ByteArg<u8, false> {};
 
-/* float argmin/argmax, as ByteArg does for bytes: a vector's extreme first (Min's or Max's combine,
- * under which a NaN wins), and only a vector whose extreme beats the thread's best is kept, whole, with
- * its first index; the position inside it is found once, at the end -- the first element equal to the
- * best (or the first NaN), so -0.0 and 0.0 tie and the first of them wins. The per-element compare and
- * select of value and 64-bit index held float32 at 96% of the read kernel, below CUB's ArgMin (make
- * bench, the ops table, H100). Increasing index order per thread makes "strictly better" the rule. */
-template <class T, bool kMin> struct FloatArg {
-    using Op = ArgExtreme<T, kMin>;
-    using E = conditional_t<kMin, Min<T>, Max<T>>;
-    static constexpr int kV = Vec16<T>::kCount;
-    struct type {
-        u64 base;
-        Vec16<T> kept;
-        T best;
-        int vec;
-    };
-    static GR_DEV bool takes(const type &a, T x) {
-        if (a.base == ~0ull) return true;
-        if (x != x) return a.best == a.best;               /* the first NaN beats any number */
-        return kMin ? x < a.best : x > a.best;
-    }
-    static GR_DEV type init() { return {~0ull, {}, Op::identity().value, 0}; }
-    static GR_DEV type fold(type a, const Vec16<T> &r, u64 i) {
-        T m = r.v[0];
-#pragma unroll
-        for (int k = 1; k < kV; k++) m = E::combine(m, r.v[k]);
-        if (takes(a, m)) {
-            a.base = i;
-            a.best = m;
-            a.kept = r;
-            a.vec = 1;
-        }
-        return a;
-    }
-    static GR_DEV type fold1(type a, T x, u64 i) {
-        if (takes(a, x)) {
-            a.base = i;
-            a.best = x;
-            a.vec = 0;
-        }
-        return a;
-    }
-    static GR_DEV typename Op::acc_t value(const type &a) {
-        if (!a.vec) return {a.base, a.best};
-        const bool nan = a.best != a.best;
-        int k = kV - 1;
-#pragma unroll
-        for (int j = kV - 1; j >= 0; j--)
-            if (nan ? a.kept.v[j] != a.kept.v[j] : a.kept.v[j] == a.best) k = j;
-        return {a.base + u64(k), a.kept.v[k]};
-    }
-    static GR_DEV type merge(const type &a, const type &b) {
-        const typename Op::acc_t c = Op::combine(value(a), value(b));
-        return {c.index, {}, c.value, 0};
-    }
-};
-template <> struct ThreadAcc<ArgExtreme<float, true>, float> : FloatArg<float, true> {};
-template <> struct ThreadAcc<ArgExtreme<float, false>, float> : FloatArg<float, false> {};
-
 /* var / std over floats (and 64-bit integers): Welford's update costs a division per element, which
  * held float32 at 78% of the read kernel on an H100. A vector is folded as a batch instead: its mean
  * and its sum of squared deviations from that mean, in registers (two passes over a few values), then
