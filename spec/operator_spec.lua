@@ -41,8 +41,10 @@ end
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
+--- A shell command's success and output. The tools run without the sanitizers make check-asan preloads
+-- (their own leaks would change their exit status); the Lua processes of H.run_lua keep them.
 local function sh(cmd)
-  local f = assert(io.popen(cmd .. " 2>&1"))
+  local f = assert(io.popen("unset LD_PRELOAD; " .. cmd .. " 2>&1"))
   local out = f:read("a")
   local ok, _, code = f:close()
   return ok and code == 0, out
