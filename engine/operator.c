@@ -198,10 +198,10 @@ int gr_operator_acc_dtype(const gr_operator *op) { return op->acc_dtype; }
 
 /* ---- the identity on the host ---------------------------------------------------------------------- */
 
-/* A C literal read as a number: [sign] (integer [uUlL]* | float [fFlL]? | INFINITY | NAN), in
- * parentheses or not. 1 with an integer in *i (is_float 0) or a double in *f (is_float 1); 0 for
- * anything else, which the host does not try to understand. */
-static int read_literal(const char *s, int *is_float, long long *i, unsigned long long *u, double *f) {
+/* A C literal read as a number: [sign] (integer [lL]* | float [fFlL]? | INFINITY | NAN), in
+ * parentheses or not. 1 with an integer's 64 bits in *u (is_float 0; *negative when it had a minus) or a
+ * double in *f (is_float 1); 0 for anything else, which the host does not try to understand. */
+static int read_literal(const char *s, int *is_float, int *negative, unsigned long long *u, double *f) {
     char buf[128];
     size_t len = strlen(s);
     while (len && isspace((unsigned char)s[len - 1])) len--;
@@ -215,14 +215,14 @@ static int read_literal(const char *s, int *is_float, long long *i, unsigned lon
     memcpy(buf, s, len);
     buf[len] = '\0';
     char *p = buf;
-    int negative = 0;
+    *negative = 0;
     if (*p == '+' || *p == '-') {
-        negative = *p == '-';
+        *negative = *p == '-';
         for (p++; isspace((unsigned char)*p);) p++;
     }
     if (strcmp(p, "INFINITY") == 0 || strcmp(p, "NAN") == 0) {
         *is_float = 1;
-        *f = p[0] == 'I' ? (negative ? -INFINITY : INFINITY) : NAN;
+        *f = p[0] == 'I' ? (*negative ? -INFINITY : INFINITY) : NAN;
         return 1;
     }
     if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1]))) return 0;
@@ -235,39 +235,36 @@ static int read_literal(const char *s, int *is_float, long long *i, unsigned lon
         if (*end == 'f' || *end == 'F' || *end == 'l' || *end == 'L') end++;
         if (*end || errno == ERANGE) return 0;
         *is_float = 1;
-        if (negative) *f = -*f;
+        if (*negative) *f = -*f;
         return 1;
     }
     unsigned long long v = strtoull(p, &end, 0);    /* base 0: 0x.. hex, 0.. octal, as C reads them */
     if (end == p || errno == ERANGE) return 0;
     for (int k = 0; k < 3 && *end && strchr("lL", *end); k++) end++;   /* l, ll: the value is the same */
     if (*end) return 0;    /* u suffixes make -1u a large number: left to the GPU's check */
-    if (negative && v > (unsigned long long)INT64_MAX + 1) return 0;
+    if (*negative && v > (unsigned long long)INT64_MAX + 1) return 0;
     *is_float = 0;
-    *u = negative ? 0 - v : v;
-    *i = (long long)*u;
+    *u = *negative ? 0 - v : v;
     return 1;
 }
 
 int gr_operator_identity_value(const gr_operator *op, gr_scalar *out) {
     if (op->acc_dtype < 0) return 0;
     gr_dtype t = (gr_dtype)op->acc_dtype;
-    int is_float;
-    long long i;
+    int is_float, negative;
     unsigned long long u;
     double f;
-    if (!read_literal(op->spec.identity, &is_float, &i, &u, &f)) return 0;
+    if (!read_literal(op->spec.identity, &is_float, &negative, &u, &f)) return 0;
     if (gr_dtype_is_float(t)) {
         out->kind = GR_SCALAR_FLOAT;
-        out->v.f = is_float ? f : (i < 0 ? (double)i : (double)u);
+        out->v.f = is_float ? f : negative ? (double)(long long)u : (double)u;
         if (gr_dtype_size(t) == 4) out->v.f = (double)(float)out->v.f;
         return 1;
     }
     if (is_float) {
         /* C converts toward zero; out of the dtype's range it is undefined: not checked on the host */
-        if (!(f > -9.3e18 && f < 9.2e18)) return 0;
-        i = (long long)f;
-        u = (unsigned long long)i;
+        if (!(f > -9.2e18 && f < 9.2e18)) return 0;
+        u = (unsigned long long)(long long)f;
     }
     /* what C's conversion to the accumulator's width keeps: the low bits, read with its sign */
     unsigned bits = 8u * (unsigned)gr_dtype_size(t);
@@ -553,13 +550,13 @@ static int elf_u64(const unsigned char *e, size_t size, const char *name, uint64
         uint64_t off = le(sym + 0x18, 8), len = le(sym + 0x20, 8), link = le(sym + 0x28, 4), ent = le(sym + 0x38, 8);
         if (link >= shnum || ent < 24 || off > size || len > size - off) return 0;
         const unsigned char *str = GR_SECTION_(link);
-        uint64_t stroff = le(str + 0x18, 8), strlen_ = le(str + 0x20, 8);
-        if (stroff > size || strlen_ > size - stroff) return 0;
+        uint64_t stroff = le(str + 0x18, 8), strsize = le(str + 0x20, 8);
+        if (stroff > size || strsize > size - stroff) return 0;
         for (uint64_t k = 0; k + ent <= len; k += ent) {
             const unsigned char *y = e + off + k;
             uint64_t at = le(y, 4), shndx = le(y + 6, 2), where = le(y + 8, 8);
             size_t nlen = strlen(name);
-            if (at >= strlen_ || nlen + 1 > strlen_ - at || memcmp(e + stroff + at, name, nlen + 1) != 0) continue;
+            if (at >= strsize || nlen + 1 > strsize - at || memcmp(e + stroff + at, name, nlen + 1) != 0) continue;
             if (shndx == 0 || shndx >= shnum) return 0;
             const unsigned char *data = GR_SECTION_(shndx);
             uint64_t doff = le(data + 0x18, 8), dlen = le(data + 0x20, 8);
@@ -921,9 +918,15 @@ gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operat
     if (st != GR_OK) return st;
     gr_operator_image *img;
     const gr_operator_kernels *k;
-    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img)) != GR_OK ||
-        (st = gr_operator_load(ctx, img, &k)) != GR_OK)
+    gr_operator_compile_info op_last = op->last, cache_last = cache ? cache->last : op_last;
+    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img)) != GR_OK)
         return st;
+    if (op->last.origin == GR_ORIGIN_MEMORY && op_last.origin != GR_ORIGIN_NONE) {
+        /* the image the caller compiled just before: its compile stays the last one worth telling */
+        op->last = op_last;
+        cache->last = cache_last;
+    }
+    if ((st = gr_operator_load(ctx, img, &k)) != GR_OK) return st;
     gr_buffer *flags;
     if ((st = gr_buffer_new(ctx, 8, GR_UINT32, GR_DEVICE, &flags)) != GR_OK) return st;
     void *p = gr_buffer_data(flags);
