@@ -4,17 +4,7 @@
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 
-local function message(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-
-local function expect(text, fn, ...)
-  local err = message(fn, ...)
-  assert(err:find(text, 1, true), "error message\n  " .. err .. "\ndoes not contain\n  " .. text)
-  return err
-end
+local expect = H.expect_error
 
 --- A valid spec with some fields replaced (false removes a field).
 local function spec(changes)
