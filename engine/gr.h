@@ -248,6 +248,93 @@ void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out);
 /* Gives back the scratch of every idle slot (the next reductions allocate it again). */
 void gr_pool_trim(gr_context *ctx);
 
+/* ---- user operators (engine/operator.c; docs/api.md "User operators") ---------------------------- */
+
+/* An operator written as C expressions, compiled at run time with NVRTC for each input dtype. */
+typedef struct gr_operator gr_operator;
+typedef struct gr_operator_spec {
+    const char *name;       /* a word of letters, digits and '_' that does not start with a digit */
+    const char *map;        /* an element into an accumulator: over x (the element, as acc when acc is a
+                             * dtype) and i (its 0-based index) */
+    const char *reduce;     /* two accumulators a and b into one; associative and commutative */
+    const char *post;       /* NULL, or the result from the combined accumulator a and the element count n */
+    const char *identity;   /* the accumulator's neutral value: a C initializer */
+    const char *acc;        /* a dtype name, or a struct declared in the preamble (then post is required) */
+    const char *preamble;   /* NULL, or declarations the expressions use (device functions, the struct) */
+} gr_operator_spec;
+
+/* Checks the spec (GR_EINVAL naming the field: "map", "acc", ...) and copies its strings; nothing is
+ * compiled yet. */
+gr_status gr_operator_create(gr_context *ctx, const gr_operator_spec *spec, gr_operator **out);
+void gr_operator_free(gr_operator *op);        /* NULL is a no-op */
+/* The operator's own copies of the fields (post and preamble NULL when not given). */
+const gr_operator_spec *gr_operator_get_spec(const gr_operator *op);
+/* 1 when map uses the index i. */
+int gr_operator_indexed(const gr_operator *op);
+/* The accumulator's dtype, or -1 for a struct of the preamble. */
+int gr_operator_acc_dtype(const gr_operator *op);
+/* The identity as a number when acc is a dtype and the identity is a literal the host can read (an
+ * integer, decimal or hex; a float; INFINITY or NAN; with a sign): 1 and *out in acc's kind; else 0. */
+int gr_operator_identity_value(const gr_operator *op, gr_scalar *out);
+/* The CUDA source generated for elements of dtype in, NUL-terminated, in *out (malloc'd: the caller
+ * frees it). */
+gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out);
+
+/* Where compiled images are kept in memory (key: the generated source, the compile options, the
+ * architecture, NVRTC's version and the embedded headers), with the last compile's facts. Images are
+ * shared by every operator with the same source. */
+typedef struct gr_operator_cache gr_operator_cache;
+gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out);
+/* Unloads and frees every image; NULL is a no-op. Before the context that loaded them goes. */
+void gr_operator_cache_destroy(gr_operator_cache *c);
+
+typedef enum gr_operator_origin {
+    GR_ORIGIN_NONE,         /* nothing compiled yet */
+    GR_ORIGIN_MEMORY,       /* the image was in the in-memory cache */
+    GR_ORIGIN_DISK,         /* read from the disk cache (GPUREDUCE_CACHE) */
+    GR_ORIGIN_NVRTC         /* compiled by NVRTC now (and stored in both caches) */
+} gr_operator_origin;
+const char *gr_operator_origin_name(gr_operator_origin o);    /* "none", "memory", "disk", "nvrtc" */
+
+typedef struct gr_operator_compile_info {
+    gr_operator_origin origin;
+    gr_dtype in;            /* the input dtype compiled for */
+    int arch;               /* the architecture of the image (lower than asked for PTX) */
+    int ptx;                /* 1: PTX the driver finishes; 0: CUBIN */
+    size_t image_bytes;
+    double nvrtc_ms;        /* NVRTC's compile time; 0 unless origin is GR_ORIGIN_NVRTC */
+    double total_ms;        /* the whole call: source, key, caches, NVRTC */
+    size_t acc_size, acc_align;     /* sizeof and alignof the accumulator, read from the image */
+    int result_kind;        /* the kind of post's value (a gr_scalar kind: GR_SCALAR_INT, ...) */
+} gr_operator_compile_info;
+
+/* A compiled operator for one input dtype and architecture; owned by the cache. */
+typedef struct gr_operator_image gr_operator_image;
+
+/* The image of op over elements of dtype in for compute capability arch (90 for 9.0): from the cache's
+ * memory, else the disk cache, else NVRTC (then stored in both). A compile error is GR_EINVAL with the
+ * first error said in the user's terms, "map: 1:5: identifier "y" is undefined" (gr_errarg: the field);
+ * the whole NVRTC log is gr_operator_cache_log's. GR_ENODEV without NVRTC. */
+gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
+                              gr_operator_image **out);
+/* The facts of the cache's last gr_operator_compile, or of the operator's own last one. */
+void gr_operator_last_compile_info(const gr_operator_cache *c, gr_operator_compile_info *out);
+void gr_operator_compile_info_of(const gr_operator *op, gr_operator_compile_info *out);
+/* NVRTC's whole log of the last compile it ran for this cache ("" when it said nothing). */
+const char *gr_operator_cache_log(const gr_operator_cache *c);
+/* The disk cache's one warning (a directory that cannot be made or written), once per process: later
+ * calls return NULL. The engine prints nothing; a binding shows it. */
+const char *gr_operator_cache_warning(void);
+
+/* On the GPU: compiles op for dtype in (the device's architecture), loads it and runs its identity check:
+ * reduce(identity, map(v)) and reduce(map(v), identity) must equal map(v) byte for byte for a few values
+ * v of the dtype (0, 1, 2, 3, its largest, and for floats -1.5 and 1e-3). GR_EINVAL naming "identity"
+ * when one differs; GR_ENODEV on the cpu backend. */
+gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in);
+/* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
+ * many (at most 8). */
+int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
+
 /* ---- testing hooks -------------------------------------------------------------------------------- */
 
 /* Makes the k-th event of a kind from now, and every one after it, fail as the CUDA runtime would

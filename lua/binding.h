@@ -6,6 +6,7 @@
  *   lreduce.c   reductions with their options, Stream and Pending userdata
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
  *   lopts.c     the table-driven parser of every options table
+ *   loperator.c user operators: gr.operator and the Operator userdata
  *
  * No CUDA header here: everything goes through engine/gr.h. Every function registered by the module
  * has the context userdata as upvalue 1.
@@ -24,11 +25,14 @@
 #define BUFFER_MT "gpureduce.Buffer"
 #define STREAM_MT "gpureduce.Stream"
 #define PENDING_MT "gpureduce.Pending"
+#define OPERATOR_MT "gpureduce.Operator"
 
-typedef struct { gr_context *ctx; } lcontext;
+/* The module's context, and the cache of the operators compiled in it (made on first use). */
+typedef struct { gr_context *ctx; gr_operator_cache *ops; } lcontext;
 typedef struct { gr_buffer *b; } lbuffer;
 typedef struct { gr_stream *s; } lstream;
 typedef struct { gr_pending *p; } lpending;
+typedef struct { gr_operator *op; } loperator;
 
 /* ---- the context and failures (lcore.c) ------------------------------------------------------------ */
 
@@ -37,6 +41,8 @@ typedef struct { gr_pending *p; } lpending;
 gr_context *lgr_ctx(lua_State *L);
 /* The context or NULL when it is gone: for the release functions, which never raise. */
 gr_context *lgr_ctx_or_null(lua_State *L);
+/* The context's cache of compiled operators; raises when memory runs out. */
+gr_operator_cache *lgr_operator_cache(lua_State *L);
 
 /* Raises the engine's last failure. Misuse is blamed on an argument: `args` maps the parameter names
  * the engine reports (gr_errarg, e.g. "values") to argument positions, as pairs ending with NULL; any
@@ -132,6 +138,15 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
+
+/* ---- user operators (loperator.c) ----------------------------------------------------------------- */
+
+/* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
+ * is user value 1 of the userdata (nil when it has none). */
+gr_operator *lgr_check_operator(lua_State *L, int arg);
+int lgr_operator(lua_State *L);
+int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */
+extern const luaL_Reg lgr_operator_methods[], lgr_operator_meta[];
 
 /* ---- tables about the engine (linfo.c) ------------------------------------------------------------ */
 

@@ -18,6 +18,13 @@ gr_context *lgr_ctx_or_null(lua_State *L) {
     return ((lcontext *)lua_touserdata(L, lua_upvalueindex(1)))->ctx;
 }
 
+gr_operator_cache *lgr_operator_cache(lua_State *L) {
+    lcontext *u = lua_touserdata(L, lua_upvalueindex(1));
+    if (!u->ops && gr_operator_cache_create(lgr_ctx(L), &u->ops) != GR_OK)
+        luaL_error(L, "gpureduce: %s", gr_errmsg(u->ctx));
+    return u->ops;
+}
+
 gr_context *lgr_ctx(lua_State *L) {
     gr_context *ctx = lgr_ctx_or_null(L);
     if (!ctx)
@@ -31,6 +38,8 @@ gr_context *lgr_ctx(lua_State *L) {
  * set up before `require "gpureduce"` -- run later still: every entry point checks the context. */
 static int ctx_gc(lua_State *L) {
     lcontext *u = luaL_checkudata(L, 1, CONTEXT_MT);
+    gr_operator_cache_destroy(u->ops);     /* unloads the operators' modules while the device is there */
+    u->ops = NULL;
     gr_context_destroy(u->ctx);
     u->ctx = NULL;
     return 0;
@@ -134,7 +143,7 @@ static const luaL_Reg module_funcs[] = {
     {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"copy", lgr_copy},
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
     {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"memory_limit", lgr_memory_limit},
-    {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
+    {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
     {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
     {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
 
@@ -207,6 +216,7 @@ static void push_context(lua_State *L) {
     lua_pop(L, 1);
     lcontext *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->ctx = NULL;
+    u->ops = NULL;
     luaL_newmetatable(L, CONTEXT_MT);
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
@@ -227,6 +237,7 @@ int luaopen_gpureduce_core(lua_State *L) {
     lua_pop(L, 1);
     new_type(L, STREAM_MT, lgr_stream_methods, lgr_stream_meta, ctx_idx, NULL);
     new_type(L, PENDING_MT, lgr_pending_methods, lgr_pending_meta, ctx_idx, NULL);
+    new_type(L, OPERATOR_MT, lgr_operator_methods, lgr_operator_meta, ctx_idx, lgr_operator_index);
     luaL_newlibtable(L, module_funcs);
     lua_pushvalue(L, ctx_idx);
     luaL_setfuncs(L, module_funcs, 1);

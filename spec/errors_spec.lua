@@ -3,16 +3,7 @@ local gr = require "gpureduce"
 -- `pending` is looked up when the test runs: inside a test it is busted's "mark this test pending"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 
-local function message(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(err)
-end
-
-local function expect(pattern, fn, ...)
-  local err = message(fn, ...)
-  assert(err:find(pattern, 1, true), "error message\n  " .. err .. "\ndoes not contain\n  " .. pattern)
-end
+local message, expect = H.error_message, H.expect_error
 
 describe("errors", function()
   local b = gr.buffer(100, "float32"):random(1)

@@ -4,16 +4,7 @@ local gr = require "gpureduce"
 -- `pending` is looked up when the test runs: inside a test it is busted's "mark this test pending"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 
-local function message(fn, ...)
-  local ok, err = pcall(fn, ...)
-  assert(not ok, "expected an error")
-  return tostring(err)
-end
-
-local function expect(pattern, fn, ...)
-  local err = message(fn, ...)
-  assert(err:find(pattern, 1, true), "error message\n  " .. err .. "\ndoes not contain\n  " .. pattern)
-end
+local message, expect = H.error_message, H.expect_error
 
 describe("a finalizer that runs after the module's context is gone", function()
   it("gets a clear error, never a crash", function()

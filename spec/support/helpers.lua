@@ -206,6 +206,21 @@ function M.assert_close(got, want, rtol, label, magnitude)
       err / scale, rtol))
 end
 
+--- The message of the error fn(...) raises; fails when it raises none.
+function M.error_message(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert(not ok, "expected an error")
+  return tostring(err)
+end
+
+--- Asserts that fn(...) raises an error whose message contains text (plainly, not as a pattern); returns
+-- the message.
+function M.expect_error(text, fn, ...)
+  local err = M.error_message(fn, ...)
+  assert(err:find(text, 1, true), "error message\n  " .. err .. "\ndoes not contain\n  " .. text)
+  return err
+end
+
 --- The interpreter running busted (the most negative index of arg), for specs that start a fresh Lua.
 function M.interpreter()
   local i = -1

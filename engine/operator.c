@@ -1,0 +1,953 @@
+/*
+ * operator.c -- user operators: C expressions checked, turned into a CUDA translation unit per input
+ * dtype, compiled by NVRTC through the kernel caches, and NVRTC's errors said in the user's terms.
+ *
+ * The generated source (gr_operator_source; docs/architecture.md shows one) includes the NVRTC-clean
+ * headers, then the preamble, then one function per expression, each expression on lines of its own
+ * after a `#line 1 "<field>"` directive and followed by `#line N "generated"`: NVRTC then reports an
+ * error in a field as "map(1): error: ...", which compile_error rewrites as "map: 1:5: ...". A functor
+ * over those functions has the shape of cuda/ops.cuh's, so the kernels are the catalogue's pieces
+ * (thread_accumulate, block_reduce, epilogue) instantiated for it.
+ *
+ * Nothing here knows CUDA beyond device.h: an image is bytes until gr_operator_load.
+ */
+#include "operator.h"
+#include "device.h"
+#include "error.h"
+#include "kcache.h"
+#include "nvrtc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Bumped when the generated source's contract changes in a way the source text does not show (the
+ * payload's layout); the source itself is in every cache key. */
+#define GR_OP_FORMAT 1
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* ---- words and tokens ------------------------------------------------------------------------------ */
+
+static int is_ident_start(int c) { return c == '_' || isalpha((unsigned char)c); }
+static int is_ident_char(int c) { return c == '_' || isalnum((unsigned char)c); }
+
+/* A C identifier: a letter or '_', then letters, digits and '_'. */
+static int is_identifier(const char *s) {
+    if (!s || !is_ident_start(*s)) return 0;
+    while (is_ident_char(*s)) s++;
+    return *s == '\0';
+}
+
+static int is_blank(const char *s) {
+    while (*s && isspace((unsigned char)*s)) s++;
+    return *s == '\0';
+}
+
+/* Whether the C source text s has the identifier word as a token of its own: not part of a longer name
+ * ("ix"), of a number, a string or character literal, or a comment. With free_only, a member after '.',
+ * "->" or "::" (s.i, p->i, ns::i) does not count: that is another i. */
+static int has_token(const char *s, const char *word, int free_only) {
+    size_t wlen = strlen(word);
+    int member = 0;     /* the previous token was '.', "->" or "::" */
+    while (*s) {
+        unsigned char c = (unsigned char)*s;
+        if (isspace(c)) {
+            s++;
+        } else if (c == '/' && s[1] == '/') {
+            while (*s && *s != '\n') s++;
+        } else if (c == '/' && s[1] == '*') {
+            const char *end = strstr(s + 2, "*/");
+            s = end ? end + 2 : s + strlen(s);
+        } else if (c == '"' || c == '\'') {
+            for (s++; *s && *s != (char)c && *s != '\n'; s++)
+                if (*s == '\\' && s[1]) s++;
+            if (*s == (char)c) s++;
+            member = 0;
+        } else if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[1]))) {
+            /* a preprocessing number: 1e-3, 0x1p+4, 1'000, 2.5f */
+            for (s++; *s; s++) {
+                if ((*s == '+' || *s == '-') && strchr("eEpP", s[-1])) continue;
+                if (*s == '\'' && is_ident_char(s[1])) continue;
+                if (!is_ident_char(*s) && *s != '.') break;
+            }
+            member = 0;
+        } else if (is_ident_start(c)) {
+            const char *start = s;
+            while (is_ident_char(*s)) s++;
+            if ((size_t)(s - start) == wlen && memcmp(start, word, wlen) == 0 && !(free_only && member)) return 1;
+            member = 0;
+        } else {
+            member = (c == '.' && !isdigit((unsigned char)s[1])) || (c == '-' && s[1] == '>') ||
+                     (c == ':' && s[1] == ':');
+            s += (c == '-' && s[1] == '>') || (c == ':' && s[1] == ':') ? 2 : 1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the spec -------------------------------------------------------------------------------------- */
+
+/* C's own names of arithmetic types: an acc spelt this way gets a hint toward the dtype names. */
+static const char *const c_type_words[] = {"char", "short", "int", "long", "float", "double", "bool",
+                                           "signed", "unsigned", "void", "half", "size_t", NULL};
+
+static gr_status check_expression(gr_context *ctx, const char *field, const char *text, const char *what) {
+    if (!text) return gr_fail_arg(ctx, GR_EINVAL, field, "is required (%s)", what);
+    if (is_blank(text)) return gr_fail_arg(ctx, GR_EINVAL, field, "is empty (expected %s)", what);
+    return GR_OK;
+}
+
+/* The accumulator: a dtype, or a struct the preamble declares. */
+static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *dtype) {
+    const char *acc = spec->acc;
+    *dtype = -1;
+    if (!acc || is_blank(acc))
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "is %s (expected a dtype: %s; or the name of a struct "
+                           "declared in the preamble)", acc ? "empty" : "required", gr_dtype_names());
+    int t = gr_dtype_from_name(acc);
+    if (t >= 0) {
+        *dtype = t;
+        return GR_OK;
+    }
+    for (int k = 0; c_type_words[k]; k++)
+        if (strncmp(acc, c_type_words[k], strlen(c_type_words[k])) == 0 &&
+            !is_ident_char(acc[strlen(c_type_words[k])]))
+            return gr_fail_arg(ctx, GR_EINVAL, "acc", "'%s' is a C type: name it by its dtype (%s)", acc,
+                               gr_dtype_names());
+    if (!is_identifier(acc) || !spec->preamble || !has_token(spec->preamble, acc, 0))
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "unknown accumulator '%s': neither a dtype (%s) nor a struct "
+                           "declared in the preamble", acc, gr_dtype_names());
+    if (!spec->post)
+        return gr_fail_arg(ctx, GR_EINVAL, "post", "is required when acc is a struct (%s): a struct cannot be "
+                           "a result, post makes a number of it", acc);
+    return GR_OK;
+}
+
+static gr_status check_spec(gr_context *ctx, const gr_operator_spec *spec, int *acc_dtype) {
+    if (!spec) return gr_fail_arg(ctx, GR_EINVAL, "spec", "is NULL");
+    if (!spec->name || !*spec->name)
+        return gr_fail_arg(ctx, GR_EINVAL, "name", "is %s (expected a word: letters, digits and '_')",
+                           spec->name ? "empty" : "required");
+    if (!is_identifier(spec->name) || strlen(spec->name) > 64)
+        return gr_fail_arg(ctx, GR_EINVAL, "name", "'%.80s' is not a word of at most 64 letters, digits and '_' "
+                           "that starts with a letter or '_'", spec->name);
+    gr_status st = check_expression(ctx, "map", spec->map, "a C expression over x and i");
+    if (st == GR_OK) st = check_expression(ctx, "reduce", spec->reduce, "a C expression over a and b");
+    if (st == GR_OK) st = check_expression(ctx, "identity", spec->identity, "a C initializer of the accumulator");
+    if (st == GR_OK && spec->post) st = check_expression(ctx, "post", spec->post, "a C expression over a and n");
+    if (st == GR_OK) st = check_acc(ctx, spec, acc_dtype);
+    return st;
+}
+
+static char *copy_of(const char *s) {
+    if (!s) return NULL;
+    size_t len = strlen(s) + 1;
+    char *c = malloc(len);
+    if (c) memcpy(c, s, len);
+    return c;
+}
+
+void gr_operator_free(gr_operator *op) {
+    if (!op) return;
+    free((char *)op->spec.name);
+    free((char *)op->spec.map);
+    free((char *)op->spec.reduce);
+    free((char *)op->spec.post);
+    free((char *)op->spec.identity);
+    free((char *)op->spec.acc);
+    free((char *)op->spec.preamble);
+    free(op);
+}
+
+gr_status gr_operator_create(gr_context *ctx, const gr_operator_spec *spec, gr_operator **out) {
+    *out = NULL;
+    int acc_dtype;
+    gr_status st = check_spec(ctx, spec, &acc_dtype);
+    if (st != GR_OK) return st;
+    gr_operator *op = calloc(1, sizeof *op);
+    if (!op) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    op->spec = (gr_operator_spec){copy_of(spec->name), copy_of(spec->map), copy_of(spec->reduce),
+                                  copy_of(spec->post), copy_of(spec->identity), copy_of(spec->acc),
+                                  copy_of(spec->preamble)};
+    if (!op->spec.name || !op->spec.map || !op->spec.reduce || !op->spec.identity || !op->spec.acc ||
+        (spec->post && !op->spec.post) || (spec->preamble && !op->spec.preamble)) {
+        gr_operator_free(op);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    }
+    op->acc_dtype = acc_dtype;
+    op->indexed = has_token(op->spec.map, "i", 1);
+    *out = op;
+    return GR_OK;
+}
+
+const gr_operator_spec *gr_operator_get_spec(const gr_operator *op) { return &op->spec; }
+int gr_operator_indexed(const gr_operator *op) { return op->indexed; }
+int gr_operator_acc_dtype(const gr_operator *op) { return op->acc_dtype; }
+
+/* ---- the identity on the host ---------------------------------------------------------------------- */
+
+/* A C literal read as a number: [sign] (integer [lL]* | float [fFlL]? | INFINITY | NAN), in
+ * parentheses or not. 1 with an integer's 64 bits in *u (is_float 0; *negative when it had a minus) or a
+ * double in *f (is_float 1); 0 for anything else, which the host does not try to understand. */
+static int read_literal(const char *s, int *is_float, int *negative, unsigned long long *u, double *f) {
+    char buf[128];
+    size_t len = strlen(s);
+    while (len && isspace((unsigned char)s[len - 1])) len--;
+    while (isspace((unsigned char)*s)) s++, len--;
+    while (len >= 2 && s[0] == '(' && s[len - 1] == ')') {    /* (-1), ((0)) */
+        s++, len -= 2;
+        while (len && isspace((unsigned char)*s)) s++, len--;
+        while (len && isspace((unsigned char)s[len - 1])) len--;
+    }
+    if (len == 0 || len >= sizeof buf) return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *p = buf;
+    *negative = 0;
+    if (*p == '+' || *p == '-') {
+        *negative = *p == '-';
+        for (p++; isspace((unsigned char)*p);) p++;
+    }
+    if (strcmp(p, "INFINITY") == 0 || strcmp(p, "NAN") == 0) {
+        *is_float = 1;
+        *f = p[0] == 'I' ? (*negative ? -INFINITY : INFINITY) : NAN;
+        return 1;
+    }
+    if (!isdigit((unsigned char)*p) && !(*p == '.' && isdigit((unsigned char)p[1]))) return 0;
+    int hex = p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+    int floating = strpbrk(p, hex ? ".pP" : ".eE") != NULL;
+    char *end;
+    errno = 0;
+    if (floating) {
+        *f = strtod(p, &end);
+        if (*end == 'f' || *end == 'F' || *end == 'l' || *end == 'L') end++;
+        if (*end || errno == ERANGE) return 0;
+        *is_float = 1;
+        if (*negative) *f = -*f;
+        return 1;
+    }
+    unsigned long long v = strtoull(p, &end, 0);    /* base 0: 0x.. hex, 0.. octal, as C reads them */
+    if (end == p || errno == ERANGE) return 0;
+    for (int k = 0; k < 3 && *end && strchr("lL", *end); k++) end++;   /* l, ll: the value is the same */
+    if (*end) return 0;    /* u suffixes make -1u a large number: left to the GPU's check */
+    if (*negative && v > (unsigned long long)INT64_MAX + 1) return 0;
+    *is_float = 0;
+    *u = *negative ? 0 - v : v;
+    return 1;
+}
+
+int gr_operator_identity_value(const gr_operator *op, gr_scalar *out) {
+    if (op->acc_dtype < 0) return 0;
+    gr_dtype t = (gr_dtype)op->acc_dtype;
+    int is_float, negative;
+    unsigned long long u;
+    double f;
+    if (!read_literal(op->spec.identity, &is_float, &negative, &u, &f)) return 0;
+    if (gr_dtype_is_float(t)) {
+        out->kind = GR_SCALAR_FLOAT;
+        out->v.f = is_float ? f : negative ? (double)(long long)u : (double)u;
+        if (gr_dtype_size(t) == 4) out->v.f = (double)(float)out->v.f;
+        return 1;
+    }
+    if (is_float) {
+        /* C converts toward zero; out of the dtype's range it is undefined: not checked on the host */
+        if (!(f > -9.2e18 && f < 9.2e18)) return 0;
+        u = (unsigned long long)(long long)f;
+    }
+    /* what C's conversion to the accumulator's width keeps: the low bits, read with its sign */
+    unsigned bits = 8u * (unsigned)gr_dtype_size(t);
+    if (bits < 64) {
+        u &= (1ull << bits) - 1;
+        if (gr_dtype_is_signed(t) && (u >> (bits - 1))) u |= ~0ull << bits;
+    }
+    out->kind = gr_dtype_is_signed(t) ? GR_SCALAR_INT : GR_SCALAR_UINT;
+    if (out->kind == GR_SCALAR_INT) out->v.i = (int64_t)u;
+    else out->v.u = u;
+    return 1;
+}
+
+/* ---- the values of the identity check ---------------------------------------------------------------- */
+
+/* The device's spelling of each value and its count per kind: the first five for integers, all seven
+ * for floats. gr_operator_check_values gives the same values on the host. */
+static const char *const check_exprs[] = {"gr_op_in(0)", "gr_op_in(1)", "gr_op_in(2)", "gr_op_in(3)",
+                                          "gr::limits<gr_op_in>::max()", "gr_op_in(-1.5)", "gr_op_in(1e-3)"};
+enum { CHECK_INTS = 5, CHECK_FLOATS = 7 };
+
+int gr_operator_check_values(gr_dtype t, gr_scalar values[8]) {
+    int is_float = gr_dtype_is_float(t), count = is_float ? CHECK_FLOATS : CHECK_INTS;
+    unsigned bits = 8u * (unsigned)gr_dtype_size(t);
+    for (int k = 0; k < count; k++) {
+        gr_scalar *v = &values[k];
+        if (is_float) {
+            static const double small[] = {0, 1, 2, 3, 0, -1.5, 1e-3};
+            v->kind = GR_SCALAR_FLOAT;
+            v->v.f = k == 4 ? (bits == 32 ? FLT_MAX : DBL_MAX) : small[k];
+            if (bits == 32) v->v.f = (double)(float)v->v.f;
+        } else if (gr_dtype_is_signed(t)) {
+            v->kind = GR_SCALAR_INT;
+            v->v.i = k == 4 ? (int64_t)(UINT64_MAX >> (65 - bits)) : k;
+        } else {
+            v->kind = GR_SCALAR_UINT;
+            v->v.u = k == 4 ? UINT64_MAX >> (64 - bits) : (uint64_t)k;
+        }
+    }
+    return count;
+}
+
+/* ---- the generated source ---------------------------------------------------------------------------- */
+
+/* Text that grows, counting its lines so that the #line directives can say where the generated code
+ * resumes. A failed allocation sticks: the caller checks once at the end. */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+    int line;           /* the number of the line being written, from 1 */
+    int failed;
+} text;
+
+static void put_raw(text *t, const char *s, size_t n) {
+    if (t->failed) return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n + 1) cap *= 2;
+        char *grown = realloc(t->s, cap);
+        if (!grown) {
+            t->failed = 1;
+            return;
+        }
+        t->s = grown;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->len, s, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+    for (size_t k = 0; k < n; k++) t->line += s[k] == '\n';
+}
+
+static void put(text *t, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf) t->failed = 1;
+    else put_raw(t, buf, (size_t)n);
+}
+
+/* A user's text on lines of its own, numbered from 1 under the field's name, then the generated lines
+ * numbered as they are in the whole source. */
+static void put_field(text *t, const char *field, const char *user) {
+    put(t, "#line 1 \"%s\"\n", field);
+    size_t n = strlen(user);
+    put_raw(t, user, n);
+    if (n == 0 || user[n - 1] != '\n') put_raw(t, "\n", 1);
+    put(t, "#line %d \"generated\"\n", t->line + 1);
+}
+
+/* The C type NVRTC knows a dtype by (it has no <stdint.h>), from the dtype's size, sign and kind. */
+static const char *device_type(gr_dtype t) {
+    size_t bytes = gr_dtype_size(t);
+    int is_signed = gr_dtype_is_signed(t);
+    if (gr_dtype_is_float(t)) return bytes == 4 ? "float" : bytes == 8 ? "double" : NULL;
+    switch (bytes) {
+    case 1: return is_signed ? "signed char" : "unsigned char";
+    case 2: return is_signed ? "short" : "unsigned short";
+    case 4: return is_signed ? "int" : "unsigned";
+    case 8: return is_signed ? "long long" : "unsigned long long";
+    default: return NULL;
+    }
+}
+
+/* The includes, the names NVRTC lacks, the preamble, and the two types every later part uses. */
+static void put_prologue(text *t, const gr_operator *op, gr_dtype in, const char *in_type, const char *acc_type) {
+    put(t, "// gpureduce operator \"%s\" over %s elements, accumulator %s: generated by engine/operator.c.\n"
+           "// Each field's lines are numbered from 1 under its name (#line), the rest as \"generated\".\n",
+        op->spec.name, gr_dtype_name(in), op->spec.acc);
+    put(t, "#include \"thread_load.cuh\"\n#include \"warp_block.cuh\"\n#include \"epilogue.cuh\"\n\n");
+    put(t, "// NVRTC has no standard library: the fixed-width names and two constants, for the fields.\n");
+    static const char *const widths[] = {"signed char int8_t", "unsigned char uint8_t", "short int16_t",
+                                         "unsigned short uint16_t", "int int32_t", "unsigned uint32_t",
+                                         "long long int64_t", "unsigned long long uint64_t"};
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) put(t, "typedef %s;\n", widths[k]);
+    put(t, "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+           "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n\n");
+    if (op->spec.preamble && !is_blank(op->spec.preamble)) {
+        put_field(t, "preamble", op->spec.preamble);
+        put_raw(t, "\n", 1);
+    }
+    put(t, "using gr_op_in = %s;    // the elements\n", in_type);
+    put(t, "using gr_op_acc = %s;    // the accumulator\n", acc_type);
+    if (op->acc_dtype < 0) {
+        /* the shuffles and the last block's reads move an accumulator struct 32 bits at a time */
+        put_field(t, "acc", "static_assert(sizeof(gr_op_acc) % 4 == 0, \"the accumulator struct must be a whole "
+                  "number of 32-bit words: pad it\");");
+    }
+    put_raw(t, "\n", 1);
+}
+
+/* One device function per field, outside the functor, so that a name the preamble defines (a function
+ * called combine, say) is not hidden by a member of the same name. */
+static void put_fields(text *t, const gr_operator *op) {
+    const char *fn = "static __device__ __forceinline__";
+    put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =\n", fn);
+    put_field(t, "identity", op->spec.identity);
+    put(t, "        ;\n    return gr_value;\n}\n\n");
+
+    /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct */
+    put(t, "using gr_op_x = %s;\n", op->acc_dtype >= 0 ? "gr_op_acc" : "gr_op_in");
+    put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =\n", fn,
+        op->indexed ? ", const unsigned long long i" : "");
+    put_field(t, "map", op->spec.map);
+    put(t, "        ;\n    return gr_value;\n}\n\n");
+
+    put(t, "%s gr_op_acc gr_op_reduce(const gr_op_acc a, const gr_op_acc b) {\n    const gr_op_acc gr_value =\n", fn);
+    put_field(t, "reduce", op->spec.reduce);
+    put(t, "        ;\n    return gr_value;\n}\n\n");
+
+    put(t, "// The result from the combined accumulator a and the element count n.\n");
+    put(t, "%s auto gr_op_post_value(const gr_op_acc a, const unsigned long long n) {\n    return (\n", fn);
+    if (op->spec.post) put_field(t, "post", op->spec.post);
+    else put(t, "a\n");
+    put(t, "    );\n}\n\n");
+}
+
+/* The functor in cuda/ops.cuh's shape, and the result's kind (a gr_scalar kind) with its check. */
+static void put_functor(text *t, const gr_operator *op) {
+    put(t, "struct gr_op_functor {\n"
+           "    using acc_t = gr_op_acc;\n"
+           "    static constexpr bool kIndexed = %s;\n"
+           "    static GR_DEV acc_t identity() { return gr_op_identity(); }\n", op->indexed ? "true" : "false");
+    if (op->indexed)
+        put(t, "    static GR_DEV acc_t load(const gr_op_in v, const gr::u64 i) { return gr_op_map(gr_op_x(v), i); }\n");
+    else
+        put(t, "    static GR_DEV acc_t load(const gr_op_in v) { return gr_op_map(gr_op_x(v)); }\n");
+    put(t, "    static GR_DEV acc_t combine(const acc_t a, const acc_t b) { return gr_op_reduce(a, b); }\n};\n\n");
+
+    put(t, "// The kind of post's value, as gr.h's gr_scalar says it: 0 int, 1 unsigned, 2 float, 3 bool.\n"
+           "template <class T, bool = gr::is_arithmetic_v<T>> struct gr_op_kind_of { static constexpr int value = -1; };\n"
+           "template <class T> struct gr_op_kind_of<T, true> {\n"
+           "    static constexpr int value = gr::is_float_v<T> ? 2 : gr::is_signed_v<T> ? 0 : 1;\n"
+           "};\n"
+           "template <> struct gr_op_kind_of<bool, false> { static constexpr int value = 3; };\n"
+           "using gr_op_result = decltype(gr_op_post_value(gr_op_acc(), 0ull));\n");
+    const char *check = "static_assert(gr_op_kind_of<gr_op_result>::value >= 0, \"the result must be a number or a "
+                        "bool\");";
+    if (op->spec.post) put_field(t, "post", check);
+    else put(t, "%s\n", check);
+    put_raw(t, "\n", 1);
+}
+
+/* The kernels (operator.h says what each does) and the constants the host reads from the image. */
+static void put_kernels(text *t, gr_dtype in) {
+    put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
+           "gr_op_main(const gr_op_in *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
+           "           gr_op_acc *final_out, unsigned long long first) {\n"
+           "    gr_op_acc v = gr::thread_accumulate<gr_op_functor, gr_op_in, 2>(in, n, first);\n"
+           "    v = gr::block_reduce<gr_op_functor>(v);\n"
+           "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
+           "}\n\n");
+    put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
+           "gr_op_partials(const gr_op_acc *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
+           "               gr_op_acc *final_out) {\n"
+           "    gr_op_acc v = gr::thread_accumulate<gr::AccInput<gr_op_functor>, gr_op_acc, 2>(in, n, 0);\n"
+           "    v = gr::block_reduce<gr_op_functor>(v);\n"
+           "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
+           "}\n\n");
+    put(t, "// 8 bytes at out: a double, a long long or an unsigned long long, as gr_op_result_kind says.\n"
+           "extern \"C\" __global__ void gr_op_post(const gr_op_acc *acc, unsigned long long n, void *out) {\n"
+           "    if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+           "    const gr_op_result r = gr_op_post_value(*acc, n);\n"
+           "    constexpr int kind = gr_op_kind_of<gr_op_result>::value;\n"
+           "    if constexpr (kind == 2) {\n"
+           "        const double v = double(r);\n"
+           "        memcpy(out, &v, 8);\n"
+           "    } else if constexpr (kind == 0) {\n"
+           "        const long long v = (long long)r;\n"
+           "        memcpy(out, &v, 8);\n"
+           "    } else {\n"
+           "        const unsigned long long v = kind == 3 ? (r ? 1ull : 0ull) : (unsigned long long)r;\n"
+           "        memcpy(out, &v, 8);\n"
+           "    }\n"
+           "}\n\n");
+    put(t, "template <class T> GR_DEV bool gr_op_same_bytes(const T &x, const T &y) {\n"
+           "    unsigned char bx[sizeof(T)], by[sizeof(T)];\n"
+           "    memcpy(bx, &x, sizeof(T));\n"
+           "    memcpy(by, &y, sizeof(T));\n"
+           "    for (unsigned k = 0; k < sizeof(T); k++)\n"
+           "        if (bx[k] != by[k]) return false;\n"
+           "    return true;\n"
+           "}\n\n");
+    int count = gr_dtype_is_float(in) ? CHECK_FLOATS : CHECK_INTS;
+    put(t, "// flags[k]: bit 0 when reduce(identity, map(v)) != map(v) for value k, bit 1 when reduce(map(v),\n"
+           "// identity) != map(v), byte for byte. One block of 32 threads, one value each.\n"
+           "extern \"C\" __global__ void gr_op_check(unsigned *flags) {\n"
+           "    const gr_op_in values[] = {");
+    for (int k = 0; k < count; k++) put(t, "%s%s", k ? ", " : "", check_exprs[k]);
+    put(t, "};\n"
+           "    const unsigned k = threadIdx.x;\n"
+           "    if (blockIdx.x != 0 || k >= sizeof values / sizeof values[0]) return;\n"
+           "    const gr_op_acc v = gr::load_at<gr_op_functor>(values[k], gr::u64(k));\n"
+           "    const gr_op_acc e = gr_op_functor::identity();\n"
+           "    flags[k] = (gr_op_same_bytes(gr_op_functor::combine(e, v), v) ? 0u : 1u) |\n"
+           "               (gr_op_same_bytes(gr_op_functor::combine(v, e), v) ? 0u : 2u);\n"
+           "}\n\n");
+    put(t, "extern \"C\" __device__ const unsigned long long gr_op_acc_size = sizeof(gr_op_acc),\n"
+           "    gr_op_acc_align = alignof(gr_op_acc), gr_op_result_kind = gr_op_kind_of<gr_op_result>::value;\n");
+}
+
+gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out) {
+    *out = NULL;
+    if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%d is not a dtype", (int)in);
+    const char *in_type = device_type(in);
+    const char *acc_type = op->acc_dtype >= 0 ? device_type((gr_dtype)op->acc_dtype) : op->spec.acc;
+    if (!in_type || !acc_type)
+        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%s has no C type that NVRTC knows",
+                           gr_dtype_name(in_type ? (gr_dtype)op->acc_dtype : in));
+    text t = {.line = 1};
+    put_prologue(&t, op, in, in_type, acc_type);
+    put_fields(&t, op);
+    put_functor(&t, op);
+    put_kernels(&t, in);
+    if (t.failed) {
+        free(t.s);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory for the operator's source");
+    }
+    *out = t.s;
+    return GR_OK;
+}
+
+/* ---- the image's constants --------------------------------------------------------------------------- */
+
+static uint64_t le(const unsigned char *p, int bytes) {
+    uint64_t v = 0;
+    for (int k = bytes - 1; k >= 0; k--) v = v << 8 | p[k];
+    return v;
+}
+
+/* The 8-byte value of the global `name` in a 64-bit little-endian ELF image (a CUBIN): its symbol in
+ * .symtab, its bytes in the section the symbol names. Every offset is checked against the size. */
+static int elf_u64(const unsigned char *e, size_t size, const char *name, uint64_t *value) {
+    if (size < 64 || memcmp(e, "\177ELF", 4) != 0 || e[4] != 2 || e[5] != 1) return 0;
+    uint64_t shoff = le(e + 0x28, 8), shentsize = le(e + 0x3a, 2), shnum = le(e + 0x3c, 2);
+    if (shentsize < 64 || shoff > size || shnum > (size - shoff) / shentsize) return 0;
+#define GR_SECTION_(k) (e + shoff + (uint64_t)(k) * shentsize)
+    for (uint64_t s = 0; s < shnum; s++) {
+        const unsigned char *sym = GR_SECTION_(s);
+        if (le(sym + 4, 4) != 2) continue;    /* SHT_SYMTAB */
+        uint64_t off = le(sym + 0x18, 8), len = le(sym + 0x20, 8), link = le(sym + 0x28, 4), ent = le(sym + 0x38, 8);
+        if (link >= shnum || ent < 24 || off > size || len > size - off) return 0;
+        const unsigned char *str = GR_SECTION_(link);
+        uint64_t stroff = le(str + 0x18, 8), strsize = le(str + 0x20, 8);
+        if (stroff > size || strsize > size - stroff) return 0;
+        for (uint64_t k = 0; k + ent <= len; k += ent) {
+            const unsigned char *y = e + off + k;
+            uint64_t at = le(y, 4), shndx = le(y + 6, 2), where = le(y + 8, 8);
+            size_t nlen = strlen(name);
+            if (at >= strsize || nlen + 1 > strsize - at || memcmp(e + stroff + at, name, nlen + 1) != 0) continue;
+            if (shndx == 0 || shndx >= shnum) return 0;
+            const unsigned char *data = GR_SECTION_(shndx);
+            uint64_t doff = le(data + 0x18, 8), dlen = le(data + 0x20, 8);
+            if (where > dlen || dlen - where < 8) return 0;
+            if (le(data + 4, 4) == 8) {     /* SHT_NOBITS: zero-initialized, no bytes in the file */
+                *value = 0;
+                return 1;
+            }
+            if (doff > size || dlen > size - doff) return 0;
+            *value = le(e + doff + where, 8);
+            return 1;
+        }
+    }
+#undef GR_SECTION_
+    return 0;
+}
+
+/* The same from PTX text: ".global .align 8 .u64 gr_op_acc_size = 16;", or "... gr_op_result_kind;"
+ * for a zero. */
+static int ptx_u64(const char *ptx, size_t size, const char *name, uint64_t *value) {
+    size_t nlen = strlen(name);
+    for (const char *p = ptx; (p = strstr(p, name)) != NULL && (size_t)(p - ptx) < size; p += nlen) {
+        if (p == ptx || p[-1] != ' ') continue;
+        if (p[nlen] == ';') {
+            *value = 0;
+            return 1;
+        }
+        if (strncmp(p + nlen, " = ", 3) != 0) continue;
+        char *end;
+        *value = strtoull(p + nlen + 3, &end, 10);
+        return end != p + nlen + 3 && *end == ';';
+    }
+    return 0;
+}
+
+/* The accumulator's size and alignment and the result's kind, from the image's constants. */
+static int read_constants(gr_operator_image *img) {
+    static const char *const names[] = {"gr_op_acc_size", "gr_op_acc_align", "gr_op_result_kind"};
+    uint64_t v[3];
+    for (int k = 0; k < 3; k++) {
+        int found = img->ptx ? ptx_u64(img->image, img->size, names[k], &v[k])
+                             : elf_u64(img->image, img->size, names[k], &v[k]);
+        if (!found) return 0;
+    }
+    if (v[0] == 0 || v[1] == 0 || v[2] > GR_SCALAR_BOOL) return 0;
+    img->acc_size = (size_t)v[0];
+    img->acc_align = (size_t)v[1];
+    img->result_kind = (int)v[2];
+    return 1;
+}
+
+/* ---- the caches ------------------------------------------------------------------------------------- */
+
+struct gr_operator_cache {
+    gr_kcache_mem *images;          /* key -> gr_operator_image */
+    uint64_t headers;               /* a digest of the embedded headers, part of every key */
+    gr_operator_compile_info last;
+    char *log;                      /* NVRTC's log of the last compile it ran */
+};
+
+static void image_destroy(void *value) {
+    gr_operator_image *img = value;
+    if (!img) return;
+    if (img->kernels.module) gr_dev_module_unload(img->kernels.module);
+    free(img->image);
+    free(img);
+}
+
+gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out) {
+    *out = NULL;
+    gr_operator_cache *c = calloc(1, sizeof *c);
+    if (!c || gr_kcache_mem_create(image_destroy, &c->images) != GR_OK) {
+        free(c);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    }
+    /* FNV-1a over the headers' names and texts: a new version of a header is a new key */
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (int k = 0; k < gr_nvrtc_header_count; k++)
+        for (int part = 0; part < 2; part++)
+            for (const unsigned char *p = (const unsigned char *)(part ? gr_nvrtc_header_texts[k]
+                                                                       : gr_nvrtc_header_names[k]);
+                 ; p++) {
+                h = (h ^ *p) * 0x100000001b3ull;
+                if (!*p) break;
+            }
+    c->headers = h;
+    *out = c;
+    return GR_OK;
+}
+
+void gr_operator_cache_destroy(gr_operator_cache *c) {
+    if (!c) return;
+    gr_kcache_mem_destroy(c->images);
+    free(c->log);
+    free(c);
+}
+
+const char *gr_operator_cache_log(const gr_operator_cache *c) { return c && c->log ? c->log : ""; }
+const char *gr_operator_cache_warning(void) { return gr_kcache_take_warning(); }
+
+void gr_operator_last_compile_info(const gr_operator_cache *c, gr_operator_compile_info *out) {
+    *out = c ? c->last : (gr_operator_compile_info){0};
+}
+
+void gr_operator_compile_info_of(const gr_operator *op, gr_operator_compile_info *out) { *out = op->last; }
+
+const char *gr_operator_origin_name(gr_operator_origin o) {
+    switch (o) {
+    case GR_ORIGIN_MEMORY: return "memory";
+    case GR_ORIGIN_DISK: return "disk";
+    case GR_ORIGIN_NVRTC: return "nvrtc";
+    default: return "none";
+    }
+}
+
+/* What an image depends on besides its source: NVRTC's version, the architecture, the options
+ * gr_nvrtc_compile passes, the embedded headers and this file's format. */
+static char *make_key(const char *source, int major, int minor, int arch, uint64_t headers, size_t *len) {
+    char tail[160];
+    int n = snprintf(tail, sizeof tail, "\n// key: NVRTC %d.%d, sm_%d, -std=c++17, headers %016llx, format %d\n",
+                     major, minor, arch, (unsigned long long)headers, GR_OP_FORMAT);
+    size_t slen = strlen(source);
+    char *key = malloc(slen + (size_t)n + 1);
+    if (!key) return NULL;
+    memcpy(key, source, slen);
+    memcpy(key + slen, tail, (size_t)n + 1);
+    *len = slen + (size_t)n;
+    return key;
+}
+
+/* On disk an image is a 16-byte header (the magic, the format, whether it is PTX, its architecture)
+ * and the image; the kernel cache checks the file's integrity and key. */
+static const char payload_magic[4] = {'G', 'R', 'O', 'P'};
+
+static gr_operator_image *image_from_payload(const unsigned char *p, size_t len, gr_dtype in) {
+    if (len <= 16 || memcmp(p, payload_magic, 4) != 0 || le(p + 4, 4) != GR_OP_FORMAT || le(p + 8, 4) > 1 ||
+        (le(p + 8, 4) == 1 && p[len - 1] != '\0'))    /* PTX is text with its NUL */
+        return NULL;
+    gr_operator_image *img = calloc(1, sizeof *img);
+    if (!img || !(img->image = malloc(len - 16))) {
+        free(img);
+        return NULL;
+    }
+    memcpy(img->image, p + 16, len - 16);
+    img->size = len - 16;
+    img->ptx = (int)le(p + 8, 4);
+    img->arch = (int)le(p + 12, 4);
+    img->in = in;
+    if (!read_constants(img)) {
+        image_destroy(img);
+        return NULL;
+    }
+    return img;
+}
+
+static void store_on_disk(const char *key, size_t keylen, const gr_operator_image *img) {
+    unsigned char *p = malloc(16 + img->size);
+    if (!p) return;    /* the disk cache is a convenience: no memory, no copy on disk */
+    memcpy(p, payload_magic, 4);
+    const uint32_t words[3] = {GR_OP_FORMAT, (uint32_t)img->ptx, (uint32_t)img->arch};
+    for (int w = 0; w < 3; w++)
+        for (int b = 0; b < 4; b++) p[4 + 4 * w + b] = (unsigned char)(words[w] >> (8 * b));
+    memcpy(p + 16, img->image, img->size);
+    gr_kcache_store(key, keylen, p, 16 + img->size);
+    free(p);
+}
+
+/* ---- NVRTC's errors in the user's terms -------------------------------------------------------------- */
+
+static const char *const fields[] = {"map", "reduce", "post", "identity", "preamble", "acc", NULL};
+
+/* The field whose text ends just before generated line `line` (where its #line directive resumes the
+ * generated numbering): an error there is an unfinished expression, "{" say. NULL for any other line. */
+static const char *field_ending_at(const char *source, long line) {
+    char resume[48];
+    snprintf(resume, sizeof resume, "\n#line %ld \"generated\"\n", line);
+    const char *at = strstr(source, resume);
+    if (!at) return NULL;
+    const char *start = NULL;
+    for (const char *p = source; (p = strstr(p, "\n#line 1 \"")) != NULL && p < at; p++) start = p + 10;
+    for (int k = 0; start && fields[k]; k++)
+        if (strncmp(start, fields[k], strlen(fields[k])) == 0 && start[strlen(fields[k])] == '"') return fields[k];
+    return NULL;
+}
+
+/* The log's first error, "<file>(<line>): <severity>: <message>" with a severity that says error,
+ * followed by NVRTC's echo of the line and a caret under the column. When the file is a field, the
+ * context's message becomes "<field>: <line>:<column>: <message> (...)" (without the column when
+ * there is no caret) and gr_errarg the field; an error on the generated line right after a field is
+ * that field's, "at its end". Returns 0 when the log has no such line. */
+static int compile_error(gr_context *ctx, const gr_operator *op, gr_dtype in, const char *source,
+                         const char *log) {
+    for (const char *line = log; line && *line;) {
+        const char *eol = strchr(line, '\n'), *end = eol ? eol : line + strlen(line);
+        const char *open = memchr(line, '(', (size_t)(end - line));
+        char *after;
+        long lineno = open ? strtol(open + 1, &after, 10) : 0;
+        const char *sev = open && after > open + 1 && strncmp(after, "): ", 3) == 0 ? after + 3 : NULL;
+        const char *colon = sev ? strstr(sev, ": ") : NULL;
+        if (!colon || colon > end || !memmem(sev, (size_t)(colon - sev), "error", 5)) {
+            line = eol ? eol + 1 : NULL;
+            continue;
+        }
+        const char *msg = colon + 2;
+        int msglen = (int)(end - msg), filelen = (int)(open - line);
+        /* the column: NVRTC echoes the line indented by two spaces, then a caret under the spot */
+        long column = 0;
+        const char *echo = eol ? eol + 1 : NULL, *caret = echo ? strchr(echo, '\n') : NULL;
+        if (caret && strncmp(echo, "  ", 2) == 0 && strncmp(caret + 1, "  ", 2) == 0) {
+            const char *c = caret + 3;
+            while (*c == ' ' || *c == '\t') c++;
+            if (*c == '^') column = (long)(c - (caret + 3)) + 1;
+        }
+        const char *field = NULL;
+        for (int k = 0; fields[k] && !field; k++)
+            if ((int)strlen(fields[k]) == filelen && strncmp(line, fields[k], (size_t)filelen) == 0) field = fields[k];
+        char where[48];
+        if (column) snprintf(where, sizeof where, "%ld:%ld", lineno, column);
+        else snprintf(where, sizeof where, "%ld", lineno);
+        if (!field && filelen == 9 && strncmp(line, "generated", 9) == 0 && (field = field_ending_at(source, lineno)))
+            snprintf(where, sizeof where, "at its end");
+        if (field)
+            gr_fail_arg(ctx, GR_EINVAL, field, "%s: %.*s (operator %s over %s elements)", where, msglen, msg,
+                        op->spec.name, gr_dtype_name(in));
+        else
+            gr_fail(ctx, GR_EINVAL, "operator %s over %s elements does not compile: %.*s: %s: %.*s", op->spec.name,
+                    gr_dtype_name(in), filelen, line, where, msglen, msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- compiling ----------------------------------------------------------------------------------------- */
+
+static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const gr_operator *op, gr_dtype in,
+                             const char *source, int arch, gr_operator_image **out) {
+    *out = NULL;
+    gr_nvrtc_output o;
+    gr_status st = gr_nvrtc_compile(ctx, source, "generated", arch, &o);
+    free(c->log);
+    c->log = o.log;     /* kept whole, failed or not */
+    o.log = NULL;
+    if (st != GR_OK) {
+        if (st == GR_EINVAL) compile_error(ctx, op, in, source, c->log);    /* else gr_nvrtc_compile's message */
+        gr_nvrtc_output_free(&o);
+        return st;
+    }
+    gr_operator_image *img = calloc(1, sizeof *img);
+    if (!img) {
+        gr_nvrtc_output_free(&o);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    }
+    *img = (gr_operator_image){.image = o.image, .size = o.size, .ptx = o.ptx, .arch = o.arch, .in = in,
+                               .nvrtc_ms = o.compile_ms};
+    o.image = NULL;
+    gr_nvrtc_output_free(&o);
+    if (!read_constants(img)) {
+        image_destroy(img);
+        return gr_fail(ctx, GR_ECUDA, "the image NVRTC made of operator %s has no readable gr_op_acc_size, "
+                       "gr_op_acc_align or gr_op_result_kind", op->spec.name);
+    }
+    *out = img;
+    return GR_OK;
+}
+
+gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
+                              gr_operator_image **out) {
+    *out = NULL;
+    double t0 = now_ms();
+    if (!cache) return gr_fail_arg(ctx, GR_EINVAL, "cache", "is NULL");
+    int major, minor;
+    if (gr_nvrtc_version(&major, &minor) != 0) {
+        char why[1024];
+        gr_nvrtc_available(why, sizeof why);
+        return gr_fail(ctx, GR_ENODEV, "operators need NVRTC: %s", why);
+    }
+    char *source;
+    gr_status st = gr_operator_source(ctx, op, in, &source);
+    if (st != GR_OK) return st;
+    size_t keylen;
+    char *key = make_key(source, major, minor, arch, cache->headers, &keylen);
+    if (!key) {
+        free(source);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    }
+
+    gr_operator_origin origin = GR_ORIGIN_MEMORY;
+    gr_operator_image *img = gr_kcache_mem_find(cache->images, key, keylen);
+    if (!img) {
+        void *payload = NULL;
+        size_t len = 0;
+        if (gr_kcache_load(key, keylen, &payload, &len) == GR_OK && payload)
+            img = image_from_payload(payload, len, in);
+        free(payload);
+        origin = GR_ORIGIN_DISK;
+        if (!img) {
+            origin = GR_ORIGIN_NVRTC;
+            st = compile_new(ctx, cache, op, in, source, arch, &img);
+            if (st == GR_OK) store_on_disk(key, keylen, img);
+        }
+        if (st == GR_OK && gr_kcache_mem_insert(cache->images, key, keylen, img) != GR_OK) {
+            image_destroy(img);
+            st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        }
+    }
+    free(key);
+    free(source);
+    if (st != GR_OK) return st;
+
+    gr_operator_compile_info info = {origin, in, img->arch, img->ptx, img->size,
+                                     origin == GR_ORIGIN_NVRTC ? img->nvrtc_ms : 0, now_ms() - t0,
+                                     img->acc_size, img->acc_align, img->result_kind};
+    cache->last = op->last = info;
+    *out = img;
+    return GR_OK;
+}
+
+/* ---- on the device --------------------------------------------------------------------------------------- */
+
+gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_operator_kernels **out) {
+    *out = NULL;
+    gr_operator_kernels *k = &img->kernels;
+    if (k->module) {
+        *out = k;
+        return GR_OK;
+    }
+    if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
+        return gr_fail(ctx, GR_ENODEV, "an operator's kernels run on the cuda backend only (backend is cpu)");
+    char log[1024], what[1200];
+    int e = gr_dev_module_load(img->image, &k->module, log, sizeof log);
+    if (e) {
+        snprintf(what, sizeof what, "loading an operator's %s%s%s", img->ptx ? "PTX" : "CUBIN", *log ? ": " : "", log);
+        return gr_fail_dev(ctx, e, what);
+    }
+    struct { const char *name; void **fn; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main},
+        {GR_OP_KERNEL_PARTIALS, &k->partials}, {GR_OP_KERNEL_POST, &k->post}, {GR_OP_KERNEL_CHECK, &k->check}};
+    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++) {
+        e = gr_dev_module_function(k->module, wanted[w].name, wanted[w].fn);
+        if (e) {
+            gr_dev_module_unload(k->module);
+            *k = (gr_operator_kernels){0};
+            snprintf(what, sizeof what, "an operator's kernel %s", wanted[w].name);
+            return gr_fail_dev(ctx, e, what);
+        }
+    }
+    *out = k;
+    return GR_OK;
+}
+
+static void format_scalar(char *buf, size_t len, gr_scalar v) {
+    if (v.kind == GR_SCALAR_FLOAT) snprintf(buf, len, "%.9g", v.v.f);
+    else if (v.kind == GR_SCALAR_UINT) snprintf(buf, len, "%llu", (unsigned long long)v.v.u);
+    else snprintf(buf, len, "%lld", (long long)v.v.i);
+}
+
+gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in) {
+    gr_device_info info;
+    gr_status st = gr_device_info_get(ctx, &info);
+    if (st != GR_OK) return st;
+    gr_operator_image *img;
+    const gr_operator_kernels *k;
+    gr_operator_compile_info op_last = op->last, cache_last = cache ? cache->last : op_last;
+    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img)) != GR_OK)
+        return st;
+    if (op->last.origin == GR_ORIGIN_MEMORY && op_last.origin != GR_ORIGIN_NONE) {
+        /* the image the caller compiled just before: its compile stays the last one worth telling */
+        op->last = op_last;
+        cache->last = cache_last;
+    }
+    if ((st = gr_operator_load(ctx, img, &k)) != GR_OK) return st;
+    gr_buffer *flags;
+    if ((st = gr_buffer_new(ctx, 8, GR_UINT32, GR_DEVICE, &flags)) != GR_OK) return st;
+    void *p = gr_buffer_data(flags);
+    void *args[] = {&p};
+    unsigned got[8] = {0};
+    int e = gr_dev_launch(k->check, 1, 32, 0, ctx->stream, args);
+    if (e) st = gr_fail_dev(ctx, e, "the operator's identity check");
+    else st = gr_buffer_read(ctx, flags, 0, got, 8);
+    gr_buffer_free(ctx, flags);
+    if (st != GR_OK) return st;
+
+    gr_scalar values[8];
+    int count = gr_operator_check_values(in, values);
+    for (int v = 0; v < count; v++) {
+        if (!got[v]) continue;
+        char x[48];
+        format_scalar(x, sizeof x, values[v]);
+        return gr_fail_arg(ctx, GR_EINVAL, "identity", "%s is not neutral for reduce: %s differs from map(x) "
+                           "byte for byte for the %s element x = %s", op->spec.identity,
+                           got[v] & 1 ? "reduce(identity, map(x))" : "reduce(map(x), identity)",
+                           gr_dtype_name(in), x);
+    }
+    return GR_OK;
+}

@@ -1,0 +1,65 @@
+/*
+ * operator.h -- user operators (operator.c): the structures behind gr.h's operator handles, and what
+ * the engine's reduction paths need of a compiled operator: its kernels, loaded on the device.
+ *
+ * An operator is C expressions (gr_operator_spec). For each input dtype, gr_operator_source writes a
+ * whole NVRTC translation unit from them and the NVRTC-clean headers (docs/architecture.md, "User
+ * operators", shows one); gr_operator_compile turns it into an image through the caches (kcache.h)
+ * and NVRTC (nvrtc.h); gr_operator_load makes its kernels callable with gr_dev_launch.
+ */
+#ifndef GR_OPERATOR_H
+#define GR_OPERATOR_H
+
+#include "gr.h"
+
+struct gr_operator {
+    gr_operator_spec spec;          /* the operator's own copies; post and preamble may be NULL */
+    int acc_dtype;                  /* a gr_dtype, or -1 for a struct of the preamble */
+    int indexed;                    /* map uses i */
+    gr_operator_compile_info last;  /* the operator's last gr_operator_compile */
+};
+
+/* The kernels of a generated source, by their extern "C" names (the source's layout is operator.c's;
+ * Acc is the accumulator, In the input dtype's type):
+ *   gr_op_main(const In *in, size_t n, Acc *partials, unsigned *counter, Acc *final_out,
+ *              unsigned long long first)
+ *       one pass over elements, like the catalogue's kernels: one partial per block, or with final_out
+ *       set the last block combines them and writes final_out (engine/launch.h says how).
+ *   gr_op_partials(const Acc *in, size_t n, Acc *partials, unsigned *counter, Acc *final_out)
+ *       the same over accumulators (the passes after the first).
+ *   gr_op_post(const Acc *acc, unsigned long long n, void *out)
+ *       one thread: post's value of *acc and the element count n, as 8 bytes at out in the kind
+ *       gr_operator_compile_info.result_kind says: a double (GR_SCALAR_FLOAT), a long long
+ *       (GR_SCALAR_INT), an unsigned long long (GR_SCALAR_UINT), or 0 / 1 as unsigned long long
+ *       (GR_SCALAR_BOOL). Without post the value is the accumulator itself.
+ *   gr_op_check(unsigned *flags)
+ *       one block of 32 threads: for value k of gr_operator_check_values, flags[k] gets bit 0 when
+ *       reduce(identity, map(v)) is not map(v) byte for byte, bit 1 when reduce(map(v), identity) is not.
+ * and the device constants gr_op_acc_size, gr_op_acc_align and gr_op_result_kind, which the compile
+ * reads from the image into gr_operator_compile_info. */
+#define GR_OP_KERNEL_MAIN "gr_op_main"
+#define GR_OP_KERNEL_PARTIALS "gr_op_partials"
+#define GR_OP_KERNEL_POST "gr_op_post"
+#define GR_OP_KERNEL_CHECK "gr_op_check"
+
+typedef struct gr_operator_kernels {
+    void *module;                   /* NULL until loaded */
+    void *main, *partials, *post, *check;
+} gr_operator_kernels;
+
+struct gr_operator_image {
+    void *image;                    /* CUBIN, or PTX text with its NUL */
+    size_t size;
+    int ptx, arch;
+    gr_dtype in;
+    size_t acc_size, acc_align;
+    int result_kind;                /* a gr_scalar kind */
+    double nvrtc_ms;                /* NVRTC's time, when this process compiled it; else 0 */
+    gr_operator_kernels kernels;    /* loaded on first use; unloaded with the cache */
+};
+
+/* The image's kernels, loading its module into the device's context on first use (cuda backend only:
+ * GR_ENODEV otherwise). They stay loaded as long as the cache holds the image. */
+gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_operator_kernels **out);
+
+#endif

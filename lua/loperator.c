@@ -1,0 +1,313 @@
+/*
+ * loperator.c -- user operators from Lua: gr.operator{...} and the Operator userdata.
+ *
+ * gr.operator checks the table (unknown fields, types, the cpu functions), lets the engine check the
+ * expressions (gr_operator_create), and compiles them at once for one dtype where NVRTC is there, so a
+ * mistake in an expression is an error of this call, said in the field's terms ("map: 1:5: ..."). The
+ * identity is then checked against reduce: on the GPU by the generated check kernel, on the cpu
+ * backend by the cpu functions when they are given and the identity is a literal the host can read.
+ *
+ * An Operator keeps its cpu table {map =, reduce =, post =} as user value 1 (nil without one), for the
+ * cpu backend's reductions. The disk cache's one warning goes to stderr, once per process.
+ */
+#include "binding.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const operator_keys[] = {"acc", "cpu", "identity", "map", "name", "post", "preamble", "reduce",
+                                            NULL};
+static const char *const cpu_keys[] = {"map", "post", "reduce", NULL};
+
+/* ---- the accessor and the release ---------------------------------------------------------------- */
+
+gr_operator *lgr_check_operator(lua_State *L, int arg) {
+    loperator *u = luaL_checkudata(L, arg, OPERATOR_MT);
+    if (!u->op) luaL_argerror(L, arg, "operator has been freed");
+    return u->op;
+}
+
+static int o_release(lua_State *L) {
+    loperator *u = luaL_checkudata(L, 1, OPERATOR_MT);
+    gr_operator_free(u->op);    /* its compiled images stay in the state's cache, shared by equal sources */
+    u->op = NULL;
+    return 0;
+}
+
+/* ---- reading the table ---------------------------------------------------------------------------- */
+
+/* "a, b, c" of a NULL-terminated list, on the stack. */
+static const char *push_list(lua_State *L, const char *const *names) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 0; names[i]; i++) {
+        if (i) luaL_addstring(&b, ", ");
+        luaL_addstring(&b, names[i]);
+    }
+    luaL_pushresult(&b);
+    return lua_tostring(L, -1);
+}
+
+/* Refuses a key of table t that is not in keys, naming it (prefix "cpu." inside cpu). */
+static void refuse_unknown(lua_State *L, int t, const char *const *keys, const char *prefix) {
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        int known = 0;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (int i = 0; keys[i] && !known; i++) known = strcmp(lua_tostring(L, -1), keys[i]) == 0;
+        if (!known) {
+            const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_tolstring(L, -1, NULL);
+            luaL_argerror(L, 1, lua_pushfstring(L, "unknown field '%s%s' (accepted: %s)", prefix, k,
+                                                push_list(L, keys)));
+        }
+    }
+}
+
+/* t[key] as a C string (left on the stack, so it stays alive), or NULL for nil; refuses anything else,
+ * and a string with a zero byte inside, which C would cut short. */
+static const char *string_field(lua_State *L, int t, const char *key) {
+    int type = lua_getfield(L, t, key);
+    if (type == LUA_TNIL) return NULL;
+    if (type != LUA_TSTRING)
+        luaL_argerror(L, 1, lua_pushfstring(L, "%s: expected a string%s, got %s", key,
+                                            strcmp(key, "name") == 0 || strcmp(key, "acc") == 0 ? "" :
+                                            strcmp(key, "preamble") == 0 ? " (C declarations)" : " (a C expression)",
+                                            luaL_typename(L, -1)));
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    if (strlen(s) != len) luaL_argerror(L, 1, lua_pushfstring(L, "%s: has a zero byte inside", key));
+    return s;
+}
+
+/* The cpu table: functions map and reduce, post optional. Leaves it (or nil) on the stack. */
+static int cpu_field(lua_State *L, int t) {
+    int type = lua_getfield(L, t, "cpu");
+    if (type == LUA_TNIL) return 0;
+    if (type != LUA_TTABLE)
+        luaL_argerror(L, 1, lua_pushfstring(L, "cpu: expected a table of functions {map =, reduce =, post =}, "
+                                               "got %s", luaL_typename(L, -1)));
+    int cpu = lua_gettop(L);
+    refuse_unknown(L, cpu, cpu_keys, "cpu.");
+    for (int i = 0; cpu_keys[i]; i++) {
+        int got = lua_getfield(L, cpu, cpu_keys[i]);
+        int optional = strcmp(cpu_keys[i], "post") == 0;
+        if (got != LUA_TFUNCTION && !(optional && got == LUA_TNIL))
+            luaL_argerror(L, 1, lua_pushfstring(L, "cpu.%s: expected a function%s, got %s", cpu_keys[i],
+                                                optional ? " or nil" : "", luaL_typename(L, -1)));
+        lua_pop(L, 1);
+    }
+    return 1;
+}
+
+/* ---- checks at creation --------------------------------------------------------------------------- */
+
+/* The disk cache's warning, once per process, on stderr: a script sees it without turning Lua's warn()
+ * on, and it does not stop anything (the images are kept in memory instead). */
+static void show_cache_warning(void) {
+    const char *w = gr_operator_cache_warning();
+    if (w) lua_writestringerror("%s\n", w);    /* worded for a user, "gpureduce: ..." */
+}
+
+/* The dtype an operator is compiled for at creation: its accumulator's, or float32 for a struct. */
+static gr_dtype default_dtype(const gr_operator *op) {
+    int acc = gr_operator_acc_dtype(op);
+    return acc >= 0 ? (gr_dtype)acc : GR_FLOAT32;
+}
+
+/* Compiles for the default dtype and the device's architecture (sm_90 without a GPU). Without NVRTC
+ * nothing happens: the operator can still run on the cpu backend with its cpu functions. A compile
+ * error raises the field's message and NVRTC's whole log. Returns 1 when it compiled. */
+static int compile_now(lua_State *L, gr_operator *op) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_device_info info;
+    int arch = gr_device_info_get(ctx, &info) == GR_OK ? info.cc_major * 10 + info.cc_minor : 90;
+    gr_operator_image *img;
+    gr_status st = gr_operator_compile(ctx, lgr_operator_cache(L), op, default_dtype(op), arch, &img);
+    show_cache_warning();
+    if (st == GR_ENODEV) return 0;
+    if (st == GR_EINVAL) {
+        const char *log = gr_operator_cache_log(lgr_operator_cache(L));
+        size_t len = strlen(log);
+        while (len && (log[len - 1] == '\n' || log[len - 1] == ' ')) len--;
+        lua_pushlstring(L, log, len);
+        return luaL_error(L, "gpureduce: %s%s%s", gr_errmsg(ctx), len ? "\nNVRTC's log:\n" : "", lua_tostring(L, -1));
+    }
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    return 1;
+}
+
+/* Lua's view of two accumulator values: equal, or both NaN. */
+static int same_value(lua_State *L, int a, int b) {
+    if (lua_rawequal(L, a, b)) return 1;
+    return lua_type(L, a) == LUA_TNUMBER && lua_type(L, b) == LUA_TNUMBER && lua_tonumber(L, a) != lua_tonumber(L, a) &&
+           lua_tonumber(L, b) != lua_tonumber(L, b);
+}
+
+/* cpu.reduce(identity, cpu.map(x, i)) and cpu.reduce(cpu.map(x, i), identity) must both be cpu.map(x, i)
+ * for the values the GPU's check uses, x of the accumulator's dtype and i its 0-based position. */
+static void check_cpu_identity(lua_State *L, const gr_operator *op, int cpu) {
+    gr_scalar e;
+    if (!gr_operator_identity_value(op, &e)) return;    /* only the GPU can say what it is */
+    gr_scalar values[8];
+    int count = gr_operator_check_values((gr_dtype)gr_operator_acc_dtype(op), values);
+    int top = lua_gettop(L);
+    lgr_push_scalar(L, e);
+    int id = lua_gettop(L);
+    for (int k = 0; k < count; k++) {
+        lua_getfield(L, cpu, "map");
+        lgr_push_scalar(L, values[k]);
+        lua_pushinteger(L, k);
+        lua_call(L, 2, 1);
+        int m = lua_gettop(L);
+        for (int side = 0; side < 2; side++) {
+            lua_getfield(L, cpu, "reduce");
+            lua_pushvalue(L, side ? m : id);
+            lua_pushvalue(L, side ? id : m);
+            lua_call(L, 2, 1);
+            int r = lua_gettop(L);
+            if (!same_value(L, r, m)) {
+                lgr_push_scalar(L, values[k]);
+                const char *x = luaL_tolstring(L, r + 1, NULL), *got = luaL_tolstring(L, r, NULL);
+                luaL_argerror(L, 1, lua_pushfstring(L, "identity: %s is not neutral for cpu.reduce: %s gave %s, "
+                                                       "not cpu.map(x, i) = %s, for x = %s",
+                                                    gr_operator_get_spec(op)->identity,
+                                                    side ? "cpu.reduce(cpu.map(x, i), identity)"
+                                                         : "cpu.reduce(identity, cpu.map(x, i))",
+                                                    got, luaL_tolstring(L, m, NULL), x));
+            }
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_settop(L, top);
+}
+
+/* ---- gr.operator ---------------------------------------------------------------------------------- */
+
+int lgr_operator(lua_State *L) {
+    gr_context *ctx = lgr_ctx(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    refuse_unknown(L, 1, operator_keys, "");
+    gr_operator_spec spec = {
+        string_field(L, 1, "name"),     string_field(L, 1, "map"), string_field(L, 1, "reduce"),
+        string_field(L, 1, "post"),     string_field(L, 1, "identity"), string_field(L, 1, "acc"),
+        string_field(L, 1, "preamble"),
+    };
+    int has_cpu = cpu_field(L, 1);
+    int cpu = lua_gettop(L);
+
+    loperator *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->op = NULL;
+    luaL_setmetatable(L, OPERATOR_MT);
+    lua_pushvalue(L, cpu);
+    lua_setiuservalue(L, -2, 1);
+    gr_status st = gr_operator_create(ctx, &spec, &u->op);
+    if (st == GR_EINVAL) return luaL_argerror(L, 1, gr_errmsg(ctx));
+    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+
+    int compiled = compile_now(L, u->op);
+    if (gr_context_backend(ctx) == GR_BACKEND_CUDA && compiled) {
+        st = gr_operator_check(ctx, lgr_operator_cache(L), u->op, default_dtype(u->op));
+        if (st == GR_EINVAL) return luaL_argerror(L, 1, gr_errmsg(ctx));
+        if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    } else if (gr_context_backend(ctx) == GR_BACKEND_CPU && has_cpu && gr_operator_acc_dtype(u->op) >= 0) {
+        check_cpu_identity(L, u->op, cpu);
+    }
+    return 1;
+}
+
+/* ---- methods -------------------------------------------------------------------------------------- */
+
+static const char *const kind_names[] = {"int", "uint", "float", "bool"};
+
+/* op:source([dtype]): the CUDA source generated for elements of dtype (default: the accumulator's, or
+ * float32 for a struct). */
+static int o_source(lua_State *L) {
+    gr_operator *op = lgr_check_operator(L, 1);
+    gr_dtype t = lgr_check_dtype(L, 2, gr_dtype_name(default_dtype(op)));
+    char *src;
+    gr_status st = gr_operator_source(lgr_ctx(L), op, t, &src);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "dtype", 2, NULL);
+    lua_pushstring(L, src);
+    free(src);
+    return 1;
+}
+
+static void set_str(lua_State *L, const char *k, const char *v) {
+    if (!v) return;
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v) {
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+/* op:info(): the fields, what was detected, and the last compile: where its image came from ("none"
+ * before any, "memory", "disk", "nvrtc"), NVRTC's time, the accumulator's layout. */
+static int o_info(lua_State *L) {
+    gr_operator *op = lgr_check_operator(L, 1);
+    const gr_operator_spec *s = gr_operator_get_spec(op);
+    gr_operator_compile_info c;
+    gr_operator_compile_info_of(op, &c);
+    lua_createtable(L, 0, 16);
+    set_str(L, "name", s->name);
+    set_str(L, "acc", s->acc);
+    lua_pushboolean(L, gr_operator_indexed(op));
+    lua_setfield(L, -2, "indexed");
+    lua_getiuservalue(L, 1, 1);
+    lua_pushboolean(L, !lua_isnil(L, -1));
+    lua_setfield(L, -3, "has_cpu");
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 5);
+    set_str(L, "map", s->map);
+    set_str(L, "reduce", s->reduce);
+    set_str(L, "post", s->post);
+    set_str(L, "identity", s->identity);
+    set_str(L, "preamble", s->preamble);
+    lua_setfield(L, -2, "expressions");
+    set_str(L, "origin", gr_operator_origin_name(c.origin));
+    if (c.origin != GR_ORIGIN_NONE) {
+        set_str(L, "dtype", gr_dtype_name(c.in));
+        set_int(L, "arch", c.arch);
+        lua_pushboolean(L, c.ptx);
+        lua_setfield(L, -2, "ptx");
+        set_int(L, "image_bytes", (lua_Integer)c.image_bytes);
+        lua_pushnumber(L, c.nvrtc_ms);
+        lua_setfield(L, -2, "nvrtc_ms");
+        lua_pushnumber(L, c.total_ms);
+        lua_setfield(L, -2, "total_ms");
+        set_int(L, "acc_size", (lua_Integer)c.acc_size);
+        set_int(L, "acc_align", (lua_Integer)c.acc_align);
+        set_str(L, "result", kind_names[c.result_kind]);
+    }
+    return 1;
+}
+
+static int o_tostring(lua_State *L) {
+    loperator *u = luaL_checkudata(L, 1, OPERATOR_MT);
+    if (!u->op) {
+        lua_pushstring(L, "gpureduce.Operator(freed)");
+        return 1;
+    }
+    const gr_operator_spec *s = gr_operator_get_spec(u->op);
+    lua_pushfstring(L, "gpureduce.Operator(%s: map %s, reduce %s, acc %s)", s->name, s->map, s->reduce, s->acc);
+    return 1;
+}
+
+/* op.name, then the methods (upvalue 2). */
+int lgr_operator_index(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TSTRING && strcmp(lua_tostring(L, 2), "name") == 0) {
+        lua_pushstring(L, gr_operator_get_spec(lgr_check_operator(L, 1))->name);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(2));
+    return 1;
+}
+
+const luaL_Reg lgr_operator_methods[] = {{"free", o_release}, {"info", o_info}, {"source", o_source}, {NULL, NULL}};
+const luaL_Reg lgr_operator_meta[] = {
+    {"__close", o_release}, {"__gc", o_release}, {"__tostring", o_tostring}, {NULL, NULL}};
