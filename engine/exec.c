@@ -6,6 +6,7 @@
 #include "device.h"
 #include "error.h"
 #include "memory.h"
+#include "operator.h"
 #include "ops.h"
 #include "policy.h"
 #include "pool.h"
@@ -22,7 +23,7 @@
 static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_launch *L) {
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = row->kernel->launch(L);
+    if (rc == 0) rc = plan->user ? gr_operator_launch(L, plan->user) : row->kernel->launch(L);
     if (rc == 0) return GR_OK;
     /* a single-pass kernel that failed part-way may have left its ticket raised: words [0..1] only, the
      * completion flag's address lives in [2..3] (pool.c) */
@@ -42,7 +43,7 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
                         int flag) {
     if (flag) *(volatile unsigned *)gr_slot_flag(slot) = 0;     /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + plan->half_offset};
-    size_t es = gr_op_acc_size(plan->op, plan->in_dtype, plan->acc);
+    size_t es = plan->acc_size;
     int single = gr_finish_row_get(plan->finish)->epilogue;
     int rc = 0, k;
     for (k = 0; k < plan->npasses && !plan->pass[k].on_host; k++) {
@@ -111,6 +112,7 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
     if (last->on_host)
         return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, plan->ddof,
                              out);
+    if (plan->user) return gr_operator_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
     *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);
     return GR_OK;
 }

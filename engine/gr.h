@@ -183,6 +183,9 @@ typedef struct gr_options {
     int acc;                /* accumulator dtype override (a gr_dtype), -1 = default */
     size_t grid;            /* blocks of the first pass; 0 = the planner's choice */
     gr_stream *stream;      /* NULL = the context's own stream */
+    /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, in
+     * engine/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
+    const struct gr_operator_image *user;
 } gr_options;
 
 void gr_options_init(gr_options *o, gr_op op);
@@ -331,6 +334,12 @@ const char *gr_operator_cache_warning(void);
  * v of the dtype (0, 1, 2, 3, its largest, and for floats -1.5 and 1e-3). GR_EINVAL naming "identity"
  * when one differs; GR_ENODEV on the cpu backend. */
 gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in);
+/* The operator's image for input dtype `in` on this context's device, compiled (through the caches)
+ * and loaded on first use, then remembered on the operator (a second call costs a lookup): what
+ * gr_options.user takes. GR_ENODEV without a device or NVRTC; GR_EINVAL, naming "acc", for an
+ * accumulator over the 32 bytes a reduction keeps. */
+gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+                              const gr_operator_image **out);
 /* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
@@ -369,6 +378,8 @@ typedef struct gr_plan {
     size_t dev_bytes, half_offset, extra_offset, host_bytes;
     int npasses;
     gr_pass pass[GR_PLAN_MAX_PASSES];
+    const struct gr_operator_image *user;   /* gr_options.user: the passes run its kernels */
+    size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */

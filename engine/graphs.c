@@ -26,7 +26,8 @@
 
 static int same_key(const gr_graph *g, const void *in, const gr_plan *p, void *stream) {
     return g->in == in && g->n == p->n && g->grid == p->pass[0].blocks && g->in_dtype == p->in_dtype &&
-           g->acc == p->acc && g->op == p->op && g->variant == p->variant && g->block == p->pass[0].block &&
+           g->acc == p->acc && g->op == p->op && g->user == p->user && g->variant == p->variant &&
+           g->block == p->pass[0].block &&
            g->stream == stream;
 }
 
@@ -98,6 +99,7 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, voi
         g->in_dtype = p->in_dtype;
         g->acc = p->acc;
         g->op = p->op;
+        g->user = p->user;
         g->variant = p->variant;
         g->block = p->pass[0].block;
         g->stream = stream;

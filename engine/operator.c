@@ -12,6 +12,7 @@
  * Nothing here knows CUDA beyond device.h: an image is bytes until gr_operator_load.
  */
 #include "operator.h"
+#include "ops.h"
 #include "device.h"
 #include "error.h"
 #include "kcache.h"
@@ -903,6 +904,35 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
         }
     }
     *out = k;
+    return GR_OK;
+}
+
+gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+                              const gr_operator_image **out) {
+    *out = NULL;
+    if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
+    if (op->ready_in == cache && op->ready[in]) {
+        *out = op->ready[in];
+        return GR_OK;
+    }
+    gr_device_info info;
+    gr_status st = gr_device_info_get(ctx, &info);
+    if (st != GR_OK) return st;
+    gr_operator_image *img;
+    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img)) != GR_OK) return st;
+    if (img->acc_size > GR_ACC_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
+                           "reduction keeps", op->spec.name, img->acc_size, GR_ACC_MAX);
+    const gr_operator_kernels *k;
+    if ((st = gr_operator_load(ctx, img, &k)) != GR_OK) return st;
+    img->has_post = op->spec.post != NULL;
+    img->acc_dtype = op->acc_dtype;
+    if (op->ready_in != cache) {            /* another context's cache: its images are not ours */
+        memset(op->ready, 0, sizeof op->ready);
+        op->ready_in = cache;
+    }
+    op->ready[in] = img;
+    *out = img;
     return GR_OK;
 }
 

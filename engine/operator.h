@@ -17,6 +17,10 @@ struct gr_operator {
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct of the preamble */
     int indexed;                    /* map uses i */
     gr_operator_compile_info last;  /* the operator's last gr_operator_compile */
+    /* per input dtype, the image whose kernels are loaded (operator_run.c), and the cache that holds
+     * it: a reduction finds its kernels here without generating the source or hashing the key */
+    gr_operator_image *ready[GR_DTYPE_COUNT];
+    const gr_operator_cache *ready_in;
 };
 
 /* The kernels of a generated source, by their extern "C" names (the source's layout is operator.c's;
@@ -56,10 +60,26 @@ struct gr_operator_image {
     int result_kind;                /* a gr_scalar kind */
     double nvrtc_ms;                /* NVRTC's time, when this process compiled it; else 0 */
     gr_operator_kernels kernels;    /* loaded on first use; unloaded with the cache */
+    /* set by gr_operator_prepare from the operator (its source, and so this image, says the same) */
+    int has_post;
+    int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
 };
 
 /* The image's kernels, loading its module into the device's context on first use (cuda backend only:
  * GR_ENODEV otherwise). They stay loaded as long as the cache holds the image. */
 gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_operator_kernels **out);
+
+/* ---- reductions with an operator (operator_run.c) ------------------------------------------------- */
+
+
+struct gr_launch;
+/* Queues one pass of a plan with a user operator: gr_op_main over elements, gr_op_partials over the
+ * accumulators of an earlier pass. 0 or a CUDA error code, like a variant's launcher. */
+int gr_operator_launch(struct gr_launch *L, const gr_operator_image *img);
+/* The result of a reduction of n elements whose combined accumulator is at acc (pinned memory the
+ * device can read): the accumulator itself where the operator has no post, else post's value, computed
+ * on the device (post_out: 8 bytes of pinned memory). */
+gr_status gr_operator_result(gr_context *ctx, const gr_operator_image *img, const void *acc, size_t n,
+                             void *post_out, void *stream, gr_result *out);
 
 #endif

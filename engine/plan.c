@@ -5,6 +5,7 @@
  */
 #include "gr.h"
 #include "error.h"
+#include "operator.h"
 #include "ops.h"
 #include "policy.h"
 #include "registry.h"
@@ -32,7 +33,7 @@ static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_d
 /* Ping-pong halves: odd passes write the first half, even passes the second. Each half is as large as
  * the most partials any of its passes writes, rounded to 256 bytes. */
 static size_t half_bytes(const gr_plan *p, int parity) {
-    size_t most = 0, es = gr_op_acc_size(p->op, p->in_dtype, p->acc);
+    size_t most = 0, es = p->acc_size;
     for (int i = parity; i < p->npasses; i += 2)
         if (!p->pass[i].on_host && p->pass[i].blocks > most) most = p->pass[i].blocks;
     return (most * es + 255) / 256 * 256;
@@ -45,11 +46,80 @@ static void lay_out_scratch(gr_plan *p) {
     p->extra_offset = p->half_offset + half_bytes(p, 1);
     p->dev_bytes = p->extra_offset + p->scratch;
     const gr_pass *last = p->npasses ? &p->pass[p->npasses - 1] : NULL;
-    p->host_bytes = last && last->on_host && p->npasses > 1 ? last->elements * gr_op_acc_size(p->op, p->in_dtype, p->acc) : 0;
+    p->host_bytes = last && last->on_host && p->npasses > 1 ? last->elements * p->acc_size : 0;
+}
+
+/* The device passes of a plan whose variant, block, finish and accumulator are settled: the first over
+ * the n elements, then (finishes without an epilogue) passes over partials down to what the finish
+ * leaves, the last of them on the host where it says so; then the scratch they need. */
+static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_row *row, int block, const gr_options *o) {
+    const gr_launch_device dev = {ctx->info.sms, ctx->info.max_threads_per_sm};
+    size_t n = plan->n;
+    gr_dtype t = plan->in_dtype;
+    if (row->kernel->scratch && !plan->user) plan->scratch = row->kernel->scratch(n, t, o->op, plan->acc);
+    size_t blocks = n == 0 ? 1 : o->grid ? o->grid : row->kernel->grid(n, block, gr_dtype_size(t), &dev);
+    add_pass(plan, n, blocks, block, t, 0);
+    size_t count = blocks;
+    const gr_finish_row *f = gr_finish_row_get(plan->finish);
+    /* the grids of passes over partials, as for elements of the accumulator dtype's size (a user
+     * operator's struct: its size, at most 16, which the grid functions divide into 16) */
+    size_t partial_bytes = plan->user ? (plan->acc_size < 16 ? plan->acc_size : 16) : gr_dtype_size(plan->acc);
+    if (!f->epilogue) {
+        size_t stop = f->passes == GR_PASSES_TO_ONE ? 1 : f->passes == GR_PASSES_TO_THRESHOLD ? plan->threshold : count;
+        while (count > stop) {
+            if (plan->npasses == GR_PLAN_MAX_PASSES - 1)
+                return gr_fail(ctx, GR_EINVAL, "plan: more than %d passes", GR_PLAN_MAX_PASSES - 1);
+            size_t next = row->kernel->grid(count, block, partial_bytes, &dev);
+            add_pass(plan, count, next, block, plan->acc, 0);
+            count = next;
+        }
+        if (count > 1) add_pass(plan, count, 0, block, plan->acc, 1);
+    }
+    lay_out_scratch(plan);
+    return GR_OK;
+}
+
+/* A plan with a user operator (o->user): warp_shuffle's shape -- the generated kernels are built like
+ * it (operator_run.c) -- on device buffers, with the finishes that end on the device. An empty buffer
+ * still runs one block, whose epilogue writes the identity (and post then sees it). */
+static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
+    int vi = gr_variant_find("warp_shuffle");
+    const gr_variant *v = gr_variant_get(vi);
+    const gr_variant_row *row = gr_variant_row_get(vi);
+    if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)
+        return gr_fail_arg(ctx, GR_ENODEV, "op", "a user operator's kernels need a CUDA device (backend is %s; "
+                           "give the operator cpu functions for the cpu backend)",
+                           ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
+    if (where != GR_DEVICE)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers (this one is in host "
+                           "memory: gr.copy it to a device buffer, or use opts.streamed with a built-in op)");
+    if (o->variant >= 0 && o->variant != vi)
+        return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' does not take a user operator (accepted: auto, "
+                           "warp_shuffle, whose shape the operator's kernels have)", gr_variant_get(o->variant)->name);
+    if (o->acc >= 0)
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
+    gr_finish finish = o->finish == GR_FINISH_AUTO ? GR_FINISH_SINGLE : o->finish;
+    if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE)
+        return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' combines partials on the CPU, which a user operator "
+                           "cannot (accepted for operators: auto, single, device)", gr_finish_name(finish));
+    int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
+    gr_status st = gr_check_block(ctx, v, block);
+    if (st != GR_OK) return st;
+    plan->variant = vi;
+    plan->op = o->op;
+    plan->user = o->user;
+    plan->finish = finish;
+    plan->in_dtype = t;
+    plan->acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;   /* a struct: bytes */
+    plan->acc_size = o->user->acc_size;
+    plan->n = n;
+    plan->threshold = gr_policy_hybrid_threshold(o->threshold);
+    return build_passes(ctx, plan, row, block, o);
 }
 
 gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
     memset(plan, 0, sizeof *plan);
+    if (o->user) return plan_user(ctx, n, t, where, o, plan);
     if (!gr_op_desc_get(o->op))
         return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     int auto_variant = o->variant < 0;
@@ -86,31 +156,14 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     plan->n = n;
     plan->ddof = o->ddof;
     plan->threshold = gr_policy_hybrid_threshold(o->threshold);
+    plan->acc_size = gr_op_acc_size(o->op, t, plan->acc);
     if (n == 0) return GR_OK;
     if (!row->kernel) {                       /* a host variant: one pass on the CPU */
         add_pass(plan, n, 0, block, t, 1);
         return GR_OK;
     }
 
-    const gr_launch_device dev = {ctx->info.sms, ctx->info.max_threads_per_sm};
-    if (row->kernel->scratch) plan->scratch = row->kernel->scratch(n, t, o->op, plan->acc);
-    size_t blocks = o->grid ? o->grid : row->kernel->grid(n, block, gr_dtype_size(t), &dev);
-    add_pass(plan, n, blocks, block, t, 0);
-    size_t count = blocks;
-    const gr_finish_row *f = gr_finish_row_get(finish);
-    if (!f->epilogue) {
-        size_t stop = f->passes == GR_PASSES_TO_ONE ? 1 : f->passes == GR_PASSES_TO_THRESHOLD ? plan->threshold : count;
-        while (count > stop) {
-            if (plan->npasses == GR_PLAN_MAX_PASSES - 1)
-                return gr_fail(ctx, GR_EINVAL, "plan: more than %d passes", GR_PLAN_MAX_PASSES - 1);
-            size_t next = row->kernel->grid(count, block, gr_dtype_size(plan->acc), &dev);
-            add_pass(plan, count, next, block, plan->acc, 0);
-            count = next;
-        }
-        if (count > 1) add_pass(plan, count, 0, block, plan->acc, 1);
-    }
-    lay_out_scratch(plan);
-    return GR_OK;
+    return build_passes(ctx, plan, row, block, o);
 }
 
 gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_plan *plan) {

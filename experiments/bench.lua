@@ -8,7 +8,10 @@
 --      and ArgMax (build/cub_yardsticks, same data shape);
 --   5. reduce_many of 1,000 buffers of 2^10..2^16 elements against 1,000 gr.sum calls (wall time);
 --   6. n = 2^28: wall time per synchronous call from Lua (what a caller waits for, the completion signal
---      included, which device events around the kernel attribute to the kernel).
+--      included, which device events around the kernel attribute to the kernel);
+--   7. user operators (gr.operator): one equal to sum against the built-in sum at 2^28 (device events),
+--      the wall time per small call against gr.sum's, NVRTC's cold compile, and a new process that finds
+--      the operator in the disk cache (time from creating it to its first result).
 -- Every configuration is validated against the host backend before it is timed; timed runs are never
 -- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
 -- device work, the monotonic clock for wall times.
@@ -20,8 +23,8 @@ if gr.backend() ~= "cuda" then
 end
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
--- BENCH_ONLY: the tables to print, comma-separated, of "large", "small", "streamed", "ops", "many" and
--- "wall"
+-- BENCH_ONLY: the tables to print, comma-separated, of "large", "small", "streamed", "ops", "many",
+-- "wall" and "operators"
 local only = os.getenv("BENCH_ONLY")
 local function wanted(name)
   if not only then return true end
@@ -231,6 +234,86 @@ if wanted("many") then
   local one = wall(function() gr.reduce_many(bufs, { op = "sum" }) end)
   print(string.format("%d elements in all: 1,000 gr.sum %.3f ms, reduce_many %.3f ms: %.1fx  %s", total, loop, one,
     loop / one, ok and "ok" or "WRONG"))
+end
+
+if wanted("operators") then
+  local function sum_op(acc, name)
+    return gr.operator { name = name or "usum", map = "x", reduce = "a + b", identity = "0", acc = acc }
+  end
+  print("\n## operators: gr.operator{map = 'x', reduce = 'a + b', identity = '0'} against the built-in sum, n = 2^28")
+  print(string.format("%-8s %10s %10s %10s %8s %8s  %s", "dtype", "sum ms", "ws ms", "op ms", "op/sum", "op/ws",
+    "valid"))
+  local accs = { float32 = "float32", float64 = "float64", int32 = "int64", int8 = "int64" }
+  for _, dtype in ipairs({ "float32", "float64", "int32", "int8" }) do
+    local b = gr.buffer(1 << 28, dtype)
+    if dtype:sub(1, 5) == "float" then b:random(11, -1, 1) else b:random(11) end
+    local op = sum_op(accs[dtype])
+    local got, want = gr.reduce(b, { op = op }), gr.sum(b, { variant = "warp_shuffle" })
+    local ok = got == want
+    if not ok then failures = failures + 1 end
+    local t_sum = gr.bench(b, { op = "sum", reps = reps, warmup = 5 }).ms
+    local t_ws = gr.bench(b, { op = "sum", variant = "warp_shuffle", reps = reps, warmup = 5 }).ms
+    local t_op = gr.bench(b, { op = op, reps = reps, warmup = 5 }).ms
+    print(string.format("%-8s %10.4f %10.4f %10.4f %7.1f%% %7.1f%%  %s", dtype, t_sum, t_ws, t_op, 100 * t_sum / t_op,
+      100 * t_ws / t_op, ok and "ok" or "WRONG"))
+    b:free()
+  end
+  print("(op/sum: the operator's speed as a share of the built-in sum's (auto); op/ws: of warp_shuffle's, whose shape it has)")
+
+  print("\n## operators: wall time per small call from a Lua loop, float32, against gr.sum")
+  print(string.format("%10s %10s %10s %10s", "n", "sum us", "op us", "op - sum"))
+  local op = sum_op("float32")
+  for _, k in ipairs({ 10, 16 }) do
+    local b = gr.buffer(1 << k, "float32"):random(3)
+    local function per_call(f)
+      for _ = 1, 500 do f() end
+      local batches = {}
+      for i = 1, 21 do
+        local t0 = gr.clock()
+        for _ = 1, 200 do f() end
+        batches[i] = (gr.clock() - t0) / 200 * 1e6
+      end
+      return median(batches)
+    end
+    local a = per_call(function() return gr.sum(b) end)
+    local o = per_call(function() return gr.reduce(b, { op = op }) end)
+    print(string.format("%10d %10.2f %10.2f %+10.2f", 1 << k, a, o, o - a))
+  end
+
+  print("\n## operators: compile and caches")
+  local dir = os.tmpname()
+  os.remove(dir)
+  local fresh = gr.operator { name = "cold" .. os.time(), map = "x * x", reduce = "a + b", identity = "0", acc = "float64" }
+  local info = fresh:info()
+  print(string.format("cold compile (NVRTC, float64): %.1f ms NVRTC, %.1f ms in all (origin %s)", info.nvrtc_ms,
+    info.total_ms, info.origin))
+  -- a new process: the disk cache of GPUREDUCE_CACHE=dir, filled by a first process, read by a second
+  local script = [[
+    local gr = require "gpureduce"
+    gr.sum(gr.buffer(1, "float32"))
+    local b = gr.buffer(1000, "float32"):fill(1)
+    local c0 = gr.clock()
+    local op = gr.operator { name = "diskprobe", map = "x * x", reduce = "a + b", identity = "0", acc = "float32" }
+    local v = gr.reduce(b, { op = op })
+    io.write(string.format("%.3f %s %s", (gr.clock() - c0) * 1e3, op:info().origin, tostring(v)))
+  ]]
+  local file = os.tmpname()
+  local fh = assert(io.open(file, "w"))
+  fh:write(script)
+  fh:close()
+  local function child()
+    local cmd = string.format("GPUREDUCE_CACHE=%s %s %s 2>&1", dir, arg and arg[-1] or "lua5.4", file)
+    local f = io.popen(cmd)
+    local out = f:read("a")
+    f:close()
+    return out
+  end
+  local first, second = child(), child()
+  print(string.format("first process: %s ms (origin, value: %s)", first:match("^(%S+)") or "?", first))
+  print(string.format("new process, disk cache: %s ms from gr.operator to the first result (%s)",
+    second:match("^(%S+)") or "?", second))
+  os.execute("rm -rf " .. dir)
+  os.remove(file)
 end
 
 if failures > 0 then

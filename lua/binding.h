@@ -7,6 +7,7 @@
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
  *   lopts.c     the table-driven parser of every options table
  *   loperator.c user operators: gr.operator and the Operator userdata
+ *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions run
  *
  * No CUDA header here: everything goes through engine/gr.h. Every function registered by the module
  * has the context userdata as upvalue 1.
@@ -123,6 +124,7 @@ typedef struct lgr_reduce_opts {
     size_t segment;             /* fixed segment size (0: none) */
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
+    gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
 } lgr_reduce_opts;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
@@ -144,6 +146,13 @@ extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
 /* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
  * is user value 1 of the userdata (nil when it has none). */
 gr_operator *lgr_check_operator(lua_State *L, int arg);
+/* A whole-buffer reduction with opts.op a user operator, of the buffer at 1 with the options at 2
+ * (loperator_run.c): on the cpu backend and for host buffers its cpu functions run here and the
+ * result is pushed (returns 1); otherwise its kernels are prepared, r->o.user set for the engine's
+ * passes, and nothing pushed (returns -1). */
+int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r);
+/* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench). */
+void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */
 extern const luaL_Reg lgr_operator_methods[], lgr_operator_meta[];

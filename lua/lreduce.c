@@ -13,10 +13,16 @@
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
+/* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
 static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
+    if (luaL_testudata(L, -1, OPERATOR_MT)) {
+        lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
+        r->user_op = lgr_check_operator(L, -1);
+        return;
+    }
     if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s), got %s",
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s) or a gr.operator, got %s",
                                               gr_op_names(), luaL_typename(L, -1)));
     const char *name = lua_tostring(L, -1);
     int v = gr_op_from_name(name);
@@ -129,6 +135,9 @@ void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_o
     r->warmup = 3;
     r->dtype = -1;
     lgr_parse_opts(L, arg, bench ? bench_specs : reduce_specs, r);
+    if (op >= 0 && r->user_op)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: a gr.operator conflicts with this function's op '%s' "
+                                              "(use gr.reduce(b, {op = operator}))", gr_op_name((gr_op)op)));
     if (op >= 0 && r->o.op != (gr_op)op)
         luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: '%s' conflicts with this function's op '%s'",
                                               gr_op_name(r->o.op), gr_op_name((gr_op)op)));
@@ -240,6 +249,13 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+    if (r.user_op) {
+        if (r.segment || r.offsets || r.streamed)
+            luaL_argerror(L, 2, "opts.op: a gr.operator reduces whole buffers (opts.segment, opts.offsets and "
+                                "opts.streamed take the built-in ops)");
+        int pushed = lgr_reduce_operator(L, &r);
+        if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
+    }
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
@@ -262,6 +278,9 @@ int lgr_reduce_many(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lgr_reduce_opts r;
     lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    if (r.user_op)
+        return luaL_argerror(L, 2, "opts.op: a gr.operator reduces one buffer per call (reduce_many takes the "
+                                   "built-in ops)");
     if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
         return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
                                    "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");

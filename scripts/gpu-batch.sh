@@ -4,12 +4,14 @@
 # (default results/gpu); a short summary is printed last.
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's);
-#   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits)
-#     and of the segmented kernels (segments_spec);
+#   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
+#     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
 #     and bench.lua's large, small, streamed and 2^28 wall tables run A B A B (baseline, this tree), then
 #     experiments/compare_bench.lua over them;
-#   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab)
+#   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
+#   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
+#     and disk-cache times)
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -44,7 +46,7 @@ for step in $steps; do
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \
-              spec/logical_bits_spec.lua spec/segments_spec.lua > "$OUT/memcheck-specs.log" 2>&1
+              spec/logical_bits_spec.lua spec/segments_spec.lua spec/operator_reduce_spec.lua > "$OUT/memcheck-specs.log" 2>&1
           echo "memcheck-specs: exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck-specs.log" | tail -1); $(grep -E '^[0-9]+ passed' "$OUT/memcheck-specs.log" | tail -1) ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     compare)
           if ! make -C .baseline -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" build/gpureduce/core.so \
@@ -64,6 +66,8 @@ for step in $steps; do
           fi ;;
     ops) BENCH_ONLY=ops,many $LUA experiments/bench.lua > "$OUT/ops.log" 2>&1
          echo "ops: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    operators) BENCH_ONLY=operators BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/operators.log" 2>&1
+         echo "operators: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     segments) $LUA experiments/segments.lua > "$OUT/segments.log" 2>&1
               s1=$?
               $LUA experiments/segments.lua --offsets --sizes 2^2,2^8,2^14 --n 2^26 >> "$OUT/segments.log" 2>&1

@@ -1,0 +1,61 @@
+/*
+ * operator_run.c -- reductions with a user operator: one pass of a plan launched with its kernels, and
+ * the result read back (post's value computed on the device).
+ *
+ * A plan with gr_options.user runs like warp_shuffle's (plan.c): the generated gr_op_main has that
+ * variant's shape -- a grid-stride loop of 16-byte loads, a block reduce, the shared epilogue -- so it
+ * takes the same grid, block and finishing modes that end on the device. exec.c calls in here where it
+ * would call a variant's launcher or an op's host result; the kernels were found beforehand by
+ * gr_operator_prepare (operator.c), so nothing here reaches back to the context.
+ */
+#include "operator.h"
+#include "device.h"
+#include "error.h"
+#include "launch.h"
+
+#include <string.h>
+
+int gr_operator_launch(gr_launch *L, const gr_operator_image *img) {
+    unsigned long long n = L->n, first = L->first;
+    const void *in = L->in;
+    void *out = L->out, *final_out = L->final_out;
+    unsigned *counter = L->counter;
+    void *main_args[] = {&in, &n, &out, &counter, &final_out, &first};
+    void *partial_args[] = {&in, &n, &out, &counter, &final_out};
+    int e = L->partials_in ? gr_dev_launch(img->kernels.partials, (unsigned)L->grid, (unsigned)L->block, 0, L->stream,
+                                           partial_args)
+                           : gr_dev_launch(img->kernels.main, (unsigned)L->grid, (unsigned)L->block, 0, L->stream,
+                                           main_args);
+    if (e) L->site = L->partials_in ? "gr_op_partials (a user operator)" : "gr_op_main (a user operator)";
+    return e;
+}
+
+gr_status gr_operator_result(gr_context *ctx, const gr_operator_image *img, const void *acc, size_t n,
+                             void *post_out, void *stream, gr_result *out) {
+    memset(out, 0, sizeof *out);
+    out->count = 1;
+    if (!img->has_post) {                   /* a dtype accumulator (a struct one needs post) */
+        out->value[0] = gr_scalar_load(acc, (gr_dtype)img->acc_dtype);
+        return GR_OK;
+    }
+    unsigned long long count = n;
+    void *args[] = {&acc, &count, &post_out};
+    int e = gr_dev_launch(img->kernels.post, 1, 1, 0, stream, args);
+    if (e == 0) e = gr_dev_stream_sync(stream);
+    if (e) return gr_fail_dev(ctx, e, "the operator's post");
+    gr_scalar s = {0};
+    s.kind = img->result_kind;
+    switch (img->result_kind) {
+    case GR_SCALAR_FLOAT: memcpy(&s.v.f, post_out, 8); break;
+    case GR_SCALAR_INT: memcpy(&s.v.i, post_out, 8); break;
+    case GR_SCALAR_BOOL: {
+        unsigned long long b;
+        memcpy(&b, post_out, 8);
+        s.v.b = b != 0;
+        break;
+    }
+    default: memcpy(&s.v.u, post_out, 8); break;
+    }
+    out->value[0] = s;
+    return GR_OK;
+}
