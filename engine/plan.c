@@ -83,7 +83,8 @@ static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_r
  * it (operator_run.c) -- on device buffers, with the finishes that end on the device. An empty buffer
  * still runs one block, whose epilogue writes the identity (and post then sees it). */
 static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
-    int vi = gr_variant_find("warp_shuffle");
+    static int vi = -1;                 /* the registry is fixed: looked up once */
+    if (vi < 0) vi = gr_variant_find("warp_shuffle");
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)

@@ -38,8 +38,8 @@ describe("gr.reduce with a user operator", function()
       local op = sum_like(sum_acc(dtype))
       for _, n in ipairs(SIZES) do
         local b = fill(gr.buffer(n, dtype), dtype, n + 7)
-        local want = gr.sum(b, { variant = "warp_shuffle" })
         for _, finish in ipairs({ "single", "device" }) do
+          local want = gr.sum(b, { variant = "warp_shuffle", finish = finish })
           local got = gr.reduce(b, { op = op, finish = finish })
           if not same_bits(got, want) then
             bad[#bad + 1] = string.format("%s n=%d finish=%s: %s, warp_shuffle %s", dtype, n, finish, tostring(got),
