@@ -33,6 +33,13 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
     return gr_fail_dev_at(ctx, rc, what, L->site);
 }
 
+/* The dynamic shared memory of a user operator's kernel in the plan's variant shape (0 for built-in ops,
+ * whose launchers know their own). */
+static size_t user_smem(const gr_plan *plan, int block) {
+    const gr_variant_row *row = gr_variant_row_get(plan->variant);
+    return plan->user && row->kernel && row->kernel->smem ? row->kernel->smem(block) : 0;
+}
+
 /* Whether the plan is one pass that ends in the device epilogue (which raises the completion flag). */
 static int single_epilogue(const gr_plan *plan) {
     return gr_finish_row_get(plan->finish)->epilogue && plan->npasses == 1 &&
@@ -53,6 +60,7 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
             .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
             .counter = slot->counter, .final_out = single ? slot->result : NULL,
             .scratch = (char *)slot->dev + plan->extra_offset, .scratch_bytes = plan->scratch,
+            .smem = user_smem(plan, ps->block),
         };
         gr_status st = launch_pass(ctx, plan, k, &L);
         if (st != GR_OK) return st;
@@ -79,6 +87,7 @@ gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, con
         .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .first = first, .op = plan->op, .acc = plan->acc,
         .out = scratch, .grid = ps->blocks, .block = ps->block, .stream = stream, .counter = counter,
         .final_out = final_out, .scratch = (char *)scratch + plan->extra_offset, .scratch_bytes = plan->scratch,
+        .smem = user_smem(plan, ps->block),
     };
     return launch_pass(ctx, plan, 0, &L);
 }

@@ -34,6 +34,7 @@ typedef struct gr_launch {
     unsigned *counter;
     void *final_out;
     void *scratch;          /* device scratch for variants that ask for it (CUB's temporary storage) */
+    size_t smem;            /* a user operator's pass over elements: dynamic shared memory (gr_kernel.smem) */
     size_t scratch_bytes;
     const char *site;       /* set by a launcher whose launch failed: "file:line" of the launch */
 } gr_launch;
@@ -89,6 +90,9 @@ typedef struct gr_kernel {
     size_t (*grid)(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev);
     /* device scratch one pass needs, bytes (NULL: none) */
     size_t (*scratch)(size_t n, gr_dtype in, gr_op op, gr_dtype acc);
+    /* dynamic shared memory a pass over elements takes at `block` threads, for a user operator's kernel
+     * of this variant's shape (NULL: none) */
+    size_t (*smem)(int block);
 } gr_kernel;
 
 #ifdef __cplusplus

@@ -2,9 +2,10 @@
  * operator_run.c -- reductions with a user operator: one pass of a plan launched with its kernels, and
  * the result read back (post's value computed on the device).
  *
- * A plan with gr_options.user runs like warp_shuffle's (plan.c): the generated gr_op_main has that
- * variant's shape -- a grid-stride loop of 16-byte loads, a block reduce, the shared epilogue -- so it
- * takes the same grid, block and finishing modes that end on the device. exec.c calls in here where it
+ * A plan with gr_options.user runs like warp_shuffle's, or pipelined's for 1-byte elements (plan.c): the
+ * generated gr_op_main has that variant's shape -- grid-stride 16-byte loads (through a ring of async
+ * copies in shared memory for bytes, L->smem of it), a block reduce, the shared epilogue -- so it takes
+ * the same grid, block and finishing modes that end on the device. exec.c calls in here where it
  * would call a variant's launcher or an op's host result; the kernels were found beforehand by
  * gr_operator_prepare (operator.c), so nothing here reaches back to the context.
  */
@@ -24,7 +25,7 @@ int gr_operator_launch(gr_launch *L, const gr_operator_image *img) {
     void *partial_args[] = {&in, &n, &out, &counter, &final_out};
     int e = L->partials_in ? gr_dev_launch(img->kernels.partials, (unsigned)L->grid, (unsigned)L->block, 0, L->stream,
                                            partial_args)
-                           : gr_dev_launch(img->kernels.main, (unsigned)L->grid, (unsigned)L->block, 0, L->stream,
+                           : gr_dev_launch(img->kernels.main, (unsigned)L->grid, (unsigned)L->block, L->smem, L->stream,
                                            main_args);
     if (e) L->site = L->partials_in ? "gr_op_partials (a user operator)" : "gr_op_main (a user operator)";
     return e;

@@ -79,12 +79,17 @@ static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_r
     return GR_OK;
 }
 
-/* A plan with a user operator (o->user): warp_shuffle's shape -- the generated kernels are built like
- * it (operator_run.c) -- on device buffers, with the finishes that end on the device. An empty buffer
- * still runs one block, whose epilogue writes the identity (and post then sees it). */
+/* A plan with a user operator (o->user): the shape its generated kernel has (engine/operator.c) --
+ * pipelined's for 1-byte elements, warp_shuffle's for the others, as auto gives the built-in ops -- on
+ * device buffers, with the finishes that end on the device. An empty buffer still runs one block, whose
+ * epilogue writes the identity (and post then sees it). */
 static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
-    static int vi = -1;                 /* the registry is fixed: looked up once */
-    if (vi < 0) vi = gr_variant_find("warp_shuffle");
+    static int shapes[2] = {-1, -1};    /* the registry is fixed: looked up once */
+    if (shapes[0] < 0) {
+        shapes[0] = gr_variant_find("warp_shuffle");
+        shapes[1] = gr_variant_find("pipelined");
+    }
+    int vi = shapes[gr_dtype_size(t) == 1];
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)
@@ -95,8 +100,9 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers (this one is in host "
                            "memory: gr.copy it to a device buffer, or use opts.streamed with a built-in op)");
     if (o->variant >= 0 && o->variant != vi)
-        return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' does not take a user operator (accepted: auto, "
-                           "warp_shuffle, whose shape the operator's kernels have)", gr_variant_get(o->variant)->name);
+        return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' does not take a user operator over %s (accepted: "
+                           "auto, %s, whose shape the operator's kernel has)", gr_variant_get(o->variant)->name,
+                           gr_dtype_name(t), v->name);
     if (o->acc >= 0)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
     gr_finish finish = o->finish == GR_FINISH_AUTO ? GR_FINISH_SINGLE : o->finish;
