@@ -79,8 +79,10 @@ local function bytes_of(g)
   return g.n * dtype_bytes[g.dtype]
 end
 
-local function reduce_opts(c, op)
-  local o = { op = op, variant = c.variant.name, finish = c.finish }
+--- The options of one configuration; a user operator's group (--operators) passes its Operator and runs
+-- the plan auto gives it (its kernels have one shape).
+local function reduce_opts(c, g)
+  local o = { op = g.operator or g.op, variant = c.variant.option or c.variant.name, finish = c.finish }
   if not c.fixed_block then o.block = c.block end
   if c.finish == "hybrid" and s.threshold then o.threshold = s.threshold end
   return o
@@ -121,7 +123,7 @@ end
 local function new_buffer(g)
   local ok, b = pcall(gr.buffer, g.n, g.dtype)
   if not ok then return nil, tostring(b) end
-  validate.fill(b, g.dtype, g.op, g.seed)
+  validate.fill(b, g.dtype, g.like or g.op, g.seed)
   return b
 end
 
@@ -135,7 +137,7 @@ for _, g in ipairs(groups) do
   if b then
     progress:start("check-host", g.bytes,
       string.format("ref   cpu %s %s n=%s", g.dtype, g.op, sizes.format(g.n)))
-    local ok, r = pcall(gr.reduce, b, validate.reference_opts(g.dtype, g.op))
+    local ok, r = pcall(gr.reduce, b, validate.reference_opts(g.dtype, g.like or g.op))
     progress:finish()
     if ok then ref = r else err = "reference failed: " .. tostring(r) end
   end
@@ -149,14 +151,14 @@ for _, g in ipairs(groups) do
       progress:start(kind("check", c), g.bytes, label("check", c, g))
       local want = ref
       if s.inject == "all" or s.inject == c.variant.name then
-        want = validate.perturb(ref, g.n, g.dtype, g.op)
+        want = validate.perturb(ref, g.n, g.dtype, g.like or g.op)
       end
       row.reference = want
-      local opts = reduce_opts(c, g.op)
+      local opts = reduce_opts(c, g)
       local ok, got = pcall(gr.reduce, b, opts)
       if ok then
         row.value = got
-        row.valid, row.error = validate.check(got, want, g.n, g.dtype, g.op)
+        row.valid, row.error = validate.check(got, want, g.n, g.dtype, g.like or g.op)
       else
         row.error = "error: " .. tostring(got)
       end
@@ -297,7 +299,7 @@ for _, g in ipairs(groups) do
       note(label("time", c, g) .. ": " .. row.error)
     elseif row.valid then
       progress:start(kind("time", c), g.bytes * (s.reps + s.warmup), label("time", c, g))
-      local opts = reduce_opts(c, g.op)
+      local opts = reduce_opts(c, g)
       opts.reps, opts.warmup = s.reps, s.warmup
       local ok, r
       if #bufs > 1 and not matrix.is_host(c.variant) then

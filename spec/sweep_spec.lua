@@ -147,6 +147,7 @@ describe("sweep options", function()
       { { "--finishes", "sometimes" }, "%-%-finishes: 'sometimes'" },
       { { "--reps", "0" }, "%-%-reps: '0'" },
       { { "--frobnicate" }, "unknown option '%-%-frobnicate'" },
+      { { "--operators", "/nonexistent.lua" }, "%-%-operators: cannot open /nonexistent.lua" },
     }
     for _, c in ipairs(cases) do
       local s, err = parse(c[1])
@@ -337,6 +338,43 @@ describe("sweep runs", function()
       .. "--out " .. q(dir))
     assert.equal(1, code)
     assert.matches("0 ✓, 1 ✗", out)
+  end)
+
+  it("--operators reads user operators from a file, refusing a bad one by entry", function()
+    local ok_nvrtc = pcall(gr.operator, { name = "probe", map = "x", reduce = "a + b", identity = "0", acc = "float64" })
+    local file = os.tmpname()
+    local function write(text)
+      local f = assert(io.open(file, "w"))
+      f:write(text)
+      f:close()
+    end
+    write("return { { like = 'sum' } }")
+    local s, err = parse({ "--operators", file })
+    assert.is_nil(s)
+    assert.matches("entry 1: expected {operator = gr.operator{...}, like = <op>}", err, 1, true)
+    if ok_nvrtc then
+      write("local gr = require 'gpureduce' return { { like = 'summ', operator = gr.operator { name = 'u', "
+        .. "map = 'x', reduce = 'a + b', identity = '0', acc = 'float64' } } }")
+      s, err = parse({ "--operators", file })
+      assert.is_nil(s)
+      assert.matches("like = summ is not an op", err, 1, true)
+      s = assert(parse({ "--operators", root .. "/experiments/operators/basic.lua" }))
+      if gr.backend() == "cuda" then
+        assert.equal("op_sum", s.operators[1].name)
+        assert.equal("sum", s.operators[1].like)
+      else
+        assert.is_nil(s.operators, "the cpu backend skips them")
+      end
+    end
+    os.remove(file)
+  end)
+
+  it("--operators on the CPU backend says they are skipped and completes", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--quick --no-plot --no-progress --operators "
+      .. q(root .. "/experiments/operators/basic.lua") .. " --out " .. q(dir), "GPUREDUCE_BACKEND=cpu")
+    assert.equal(0, code, out .. stderr)
+    assert.matches("skipping --operators: user operators are timed on the GPU only", stderr, 1, true)
   end)
 
   it("--quick completes on the CPU backend and says so", function()

@@ -102,6 +102,11 @@ function M.parser(gr)
     :argname("<list>"):convert(list_of("--sizes", size_item))
   p:option("--ops", "Operators, or 'all': " .. table.concat(gr.ops(), ",") .. ". (default: sum)")
     :argname("<list>"):convert(names_of("--ops", gr.ops(), { "all" }))
+  p:option("--operators", "A Lua file that returns a list of user operators to sweep beside the ops: "
+    .. "{ {operator = gr.operator{...}, like = 'sum'}, ... }, each checked against the built-in op it "
+    .. "stands for (like) on that op's data, and run with the plan auto gives it (GPU only). "
+    .. "experiments/operators/ has examples.")
+    :argname("<file>"):convert(function(path) return M.load_operators(gr, path) end)
   p:option("--dtypes", "Element types, or 'all': " .. table.concat(gr.dtypes(), ",")
     .. ". (default: float32)")
     :argname("<list>"):convert(names_of("--dtypes", gr.dtypes(), { "all" }))
@@ -138,6 +143,28 @@ function M.parser(gr)
       return list and list[1], err
     end)
   return p
+end
+
+--- The user operators of a --operators file: a list of {name=, operator=, like=}, or nil and why.
+function M.load_operators(gr, path)
+  local chunk, err = loadfile(path)
+  if not chunk then return nil, "--operators: " .. err end
+  local ok, list = pcall(chunk)
+  if not ok then return nil, "--operators: " .. path .. " raised: " .. tostring(list) end
+  if type(list) ~= "table" then return nil, "--operators: " .. path .. " must return a list, got " .. type(list) end
+  local ops, out = set_of(gr.ops()), {}
+  for i, e in ipairs(list) do
+    if type(e) ~= "table" or type(e.operator) ~= "userdata" or not pcall(function() return e.operator:info() end) then
+      return nil, string.format("--operators: %s, entry %d: expected {operator = gr.operator{...}, like = <op>}", path, i)
+    end
+    if not ops[e.like] then
+      return nil, string.format("--operators: %s, entry %d: like = %s is not an op (accepted: %s)", path, i,
+        tostring(e.like), table.concat(gr.ops(), ", "))
+    end
+    out[#out + 1] = { name = e.operator.name, operator = e.operator, like = e.like }
+  end
+  if #out == 0 then return nil, "--operators: " .. path .. " returned no operator" end
+  return out
 end
 
 --- Parses a list of arguments without exiting: options, or nil and argparse's message.
@@ -179,6 +206,7 @@ function M.settings(gr, args)
     plot = not args.no_plot,
     progress = args.no_progress and false or args.progress and true or nil,   -- nil: only on a terminal
     ops = dedupe(expand_all(args.ops, gr.ops()) or { "sum" }),
+    operators = backend == "cuda" and args.operators or nil,
     dtypes = dedupe(expand_all(args.dtypes, gr.dtypes()) or { "float32" }),
     blocks = dedupe(args.blocks or { "default" }),
     finishes = dedupe(args.finishes or { "default" }),
@@ -201,6 +229,10 @@ function M.settings(gr, args)
   for _, name in ipairs(dedupe(wanted)) do
     local list = is_available[name] and s.variants or s.unavailable
     list[#list + 1] = name
+  end
+  if args.operators and backend ~= "cuda" then
+    notes[#notes + 1] = "skipping --operators: user operators are timed on the GPU only (their cpu functions "
+      .. "are Lua, for correctness)"
   end
   if #s.unavailable > 0 then
     notes[#notes + 1] = string.format("skipping %s: not available on the %s backend",

@@ -75,8 +75,22 @@ function M.build(registry, s)
         if #g.configs > 0 then groups[#groups + 1] = g end
       end
     end
+    -- user operators (--operators): one configuration each, the plan auto gives them, checked against
+    -- the built-in op they stand for (`like`) on that op's data
+    for _, u in ipairs(s.operators or {}) do
+      for _, n in ipairs(s.sizes) do
+        local g = { dtype = dtype, op = u.name, like = u.like, operator = u.operator, n = n,
+                    configs = { { variant = M.OPERATOR, block = "default", finish = "auto", fixed_block = true } } }
+        counts.configs = counts.configs + 1
+        groups[#groups + 1] = g
+      end
+    end
   end
   return groups, counts
 end
+
+--- The pseudo-variant of a user operator's configurations: shown as "operator", run as auto.
+M.OPERATOR = { name = "operator", option = "auto", ordinal = 0, needs = { "cuda" }, finishes = { "auto" },
+               block = { min = 1, max = 1024, default = 0 } }
 
 return M
