@@ -55,7 +55,13 @@ end
 local h = header.build(gr, here)
 local dev = gr.device()
 h.reps, h.warmup, h.rotate, h.seed = s.reps, s.warmup, s.rotate, s.seed
-h.options = s
+-- the settings as the results' header records them: user operators by name and the op they stand for
+h.options = {}
+for k, v in pairs(s) do h.options[k] = v end
+if s.operators then
+  h.options.operators = {}
+  for i, u in ipairs(s.operators) do h.options.operators[i] = { name = u.name, like = u.like } end
+end
 h.argv = { arg[0] }
 for i = 1, #arg do h.argv[#h.argv + 1] = arg[i] end
 if s.rotate and not (dev and dev.l2 and dev.l2 > 0) then
