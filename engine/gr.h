@@ -186,6 +186,7 @@ typedef struct gr_options {
     /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, in
      * engine/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
     const struct gr_operator_image *user;
+    int determinism;        /* a gr_determinism asked for; -1 = the variant's own (run_to_run but for atomics) */
 } gr_options;
 
 void gr_options_init(gr_options *o, gr_op op);
@@ -391,6 +392,13 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
 
 enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
 
+/* What a reduction promises of its float results (integer results are exact, and so always the same):
+ *   not_guaranteed  the bits may differ from run to run (atomics land in any order);
+ *   run_to_run      the same bits on every run of the same call on the same GPU (the default);
+ *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend (not available yet). */
+typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
+const char *gr_determinism_name(gr_determinism d);
+
 typedef struct gr_variant {
     const char *name;
     int ordinal;             /* teaching order */
@@ -401,6 +409,7 @@ typedef struct gr_variant {
     int block_min, block_max, block_default;
     unsigned needs;          /* GR_NEEDS_* */
     unsigned ops;            /* the ops it takes: GR_OP_BIT(op) each */
+    gr_determinism determinism;   /* the most it promises of float results */
 } gr_variant;
 
 int gr_variant_count(void);

@@ -19,6 +19,7 @@ void gr_options_init(gr_options *o, gr_op op) {
     o->variant = -1;
     o->finish = GR_FINISH_AUTO;
     o->acc = -1;
+    o->determinism = -1;
 }
 
 static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_dtype in, int on_host) {
@@ -105,6 +106,8 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
                            gr_dtype_name(t), v->name);
     if (o->acc >= 0)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
+    gr_status dst = gr_check_determinism(ctx, v, o->determinism);
+    if (dst != GR_OK) return dst;
     gr_finish finish = o->finish == GR_FINISH_AUTO ? GR_FINISH_SINGLE : o->finish;
     if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE)
         return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' combines partials on the CPU, which a user operator "
@@ -137,6 +140,8 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((v->needs & GR_NEEDS_CUDA) && (ctx->backend != GR_BACKEND_CUDA || !row->kernel))
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is %s)", v->name,
                            ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
+    gr_status dst = gr_check_determinism(ctx, v, o->determinism);
+    if (dst != GR_OK) return dst;
     if (!(v->ops & GR_OP_BIT(o->op))) {
         char takers[512] = "";          /* the variants that take it, from the registry */
         size_t used = 0;

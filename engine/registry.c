@@ -8,6 +8,7 @@
  * its shape through the finish table (finish.c).
  */
 #include "registry.h"
+#include "error.h"
 #include "cpu.h"
 
 #include <pthread.h>
@@ -37,58 +38,64 @@ static gr_status host_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uin
 #define CLASSIC (GR_SHAPE_PARTIALS | GR_SHAPE_EPILOGUE)
 #define GPU_POW2 (GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK)
 
+/* Determinism (gr.h): the atomic variants' float results depend on the order in which atomics land;
+ * every other variant combines in an order fixed by n and the launch shape (the single-pass finish
+ * combines the partials in block order, whichever block came last). */
+#define RUN_TO_RUN GR_DET_RUN_TO_RUN
+#define NOT_GUARANTEED GR_DET_NOT_GUARANTEED
+
 static const gr_variant_row rows[] = {
     {"cpu", 0, "the host backend (a threaded loop per core)",
      "threaded host reduction: one contiguous run per core, runs combined in order, in the accumulator type",
-     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, NULL, host_cpu},
+     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, NULL, host_cpu},
     {"cpu_pairwise", 1, "recursiveReduce: the textbook's recursive interleaved-pair host reduction",
      "host reduction by interleaved pairs with halving strides, recursively, in the accumulator type",
-     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, NULL, host_cpu_pairwise},
+     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, NULL, host_cpu_pairwise},
     {"neighbored", 2, "reduceNeighbored / Reduce v0: neighbored pairs picked by tid % (2 * stride)",
      "one element per thread into shared memory; neighbored-pair tree picked by tid % (2 * stride)",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(neighbored)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored)},
     {"neighbored_less", 3, "reduceNeighboredLess / Reduce v1: index = 2 * stride * tid (bank conflicts)",
      "neighbored-pair tree with the pair remapped to 2 * stride * tid: whole warps idle, banks conflict",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(neighbored_less)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored_less)},
     {"interleaved", 4, "reduceInterleaved / Reduce v2: stride halving from blockDim / 2",
      "interleaved-pair tree, tid < stride with the stride halving: no divergence, no bank conflicts",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(interleaved)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(interleaved)},
     {"atomic_shared", 5, "the naive shared-memory atomic reduction (atomicAdd to one __shared__ sum)",
      "every thread atomically combines its element into one shared slot; float sums not repeatable",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(atomic_shared)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(atomic_shared)},
     {"unroll2", 6, "reduceUnrolling2 / Reduce v3: add during load, 2 tiles per block",
      "each thread combines 2 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(unroll2)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll2)},
     {"unroll4", 7, "reduceUnrolling4 / Reduce v3: add during load, 4 tiles per block",
      "each thread combines 4 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(unroll4)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll4)},
     {"unroll8", 8, "reduceUnrolling8 / Reduce v3: add during load, 8 tiles per block",
      "each thread combines 8 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll8)},
     {"unroll_warps8", 9, "reduceUnrollWarps8 / Reduce v4: unroll 8 + the last warp unrolled",
      "unroll 8, tree down to 64 values, last warp unrolled without __syncthreads (volatile + __syncwarp)",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(unroll_warps8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll_warps8)},
     {"complete_unroll8", 10, "reduceCompleteUnrollWarps8 / Reduce v5: the whole tree unrolled",
      "unroll 8, every tree step written out behind a run-time blockDim.x test, last warp unrolled",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(complete_unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(complete_unroll8)},
     {"template_unroll8", 11, "reduceCompleteUnroll<iBlockSize>: the unrolled tree, block size a template",
      "unroll 8, the unrolled tree with the block size a template parameter dispatched at run time",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, DEVICE(template_unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(template_unroll8)},
     {"warp_shuffle", 12, "v7 shuffle: the optimised tutorial kernel (grid-stride loads, __shfl_down_sync)",
      "grid-stride 16-byte loads, several per thread in flight, shuffles in warps, shared memory across warps",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_ALL, DEVICE(warp_shuffle)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_ALL, RUN_TO_RUN, DEVICE(warp_shuffle)},
     {"grid_stride_atomic", 13, "deviceReduceBlockAtomicKernel: grid-stride loop + one atomicAdd per block",
      "v12's loads and block reduce, then one atomic per block into one value; float sums not repeatable",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 32, 1024, 256, GPU_POW2, GR_OPS_CLASSIC, DEVICE(grid_stride_atomic)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 32, 1024, 256, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(grid_stride_atomic)},
     {"pipelined", 14, "v12 with its loads copied ahead into a shared-memory ring (cp.async, 3 stages)",
      "v12's kernel; each thread's loads go through its own cp.async ring, so they stay in flight while it folds",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, DEVICE(pipelined)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, RUN_TO_RUN, DEVICE(pipelined)},
     {"cub", 15, "NVIDIA CUB cub::DeviceReduce (the yardstick)",
      "DeviceReduce::Sum for float sums in the input's own type, else TransformReduce with our functors",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, DEVICE(cub)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(cub)},
     {"thrust", 16, "thrust::reduce / thrust::transform_reduce with thrust::cuda::par.on(stream)",
      "one Thrust call with our functors, as application code would write it; synchronous, allocates temp",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, DEVICE(thrust)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(thrust)},
 };
 
 #define NVARIANTS ((int)(sizeof rows / sizeof rows[0]))
@@ -101,7 +108,8 @@ static void make_views(void) {
     for (int i = 0; i < NVARIANTS; i++) {
         const gr_variant_row *r = &rows[i];
         views[i] = (gr_variant){r->name, r->ordinal, r->origin, r->summary, gr_finishes_of(r->shape),
-                                r->default_finish, r->block_min, r->block_max, r->block_default, r->needs, r->ops};
+                                r->default_finish, r->block_min, r->block_max, r->block_default, r->needs, r->ops,
+                                r->determinism};
     }
 }
 
@@ -128,4 +136,23 @@ const char *gr_variant_names(void) {
             used += (size_t)snprintf(buf + used, sizeof buf - used, ", %s", rows[i].name);
     }
     return buf;
+}
+
+static const char *const determinism_names[GR_DET_COUNT] = {"not_guaranteed", "run_to_run", "gpu_to_gpu"};
+
+const char *gr_determinism_name(gr_determinism d) {
+    return (unsigned)d < GR_DET_COUNT ? determinism_names[d] : "?";
+}
+
+gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked) {
+    if (asked < 0 || asked == GR_DET_NOT_GUARANTEED) return GR_OK;
+    if (asked == GR_DET_GPU_TO_GPU)
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is not available yet (accepted: "
+                           "not_guaranteed, run_to_run)");
+    if (v && (int)v->determinism < asked)
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "variant '%s' gives %s (its float results depend on the "
+                           "order in which atomics land), not %s: ask it for not_guaranteed, or take another "
+                           "variant", v->name, gr_determinism_name(v->determinism),
+                           gr_determinism_name((gr_determinism)asked));
+    return GR_OK;
 }

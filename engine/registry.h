@@ -33,11 +33,15 @@ typedef struct gr_variant_row {
     int block_min, block_max, block_default;
     unsigned needs;             /* GR_NEEDS_* */
     unsigned ops;               /* the ops it takes, GR_OP_BIT(op) each (engine/lists.h) */
+    gr_determinism determinism; /* what it promises of float results (gr.h) */
     const gr_kernel *kernel;    /* NULL for a host variant, and for every kernel in a CPU-only build */
     gr_host_fn host;            /* NULL for a kernel variant */
 } gr_variant_row;
 
 const gr_variant_row *gr_variant_row_get(int i);
+/* GR_OK when variant v (NULL: none named, as for segments) gives the determinism asked for (-1: none
+ * asked), else a message naming opts.determinism and what is accepted. */
+gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked);
 
 /* ---- the finish table (finish.c) ---------------------------------------------------------------- */
 

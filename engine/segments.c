@@ -36,6 +36,8 @@ static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dt
                            : o->finish != GR_FINISH_AUTO ? "finish" : "threshold",
                            "segmented reductions choose their own kernel and shape (the policy's); this option "
                            "does not apply to them");
+    gr_status dst = gr_check_determinism(ctx, NULL, o->determinism);    /* they keep no atomics */
+    if (dst != GR_OK) return dst;
     if (o->stream)
         return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
                            "stream, synchronously (leave opts.stream out)");

@@ -44,6 +44,8 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
                            "'single' finish ('%s' has none)", v->name);
     if (o->variant >= 0 && ctx->backend != GR_BACKEND_CUDA)
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is cpu)", v->name);
+    gr_status dst = gr_check_determinism(ctx, v, o->determinism);
+    if (dst != GR_OK) return dst;
     if (o->finish != GR_FINISH_AUTO && o->finish != GR_FINISH_SINGLE)
         return gr_fail_arg(ctx, GR_EINVAL, "finish", "streamed reductions finish each chunk in one kernel "
                            "(accepted: auto, single)");

@@ -164,7 +164,7 @@ int lgr_variants(lua_State *L) {
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         const gr_variant *v = gr_variant_get(i);
-        lua_createtable(L, 0, 10);
+        lua_createtable(L, 0, 11);
         set_str(L, "name", v->name);
         set_int(L, "ordinal", v->ordinal);
         set_str(L, "origin", v->origin);
@@ -177,6 +177,7 @@ int lgr_variants(lua_State *L) {
             }
         lua_setfield(L, -2, "finishes");
         set_str(L, "default_finish", gr_finish_name(v->default_finish));
+        set_str(L, "determinism", gr_determinism_name(v->determinism));
         lua_createtable(L, 0, 3);
         set_int(L, "min", v->block_min);
         set_int(L, "max", v->block_max);

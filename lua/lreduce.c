@@ -86,6 +86,9 @@ static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
 }
 
 #define R(field) offsetof(lgr_reduce_opts, field)
+
+/* opts.determinism, in gr_determinism's order */
+static const char *const determinism_names[] = {"not_guaranteed", "run_to_run", "gpu_to_gpu", NULL};
 #define ANY_SIZE 1, LUA_MAXINTEGER
 
 /* The keys of gr.reduce and gr.plan; gr.bench takes these but async and dtype, plus reps and warmup. */
@@ -95,6 +98,7 @@ static const lgr_opt reduce_specs[] = {
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, determinism_names},
     {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
@@ -114,6 +118,7 @@ static const lgr_opt bench_specs[] = {
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, determinism_names},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
     {"offsets", read_buffer, R(offsets), 0, 0, NULL},
