@@ -37,7 +37,8 @@ describe("determinism", function()
       expect("opts.determinism: variant '" .. name .. "' gives not_guaranteed",
         function() gr.sum(b, { variant = name, determinism = "run_to_run" }) end)
       local v = gr.sum(b, { variant = name, determinism = "not_guaranteed" })
-      assert(math.abs(v - gr.sum(b)) <= 1e-3, name)
+      local want = gr.sum(b, { variant = "cpu", acc = "float64" })
+      assert(math.abs(v - want) <= 1e-4 * (1 << 16), name .. ": " .. v .. " against " .. want)   -- float32 sums
     end
   end)
 
