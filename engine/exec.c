@@ -121,7 +121,8 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
     if (last->on_host)
         return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, plan->ddof,
                              out);
-    if (plan->user) return gr_operator_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
+    if (plan->user)
+        return gr_operator_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
     *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);
     return GR_OK;
 }

@@ -1,6 +1,6 @@
 /*
- * operator.c -- user operators: C expressions checked, turned into a CUDA translation unit per input
- * dtype, compiled by NVRTC through the kernel caches, and NVRTC's errors said in the user's terms.
+ * operator.c -- user operators: C expressions checked, compiled by NVRTC through the kernel caches, and
+ * NVRTC's errors said in the user's terms; the source it compiles is operator_source.c's.
  *
  * The generated source (gr_operator_source; docs/architecture.md shows one) includes the NVRTC-clean
  * headers, then the preamble, then one function per expression, each expression on lines of its own
@@ -20,9 +20,7 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +46,6 @@ static int is_ident_char(int c) { return c == '_' || isalnum((unsigned char)c); 
 static int is_identifier(const char *s) {
     if (!s || !is_ident_start(*s)) return 0;
     while (is_ident_char(*s)) s++;
-    return *s == '\0';
-}
-
-static int is_blank(const char *s) {
-    while (*s && isspace((unsigned char)*s)) s++;
     return *s == '\0';
 }
 
@@ -106,7 +99,7 @@ static const char *const c_type_words[] = {"char", "short", "int", "long", "floa
 
 static gr_status check_expression(gr_context *ctx, const char *field, const char *text, const char *what) {
     if (!text) return gr_fail_arg(ctx, GR_EINVAL, field, "is required (%s)", what);
-    if (is_blank(text)) return gr_fail_arg(ctx, GR_EINVAL, field, "is empty (expected %s)", what);
+    if (gr_operator_is_blank(text)) return gr_fail_arg(ctx, GR_EINVAL, field, "is empty (expected %s)", what);
     return GR_OK;
 }
 
@@ -114,7 +107,7 @@ static gr_status check_expression(gr_context *ctx, const char *field, const char
 static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *dtype) {
     const char *acc = spec->acc;
     *dtype = -1;
-    if (!acc || is_blank(acc))
+    if (!acc || gr_operator_is_blank(acc))
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "is %s (expected a dtype: %s; or the name of a struct "
                            "declared in the preamble)", acc ? "empty" : "required", gr_dtype_names());
     int t = gr_dtype_from_name(acc);
@@ -277,271 +270,6 @@ int gr_operator_identity_value(const gr_operator *op, gr_scalar *out) {
     if (out->kind == GR_SCALAR_INT) out->v.i = (int64_t)u;
     else out->v.u = u;
     return 1;
-}
-
-/* ---- the values of the identity check ---------------------------------------------------------------- */
-
-/* The device's spelling of each value and its count per kind: the first five for integers, all seven
- * for floats. gr_operator_check_values gives the same values on the host. */
-static const char *const check_exprs[] = {"gr_op_in(0)", "gr_op_in(1)", "gr_op_in(2)", "gr_op_in(3)",
-                                          "gr::limits<gr_op_in>::max()", "gr_op_in(-1.5)", "gr_op_in(1e-3)"};
-enum { CHECK_INTS = 5, CHECK_FLOATS = 7 };
-
-int gr_operator_check_values(gr_dtype t, gr_scalar values[8]) {
-    int is_float = gr_dtype_is_float(t), count = is_float ? CHECK_FLOATS : CHECK_INTS;
-    unsigned bits = 8u * (unsigned)gr_dtype_size(t);
-    for (int k = 0; k < count; k++) {
-        gr_scalar *v = &values[k];
-        if (is_float) {
-            static const double small[] = {0, 1, 2, 3, 0, -1.5, 1e-3};
-            v->kind = GR_SCALAR_FLOAT;
-            v->v.f = k == 4 ? (bits == 32 ? FLT_MAX : DBL_MAX) : small[k];
-            if (bits == 32) v->v.f = (double)(float)v->v.f;
-        } else if (gr_dtype_is_signed(t)) {
-            v->kind = GR_SCALAR_INT;
-            v->v.i = k == 4 ? (int64_t)(UINT64_MAX >> (65 - bits)) : k;
-        } else {
-            v->kind = GR_SCALAR_UINT;
-            v->v.u = k == 4 ? UINT64_MAX >> (64 - bits) : (uint64_t)k;
-        }
-    }
-    return count;
-}
-
-/* ---- the generated source ---------------------------------------------------------------------------- */
-
-/* Text that grows, counting its lines so that the #line directives can say where the generated code
- * resumes. A failed allocation sticks: the caller checks once at the end. */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    int line;           /* the number of the line being written, from 1 */
-    int failed;
-} text;
-
-static void put_raw(text *t, const char *s, size_t n) {
-    if (t->failed) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1) cap *= 2;
-        char *grown = realloc(t->s, cap);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        t->s = grown;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-    for (size_t k = 0; k < n; k++) t->line += s[k] == '\n';
-}
-
-static void put(text *t, const char *fmt, ...) {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof buf) t->failed = 1;
-    else put_raw(t, buf, (size_t)n);
-}
-
-/* A user's text on lines of its own, numbered from 1 under the field's name, then the generated lines
- * numbered as they are in the whole source. */
-static void put_field(text *t, const char *field, const char *user) {
-    put(t, "#line 1 \"%s\"\n", field);
-    size_t n = strlen(user);
-    put_raw(t, user, n);
-    if (n == 0 || user[n - 1] != '\n') put_raw(t, "\n", 1);
-    put(t, "#line %d \"generated\"\n", t->line + 1);
-}
-
-/* The C type NVRTC knows a dtype by (it has no <stdint.h>), from the dtype's size, sign and kind. */
-static const char *device_type(gr_dtype t) {
-    size_t bytes = gr_dtype_size(t);
-    int is_signed = gr_dtype_is_signed(t);
-    if (gr_dtype_is_float(t)) return bytes == 4 ? "float" : bytes == 8 ? "double" : NULL;
-    switch (bytes) {
-    case 1: return is_signed ? "signed char" : "unsigned char";
-    case 2: return is_signed ? "short" : "unsigned short";
-    case 4: return is_signed ? "int" : "unsigned";
-    case 8: return is_signed ? "long long" : "unsigned long long";
-    default: return NULL;
-    }
-}
-
-/* The includes, the names NVRTC lacks, the preamble, and the two types every later part uses. */
-static void put_prologue(text *t, const gr_operator *op, gr_dtype in, const char *in_type, const char *acc_type) {
-    put(t, "// gpureduce operator \"%s\" over %s elements, accumulator %s: generated by engine/operator.c.\n"
-           "// Each field's lines are numbered from 1 under its name (#line), the rest as \"generated\".\n",
-        op->spec.name, gr_dtype_name(in), op->spec.acc);
-    put(t, "#include \"thread_load.cuh\"\n#include \"warp_block.cuh\"\n#include \"epilogue.cuh\"\n"
-           "#include \"pipeline.cuh\"\n\n");
-    put(t, "// NVRTC has no standard library: the fixed-width names and two constants, for the fields.\n");
-    static const char *const widths[] = {"signed char int8_t", "unsigned char uint8_t", "short int16_t",
-                                         "unsigned short uint16_t", "int int32_t", "unsigned uint32_t",
-                                         "long long int64_t", "unsigned long long uint64_t"};
-    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) put(t, "typedef %s;\n", widths[k]);
-    put(t, "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
-           "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n\n");
-    if (op->spec.preamble && !is_blank(op->spec.preamble)) {
-        put_field(t, "preamble", op->spec.preamble);
-        put_raw(t, "\n", 1);
-    }
-    put(t, "using gr_op_in = %s;    // the elements\n", in_type);
-    put(t, "using gr_op_acc = %s;    // the accumulator\n", acc_type);
-    if (op->acc_dtype < 0) {
-        /* the shuffles and the last block's reads move an accumulator struct 32 bits at a time */
-        put_field(t, "acc", "static_assert(sizeof(gr_op_acc) % 4 == 0, \"the accumulator struct must be a whole "
-                  "number of 32-bit words: pad it\");");
-    }
-    put_raw(t, "\n", 1);
-}
-
-/* One device function per field, outside the functor, so that a name the preamble defines (a function
- * called combine, say) is not hidden by a member of the same name. */
-static void put_fields(text *t, const gr_operator *op) {
-    const char *fn = "static __device__ __forceinline__";
-    put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =\n", fn);
-    put_field(t, "identity", op->spec.identity);
-    put(t, "        ;\n    return gr_value;\n}\n\n");
-
-    /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct */
-    put(t, "using gr_op_x = %s;\n", op->acc_dtype >= 0 ? "gr_op_acc" : "gr_op_in");
-    put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =\n", fn,
-        op->indexed ? ", const unsigned long long i" : "");
-    put_field(t, "map", op->spec.map);
-    put(t, "        ;\n    return gr_value;\n}\n\n");
-
-    put(t, "%s gr_op_acc gr_op_reduce(const gr_op_acc a, const gr_op_acc b) {\n    const gr_op_acc gr_value =\n", fn);
-    put_field(t, "reduce", op->spec.reduce);
-    put(t, "        ;\n    return gr_value;\n}\n\n");
-
-    put(t, "// The result from the combined accumulator a and the element count n.\n");
-    put(t, "%s auto gr_op_post_value(const gr_op_acc a, const unsigned long long n) {\n    return (\n", fn);
-    if (op->spec.post) put_field(t, "post", op->spec.post);
-    else put(t, "a\n");
-    put(t, "    );\n}\n\n");
-}
-
-/* The functor in cuda/ops.cuh's shape, and the result's kind (a gr_scalar kind) with its check. */
-static void put_functor(text *t, const gr_operator *op) {
-    put(t, "struct gr_op_functor {\n"
-           "    using acc_t = gr_op_acc;\n"
-           "    static constexpr bool kIndexed = %s;\n"
-           "    static GR_DEV acc_t identity() { return gr_op_identity(); }\n", op->indexed ? "true" : "false");
-    if (op->indexed)
-        put(t, "    static GR_DEV acc_t load(const gr_op_in v, const gr::u64 i) { return gr_op_map(gr_op_x(v), i); }\n");
-    else
-        put(t, "    static GR_DEV acc_t load(const gr_op_in v) { return gr_op_map(gr_op_x(v)); }\n");
-    put(t, "    static GR_DEV acc_t combine(const acc_t a, const acc_t b) { return gr_op_reduce(a, b); }\n};\n\n");
-
-    put(t, "// The kind of post's value, as gr.h's gr_scalar says it: 0 int, 1 unsigned, 2 float, 3 bool.\n"
-           "template <class T, bool = gr::is_arithmetic_v<T>> struct gr_op_kind_of { static constexpr int value = -1; };\n"
-           "template <class T> struct gr_op_kind_of<T, true> {\n"
-           "    static constexpr int value = gr::is_float_v<T> ? 2 : gr::is_signed_v<T> ? 0 : 1;\n"
-           "};\n"
-           "template <> struct gr_op_kind_of<bool, false> { static constexpr int value = 3; };\n"
-           "using gr_op_result = decltype(gr_op_post_value(gr_op_acc(), 0ull));\n");
-    const char *check = "static_assert(gr_op_kind_of<gr_op_result>::value >= 0, \"the result must be a number or a "
-                        "bool\");";
-    if (op->spec.post) put_field(t, "post", check);
-    else put(t, "%s\n", check);
-    put_raw(t, "\n", 1);
-}
-
-/* The kernels (operator.h says what each does) and the constants the host reads from the image. */
-static void put_kernels(text *t, gr_dtype in) {
-    /* 1-byte elements take pipelined's shape (a ring of cp.async copies in dynamic shared memory,
-     * gr_kernel.smem gives its size), the others warp_shuffle's: what auto gives the built-in ops, and
-     * what plan.c plans an operator with (plan_user) */
-    if (gr_dtype_size(in) == 1)
-        put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
-               "gr_op_main(const gr_op_in *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
-               "           gr_op_acc *final_out, unsigned long long first) {\n"
-               "    extern __shared__ uint4 gr_op_ring[];\n"
-               "    gr_op_acc v = gr::thread_accumulate_pipelined<gr_op_functor, gr_op_in>(in, n, gr_op_ring, first);\n"
-               "    v = gr::block_reduce<gr_op_functor>(v);\n"
-               "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
-               "}\n\n");
-    else
-        put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
-               "gr_op_main(const gr_op_in *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
-               "           gr_op_acc *final_out, unsigned long long first) {\n"
-               "    gr_op_acc v = gr::thread_accumulate<gr_op_functor, gr_op_in, 2>(in, n, first);\n"
-               "    v = gr::block_reduce<gr_op_functor>(v);\n"
-               "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
-               "}\n\n");
-    put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
-           "gr_op_partials(const gr_op_acc *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
-           "               gr_op_acc *final_out) {\n"
-           "    gr_op_acc v = gr::thread_accumulate<gr::AccInput<gr_op_functor>, gr_op_acc, 2>(in, n, 0);\n"
-           "    v = gr::block_reduce<gr_op_functor>(v);\n"
-           "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
-           "}\n\n");
-    put(t, "// 8 bytes at out: a double, a long long or an unsigned long long, as gr_op_result_kind says.\n"
-           "extern \"C\" __global__ void gr_op_post(const gr_op_acc *acc, unsigned long long n, void *out) {\n"
-           "    if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
-           "    const gr_op_result r = gr_op_post_value(*acc, n);\n"
-           "    constexpr int kind = gr_op_kind_of<gr_op_result>::value;\n"
-           "    if constexpr (kind == 2) {\n"
-           "        const double v = double(r);\n"
-           "        memcpy(out, &v, 8);\n"
-           "    } else if constexpr (kind == 0) {\n"
-           "        const long long v = (long long)r;\n"
-           "        memcpy(out, &v, 8);\n"
-           "    } else {\n"
-           "        const unsigned long long v = kind == 3 ? (r ? 1ull : 0ull) : (unsigned long long)r;\n"
-           "        memcpy(out, &v, 8);\n"
-           "    }\n"
-           "}\n\n");
-    put(t, "template <class T> GR_DEV bool gr_op_same_bytes(const T &x, const T &y) {\n"
-           "    unsigned char bx[sizeof(T)], by[sizeof(T)];\n"
-           "    memcpy(bx, &x, sizeof(T));\n"
-           "    memcpy(by, &y, sizeof(T));\n"
-           "    for (unsigned k = 0; k < sizeof(T); k++)\n"
-           "        if (bx[k] != by[k]) return false;\n"
-           "    return true;\n"
-           "}\n\n");
-    int count = gr_dtype_is_float(in) ? CHECK_FLOATS : CHECK_INTS;
-    put(t, "// flags[k]: bit 0 when reduce(identity, map(v)) != map(v) for value k, bit 1 when reduce(map(v),\n"
-           "// identity) != map(v), byte for byte. One block of 32 threads, one value each.\n"
-           "extern \"C\" __global__ void gr_op_check(unsigned *flags) {\n"
-           "    const gr_op_in values[] = {");
-    for (int k = 0; k < count; k++) put(t, "%s%s", k ? ", " : "", check_exprs[k]);
-    put(t, "};\n"
-           "    const unsigned k = threadIdx.x;\n"
-           "    if (blockIdx.x != 0 || k >= sizeof values / sizeof values[0]) return;\n"
-           "    const gr_op_acc v = gr::load_at<gr_op_functor>(values[k], gr::u64(k));\n"
-           "    const gr_op_acc e = gr_op_functor::identity();\n"
-           "    flags[k] = (gr_op_same_bytes(gr_op_functor::combine(e, v), v) ? 0u : 1u) |\n"
-           "               (gr_op_same_bytes(gr_op_functor::combine(v, e), v) ? 0u : 2u);\n"
-           "}\n\n");
-    put(t, "extern \"C\" __device__ const unsigned long long gr_op_acc_size = sizeof(gr_op_acc),\n"
-           "    gr_op_acc_align = alignof(gr_op_acc), gr_op_result_kind = gr_op_kind_of<gr_op_result>::value;\n");
-}
-
-gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out) {
-    *out = NULL;
-    if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%d is not a dtype", (int)in);
-    const char *in_type = device_type(in);
-    const char *acc_type = op->acc_dtype >= 0 ? device_type((gr_dtype)op->acc_dtype) : op->spec.acc;
-    if (!in_type || !acc_type)
-        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%s has no C type that NVRTC knows",
-                           gr_dtype_name(in_type ? (gr_dtype)op->acc_dtype : in));
-    text t = {.line = 1};
-    put_prologue(&t, op, in, in_type, acc_type);
-    put_fields(&t, op);
-    put_functor(&t, op);
-    put_kernels(&t, in);
-    if (t.failed) {
-        free(t.s);
-        return gr_fail(ctx, GR_ENOMEM, "out of host memory for the operator's source");
-    }
-    *out = t.s;
-    return GR_OK;
 }
 
 /* ---- the image's constants --------------------------------------------------------------------------- */

@@ -65,6 +65,9 @@ struct gr_operator_image {
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
 };
 
+/* Whether s is empty or only white space (the spec's checks and the generated source share it). */
+int gr_operator_is_blank(const char *s);
+
 /* The image's kernels, loading its module into the device's context on first use (cuda backend only:
  * GR_ENODEV otherwise). They stay loaded as long as the cache holds the image. */
 gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_operator_kernels **out);

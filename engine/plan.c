@@ -53,7 +53,8 @@ static void lay_out_scratch(gr_plan *p) {
 /* The device passes of a plan whose variant, block, finish and accumulator are settled: the first over
  * the n elements, then (finishes without an epilogue) passes over partials down to what the finish
  * leaves, the last of them on the host where it says so; then the scratch they need. */
-static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_row *row, int block, const gr_options *o) {
+static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_row *row, int block,
+                              const gr_options *o) {
     const gr_launch_device dev = {ctx->info.sms, ctx->info.max_threads_per_sm};
     size_t n = plan->n;
     gr_dtype t = plan->in_dtype;

@@ -179,7 +179,8 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
 
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]) {
-    if (o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not segments (yet)");
+    if (o->user)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not segments (yet)");
     gr_dtype acc, want[2];
     int count;
     size_t k;
@@ -255,7 +256,8 @@ static int batched(const gr_buffer *b, int t, size_t alone) {
 
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results) {
-    if (o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not reduce_many (yet)");
+    if (o->user)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not reduce_many (yet)");
     const gr_op_desc *d = gr_op_desc_get(o->op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     for (size_t i = 0; i < count; i++)

@@ -58,7 +58,9 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
 
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *out) {
-    if (o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers only, not streamed host data (yet)");
+    if (o->user)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers only, not streamed host "
+                           "data (yet)");
     int vi = -1;
     gr_status st = check_streamed(ctx, h, o, chunk_bytes, streams, &vi);
     if (st != GR_OK) return st;
