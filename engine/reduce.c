@@ -6,6 +6,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
+#include "exact.h"
 #include "graphs.h"
 #include "memory.h"
 #include "ops.h"
@@ -56,6 +57,40 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
     return st;
 }
 
+/* ---- opts.determinism = "gpu_to_gpu" --------------------------------------------------------------- */
+
+/* The exactly rounded sum (exact.c), which no order of additions can change: the same bits on every
+ * backend that computes it. The host computes it for now, for data the host can read. */
+static gr_status reduce_exact(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_result *out) {
+    gr_dtype t = b->dtype;
+    if ((o->op != GR_SUM && o->op != GR_NANSUM) || !gr_dtype_is_float(t))
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum and nansum of float32 "
+                           "and float64 (not %s of %s) (accepted here: not_guaranteed, run_to_run)",
+                           gr_op_name(o->op), gr_dtype_name(t));
+    if (ctx->backend != GR_BACKEND_CPU && gr_buffer_where(b) != GR_HOST)
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is computed on the host for now: on the cpu "
+                           "backend, or of a host buffer (the GPU's exact kernel is not built yet)");
+    if (o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO || o->threshold || o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, o->variant >= 0 ? "variant" : o->block ? "block" : o->grid ? "grid"
+                           : o->finish != GR_FINISH_AUTO ? "finish" : o->threshold ? "threshold" : "stream",
+                           "'gpu_to_gpu' gives the same bits whatever the way of reducing: it takes no such option");
+    int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
+    if (acc < 0) return GR_EINVAL;
+    gr_exact a;
+    gr_exact_init(&a);
+    const void *p = gr_buffer_data(b);
+    for (size_t i = 0; i < b->n; i++) {
+        double x = t == GR_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+        if (o->op == GR_NANSUM && x != x) continue;
+        gr_exact_add(&a, x);
+    }
+    memset(out, 0, sizeof *out);
+    out->count = 1;
+    out->value[0].kind = GR_SCALAR_FLOAT;
+    out->value[0].v.f = gr_exact_round(&a, acc == GR_FLOAT32);
+    return GR_OK;
+}
+
 /* ---- entry points -------------------------------------------------------------------------------- */
 
 static void *stream_of(gr_context *ctx, const gr_options *o) {
@@ -63,6 +98,7 @@ static void *stream_of(gr_context *ctx, const gr_options *o) {
 }
 
 gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
+    if (o->determinism == GR_DET_GPU_TO_GPU && !o->user) return reduce_exact(ctx, b, o, out);
     gr_plan plan;
     gr_status st = gr_plan_make(ctx, b, o, &plan);
     if (st != GR_OK) return st;

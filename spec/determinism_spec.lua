@@ -1,9 +1,12 @@
 -- opts.determinism and the registry's levels: every variant but the two atomic ones promises run_to_run
 -- (the same bits on every run of the same call), which is checked here on the GPU by repetition -- sync,
 -- async and replayed graphs, a float32 sum of cancelling data, where a changed order shows in the bits --
--- and asking an atomic variant for it is an error; gpu_to_gpu is refused until it exists.
+-- and asking an atomic variant for it is an error. gpu_to_gpu is the exactly rounded sum, computed on the
+-- host for now: checked against an exact Shewchuk expansion on ill-conditioned data (cancellation,
+-- magnitudes from 1e-30 to 1e30, subnormals), and for the same bits in every order.
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
+local R = require "support.fuzz_reference"
 
 local expect = H.expect_error
 local ATOMIC = { atomic_shared = true, grid_stride_atomic = true }
@@ -22,12 +25,22 @@ describe("determinism", function()
     local base = gr.sum(b)
     assert.are.equal(bits(base), bits(gr.sum(b, { determinism = "run_to_run" })))
     assert.are.equal(bits(base), bits(gr.sum(b, { determinism = "not_guaranteed" })))
-    expect("opts.determinism: 'gpu_to_gpu' is not available yet (accepted: not_guaranteed, run_to_run)",
-      function() gr.sum(b, { determinism = "gpu_to_gpu" }) end)
     expect("opts.determinism: unknown value 'sometimes' (accepted: not_guaranteed, run_to_run, gpu_to_gpu)",
       function() gr.sum(b, { determinism = "sometimes" }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is not available yet",
+    expect("opts.determinism: 'gpu_to_gpu' is available for synchronous whole-buffer sums of float data on the host",
       function() gr.sum(b, { determinism = "gpu_to_gpu", segment = 10 }) end)
+    expect("opts.determinism: 'gpu_to_gpu' is available for synchronous whole-buffer sums",
+      function() gr.sum(b, { determinism = "gpu_to_gpu", async = true }) end)
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum and nansum of float32 and float64 (not max of float32)",
+      function() gr.max(b, { determinism = "gpu_to_gpu" }) end)
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum and nansum of float32 and float64 (not sum of int32)",
+      function() gr.sum(gr.buffer(3, "int32"), { determinism = "gpu_to_gpu" }) end)
+    expect("opts.variant: 'gpu_to_gpu' gives the same bits whatever the way of reducing",
+      function() gr.sum(gr.buffer(3, "float64", { where = "host" }), { determinism = "gpu_to_gpu", variant = "cpu" }) end)
+    if gr.backend() == "cuda" then
+      expect("opts.determinism: 'gpu_to_gpu' is computed on the host for now",
+        function() gr.sum(b, { determinism = "gpu_to_gpu" }) end)
+    end
     assert.are.equal(100, #gr.sum(b, { determinism = "run_to_run", segment = 10 }))
   end)
 
@@ -72,5 +85,99 @@ describe("determinism", function()
       b:free()
     end
     assert(#bad == 0, table.concat(bad, "\n"))
+  end)
+end)
+
+describe("gpu_to_gpu: the exactly rounded sum", function()
+  local grow, approx = R.lib.grow, R.lib.approx
+  local where = gr.backend() == "cuda" and "host" or "device"   -- computed on the host for now
+
+  --- Whether got is the exact sum of xs rounded to nearest (ties to even) in the format of p bits (24 or
+  -- 53) whose smallest subnormal is 2^emin_sub: exact - got, formed exactly in an expansion, is at most
+  -- half an ulp of got, and a tie leaves an even last bit.
+  local function correctly_rounded(xs, got, p, emin_sub)
+    local e, m = {}, 0
+    for _, x in ipairs(xs) do m = grow(e, m, x) end
+    m = grow(e, m, -got)
+    local d = math.abs(approx(e, m))
+    local ulp = 2.0 ^ emin_sub
+    if got ~= 0 then
+      local _, ex = math.frexp(math.abs(got))           -- |got| in [2^(ex-1), 2^ex)
+      ulp = math.max(2.0 ^ (ex - p), ulp)
+    end
+    if d < ulp / 2 then return true end
+    if d == ulp / 2 then return (got / ulp) % 2 == 0 end
+    return false, string.format("off by %.3g ulp", d / ulp)
+  end
+
+  local function data(kind, n, seed, f32)
+    local rng, xs = R.rng(seed), {}
+    local function round(x) return f32 and R.to_f32(x) or x end
+    for i = 1, n do
+      local u = rng:float()
+      if kind == "cancelling" then           -- pairs that cancel exactly, and a small remainder
+        xs[i] = i % 2 == 1 and round((u - 0.5) * 1e20) or -xs[i - 1]
+        if i % 97 == 0 then xs[i] = round(u * 1e-3) end
+      elseif kind == "mixed" then            -- 1e-30 .. 1e30, both signs
+        xs[i] = round((u < 0.5 and -1 or 1) * 10.0 ^ (60 * rng:float() - 30))
+      elseif kind == "subnormal" then        -- the smallest values of the format, and a few normal ones
+        xs[i] = round((u - 0.5) * (f32 and 2.0 ^ -130 or 2.0 ^ -1060))
+        if i % 50 == 0 then xs[i] = round(u * (f32 and 2.0 ^ -120 or 2.0 ^ -1000)) end
+      else                                   -- heavy-tailed
+        xs[i] = round((u - 0.5) / (rng:float() ^ 3 + 1e-12))
+      end
+    end
+    return xs
+  end
+
+  it("is correctly rounded on cancelling, mixed, subnormal and heavy-tailed data, float32 and float64", function()
+    local bad = {}
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      local f32 = dtype == "float32"
+      for _, kind in ipairs({ "cancelling", "mixed", "subnormal", "heavy" }) do
+        for _, n in ipairs({ 1, 2, 3, 1000, 20001 }) do
+          local xs = data(kind, n, n * 7 + #kind, f32)
+          local b = gr.buffer(xs, dtype, { where = where })
+          local got = gr.sum(b, { determinism = "gpu_to_gpu" })
+          local ok, why = correctly_rounded(xs, got, f32 and 24 or 53, f32 and -149 or -1074)
+          if not ok then bad[#bad + 1] = string.format("%s %s n=%d: %.17g, %s", dtype, kind, n, got, why) end
+          if f32 then
+            local wide = gr.sum(b, { determinism = "gpu_to_gpu", acc = "float64" })
+            ok, why = correctly_rounded(xs, wide, 53, -1074)
+            if not ok then bad[#bad + 1] = string.format("%s %s n=%d acc float64: %.17g, %s", dtype, kind, n, wide, why) end
+          end
+          b:free()
+        end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, "\n"))
+  end)
+
+  it("gives the same bits in every order of the data, and nansum skips NaN", function()
+    local xs = data("mixed", 5001, 99, false)
+    local rev = {}
+    for i = #xs, 1, -1 do rev[#rev + 1] = xs[i] end
+    local a = gr.sum(gr.buffer(xs, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    local r = gr.sum(gr.buffer(rev, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    assert.are.equal(string.pack("d", a), string.pack("d", r))
+    local withnan = { 1.5, 0 / 0, 2.25 }
+    assert.are.equal(3.75, gr.nansum(gr.buffer(withnan, "float64", { where = where }), { determinism = "gpu_to_gpu" }))
+    local s = gr.sum(gr.buffer(withnan, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    assert(s ~= s, "a NaN makes the sum NaN")
+  end)
+
+  it("follows IEEE at the edges: -0.0, infinities, overflow, an empty buffer", function()
+    local function sum(xs, dtype) return gr.sum(gr.buffer(xs, dtype or "float64", { where = where }), { determinism = "gpu_to_gpu" }) end
+    local z = sum({ -0.0, -0.0 })
+    assert(z == 0 and 1 / z < 0, "a sum of -0.0 is -0.0")
+    local p = sum({ 1, -1 })
+    assert(p == 0 and 1 / p > 0, "an exact zero of other values is +0.0")
+    assert.are.equal(math.huge, sum({ math.huge, 1 }))
+    local n = sum({ math.huge, -math.huge })
+    assert(n ~= n, "inf - inf is NaN")
+    assert.are.equal(math.huge, sum({ 1.7976931348623157e308, 1.7976931348623157e308 }))
+    assert.are.equal(1.7976931348623157e308, sum({ 1.7976931348623157e308, 1.7976931348623157e308, -1.7976931348623157e308 }))
+    assert.are.equal(0.0, sum({}))
+    assert.are.equal(math.huge, sum({ 3.4028234663852886e38, 3.4028234663852886e38 }, "float32"))
   end)
 end)
