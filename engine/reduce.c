@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "storage.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +61,16 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
 /* ---- opts.determinism = "gpu_to_gpu" --------------------------------------------------------------- */
 
 /* The exactly rounded sum (exact.c), which no order of additions can change: the same bits on every
- * backend that computes it. The host computes it for now, for data the host can read. */
+ * backend that computes it; a mean is that sum (in float64) over the count. The host computes them for
+ * now, for data the host can read. */
 static gr_status reduce_exact(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_result *out) {
     gr_dtype t = b->dtype;
-    if ((o->op != GR_SUM && o->op != GR_NANSUM) || !gr_dtype_is_float(t))
-        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum and nansum of float32 "
-                           "and float64 (not %s of %s) (accepted here: not_guaranteed, run_to_run)",
+    int nan_skip = o->op == GR_NANSUM || o->op == GR_NANMEAN, mean = o->op == GR_MEAN || o->op == GR_NANMEAN;
+    if ((o->op != GR_SUM && o->op != GR_NANSUM && !mean) || !gr_dtype_is_float(t))
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum, nansum, mean and "
+                           "nanmean of float32 and float64 (not %s of %s) (accepted here: not_guaranteed, run_to_run)",
                            gr_op_name(o->op), gr_dtype_name(t));
+    if (o->op == GR_MEAN && b->n == 0) return gr_op_empty_result(ctx, o->op, t, t, out);
     if (ctx->backend != GR_BACKEND_CPU && gr_buffer_where(b) != GR_HOST)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is computed on the host for now: on the cpu "
                            "backend, or of a host buffer (the GPU's exact kernel is not built yet)");
@@ -81,13 +85,20 @@ static gr_status reduce_exact(gr_context *ctx, const gr_buffer *b, const gr_opti
     const void *p = gr_buffer_data(b);
     for (size_t i = 0; i < b->n; i++) {
         double x = t == GR_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
-        if (o->op == GR_NANSUM && x != x) continue;
+        if (nan_skip && x != x) continue;
         gr_exact_add(&a, x);
     }
     memset(out, 0, sizeof *out);
     out->count = 1;
     out->value[0].kind = GR_SCALAR_FLOAT;
-    out->value[0].v.f = gr_exact_round(&a, acc == GR_FLOAT32);
+    if (!mean) {
+        out->value[0].v.f = gr_exact_round(&a, acc == GR_FLOAT32);
+    } else {
+        /* the exactly rounded sum (in float64) over the count, rounded to the accumulator: two roundings,
+         * each the same everywhere; nanmean of no number is NaN */
+        double m = a.count ? gr_exact_round(&a, 0) / (double)a.count : NAN;
+        out->value[0].v.f = acc == GR_FLOAT32 ? (double)(float)m : m;
+    }
     return GR_OK;
 }
 

@@ -31,9 +31,11 @@ describe("determinism", function()
       function() gr.sum(b, { determinism = "gpu_to_gpu", segment = 10 }) end)
     expect("opts.determinism: 'gpu_to_gpu' is available for synchronous whole-buffer sums",
       function() gr.sum(b, { determinism = "gpu_to_gpu", async = true }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for sum and nansum of float32 and float64 (not max of float32)",
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean and nanmean of float32 and "
+      .. "float64 (not max of float32)",
       function() gr.max(b, { determinism = "gpu_to_gpu" }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for sum and nansum of float32 and float64 (not sum of int32)",
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean and nanmean of float32 and "
+      .. "float64 (not sum of int32)",
       function() gr.sum(gr.buffer(3, "int32"), { determinism = "gpu_to_gpu" }) end)
     expect("opts.variant: 'gpu_to_gpu' gives the same bits whatever the way of reducing",
       function() gr.sum(gr.buffer(3, "float64", { where = "host" }), { determinism = "gpu_to_gpu", variant = "cpu" }) end)
@@ -164,6 +166,25 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
     assert.are.equal(3.75, gr.nansum(gr.buffer(withnan, "float64", { where = where }), { determinism = "gpu_to_gpu" }))
     local s = gr.sum(gr.buffer(withnan, "float64", { where = where }), { determinism = "gpu_to_gpu" })
     assert(s ~= s, "a NaN makes the sum NaN")
+  end)
+
+  it("mean and nanmean are the exactly rounded sum over the count, the same in every order", function()
+    local xs = { 1e30, 1, -1e30, 3 }
+    local b = gr.buffer(xs, "float64", { where = where })
+    assert.are.equal(1.0, gr.mean(b, { determinism = "gpu_to_gpu" }))
+    local mixed = data("mixed", 3001, 5, false)
+    local rev = {}
+    for i = #mixed, 1, -1 do rev[#rev + 1] = mixed[i] end
+    local m1 = gr.mean(gr.buffer(mixed, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    local m2 = gr.mean(gr.buffer(rev, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    assert.are.equal(string.pack("d", m1), string.pack("d", m2))
+    local sum = gr.sum(gr.buffer(mixed, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    assert.are.equal(sum / #mixed, m1)
+    assert.are.equal(1.5, gr.nanmean(gr.buffer({ 1, 0 / 0, 2 }, "float32", { where = where }), { determinism = "gpu_to_gpu" }))
+    local none = gr.nanmean(gr.buffer({ 0 / 0 }, "float32", { where = where }), { determinism = "gpu_to_gpu" })
+    assert(none ~= none, "nanmean of no number is NaN")
+    expect("mean of an empty buffer is undefined",
+      function() gr.mean(gr.buffer(0, "float32", { where = where }), { determinism = "gpu_to_gpu" }) end)
   end)
 
   it("follows IEEE at the edges: -0.0, infinities, overflow, an empty buffer", function()
