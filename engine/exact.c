@@ -3,9 +3,9 @@
  *
  * Each double is an integer m < 2^53 times 2^(e - 1074) with e >= 0 (read from its bits); its 53 bits,
  * shifted to their place, touch at most three 32-bit digits, which are added to their 64-bit words with
- * the value's sign. Words are normalised (carries moved up, every word but the top one back in [0, 2^32)) before any
- * word could overflow and before rounding. Rounding finds the top set bit of the magnitude, keeps the
- * format's precision from it (fewer below the format's smallest subnormal), and rounds on the next bit
+ * the value's sign. Words are normalised (carries moved up, every word but the top one back in
+ * [0, 2^32)) before any word could overflow and before rounding. Rounding finds the top set bit of the
+ * magnitude, keeps the format's precision from it (fewer below the format's smallest subnormal), and rounds on the next bit
  * and the sticky rest, ties to even. Special values follow IEEE sums: NaN if any NaN or both
  * infinities, an infinity if one; a sum of only -0.0 is -0.0, any other exact zero +0.0.
  */

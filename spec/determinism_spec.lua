@@ -132,6 +132,14 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
     return xs
   end
 
+  --- op of float64 xs and of xs reversed, with gpu_to_gpu.
+  local function both_orders(op, xs)
+    local rev = {}
+    for i = #xs, 1, -1 do rev[#rev + 1] = xs[i] end
+    local function run(v) return gr[op](gr.buffer(v, "float64", { where = where }), { determinism = "gpu_to_gpu" }) end
+    return run(xs), run(rev)
+  end
+
   it("is correctly rounded on cancelling, mixed, subnormal and heavy-tailed data, float32 and float64", function()
     local bad = {}
     for _, dtype in ipairs({ "float32", "float64" }) do
@@ -156,11 +164,7 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
   end)
 
   it("gives the same bits in every order of the data, and nansum skips NaN", function()
-    local xs = data("mixed", 5001, 99, false)
-    local rev = {}
-    for i = #xs, 1, -1 do rev[#rev + 1] = xs[i] end
-    local a = gr.sum(gr.buffer(xs, "float64", { where = where }), { determinism = "gpu_to_gpu" })
-    local r = gr.sum(gr.buffer(rev, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    local a, r = both_orders("sum", data("mixed", 5001, 99, false))
     assert.are.equal(string.pack("d", a), string.pack("d", r))
     local withnan = { 1.5, 0 / 0, 2.25 }
     assert.are.equal(3.75, gr.nansum(gr.buffer(withnan, "float64", { where = where }), { determinism = "gpu_to_gpu" }))
@@ -173,10 +177,7 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
     local b = gr.buffer(xs, "float64", { where = where })
     assert.are.equal(1.0, gr.mean(b, { determinism = "gpu_to_gpu" }))
     local mixed = data("mixed", 3001, 5, false)
-    local rev = {}
-    for i = #mixed, 1, -1 do rev[#rev + 1] = mixed[i] end
-    local m1 = gr.mean(gr.buffer(mixed, "float64", { where = where }), { determinism = "gpu_to_gpu" })
-    local m2 = gr.mean(gr.buffer(rev, "float64", { where = where }), { determinism = "gpu_to_gpu" })
+    local m1, m2 = both_orders("mean", mixed)
     assert.are.equal(string.pack("d", m1), string.pack("d", m2))
     local sum = gr.sum(gr.buffer(mixed, "float64", { where = where }), { determinism = "gpu_to_gpu" })
     assert.are.equal(sum / #mixed, m1)
