@@ -398,6 +398,7 @@ enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
  *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend (not available yet). */
 typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
 const char *gr_determinism_name(gr_determinism d);
+extern const char *const gr_determinism_names[GR_DET_COUNT + 1];   /* in order, NULL-terminated */
 
 typedef struct gr_variant {
     const char *name;

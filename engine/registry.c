@@ -138,10 +138,10 @@ const char *gr_variant_names(void) {
     return buf;
 }
 
-static const char *const determinism_names[GR_DET_COUNT] = {"not_guaranteed", "run_to_run", "gpu_to_gpu"};
+const char *const gr_determinism_names[GR_DET_COUNT + 1] = {"not_guaranteed", "run_to_run", "gpu_to_gpu", NULL};
 
 const char *gr_determinism_name(gr_determinism d) {
-    return (unsigned)d < GR_DET_COUNT ? determinism_names[d] : "?";
+    return (unsigned)d < GR_DET_COUNT ? gr_determinism_names[d] : "?";
 }
 
 gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked) {

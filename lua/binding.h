@@ -67,6 +67,23 @@ gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
 /* Pushes the values of a result (one or two); returns how many. */
 int lgr_push_result(lua_State *L, const gr_result *r);
+/* Fields of the table on the top of the stack (a NULL string sets no field). */
+static inline void lgr_set_int(lua_State *L, const char *k, lua_Integer v) {
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+static inline void lgr_set_num(lua_State *L, const char *k, double v) {
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+static inline void lgr_set_str(lua_State *L, const char *k, const char *v) {
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+static inline void lgr_set_bool(lua_State *L, const char *k, int v) {
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
 /* An integer argument within [min, max]; raises naming `what` and the value given. */
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max);
 gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def);
@@ -146,11 +163,11 @@ extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
 /* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
  * is user value 1 of the userdata (nil when it has none). */
 gr_operator *lgr_check_operator(lua_State *L, int arg);
-/* A whole-buffer reduction with opts.op a user operator, of the buffer at 1 with the options at 2
+/* A whole-buffer reduction with opts.op a user operator, of b (the buffer at 1) with the options at 2
  * (loperator_run.c): on the cpu backend and for host buffers its cpu functions run here and the
  * result is pushed (returns 1); otherwise its kernels are prepared, r->o.user set for the engine's
  * passes, and nothing pushed (returns -1). */
-int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r);
+int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 /* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench). */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 int lgr_operator(lua_State *L);

@@ -8,25 +8,22 @@
 #include <stddef.h>
 #include <time.h>
 
-static void set_int(lua_State *L, const char *k, lua_Integer v) { lua_pushinteger(L, v); lua_setfield(L, -2, k); }
-static void set_num(lua_State *L, const char *k, double v) { lua_pushnumber(L, v); lua_setfield(L, -2, k); }
-static void set_str(lua_State *L, const char *k, const char *v) { lua_pushstring(L, v); lua_setfield(L, -2, k); }
 
 static void push_plan(lua_State *L, const gr_plan *p) {
     lua_createtable(L, 0, 6);
-    set_str(L, "variant", gr_variant_get(p->variant)->name);
-    set_str(L, "finish", gr_finish_name(p->finish));
-    set_str(L, "acc", gr_dtype_name(p->acc));
-    set_int(L, "threshold", (lua_Integer)p->threshold);
+    lgr_set_str(L, "variant", gr_variant_get(p->variant)->name);
+    lgr_set_str(L, "finish", gr_finish_name(p->finish));
+    lgr_set_str(L, "acc", gr_dtype_name(p->acc));
+    lgr_set_int(L, "threshold", (lua_Integer)p->threshold);
     lua_createtable(L, p->npasses, 0);
     for (int i = 0; i < p->npasses; i++) {
         const gr_pass *ps = &p->pass[i];
         lua_createtable(L, 0, 5);
-        set_int(L, "elements", (lua_Integer)ps->elements);
-        set_int(L, "blocks", (lua_Integer)ps->blocks);
-        set_int(L, "block", ps->block);
-        set_str(L, "dtype", gr_dtype_name(ps->in_dtype));
-        set_str(L, "where", ps->on_host ? "host" : "device");
+        lgr_set_int(L, "elements", (lua_Integer)ps->elements);
+        lgr_set_int(L, "blocks", (lua_Integer)ps->blocks);
+        lgr_set_int(L, "block", ps->block);
+        lgr_set_str(L, "dtype", gr_dtype_name(ps->in_dtype));
+        lgr_set_str(L, "where", ps->on_host ? "host" : "device");
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "passes");
@@ -49,15 +46,15 @@ int lgr_plan(lua_State *L) {
 
 static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
     lua_createtable(L, 0, 12);
-    set_num(L, "ms", r->ms);
-    set_num(L, "ms_min", r->ms_min);
-    set_num(L, "ms_max", r->ms_max);
-    set_num(L, "gbps", r->gbps);
-    set_int(L, "reps", r->reps);
-    set_int(L, "warmup", r->warmup);
-    set_int(L, "n", (lua_Integer)gr_buffer_size(b));
-    set_int(L, "bytes", (lua_Integer)(gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b))));
-    set_str(L, "timer", timer);
+    lgr_set_num(L, "ms", r->ms);
+    lgr_set_num(L, "ms_min", r->ms_min);
+    lgr_set_num(L, "ms_max", r->ms_max);
+    lgr_set_num(L, "gbps", r->gbps);
+    lgr_set_int(L, "reps", r->reps);
+    lgr_set_int(L, "warmup", r->warmup);
+    lgr_set_int(L, "n", (lua_Integer)gr_buffer_size(b));
+    lgr_set_int(L, "bytes", (lua_Integer)(gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b))));
+    lgr_set_str(L, "timer", timer);
 }
 
 /* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
@@ -116,12 +113,12 @@ int lgr_pool_stats(lua_State *L) {
     gr_pool_stats s;
     gr_pool_stats_get(lgr_ctx(L), &s);
     lua_createtable(L, 0, 6);
-    set_int(L, "device_allocs", (lua_Integer)s.device_allocs);
-    set_int(L, "host_allocs", (lua_Integer)s.host_allocs);
-    set_int(L, "slots", s.slots);
-    set_int(L, "live_device_bytes", (lua_Integer)s.live_device_bytes);
-    set_int(L, "live_pinned_bytes", (lua_Integer)s.live_pinned_bytes);
-    set_int(L, "live_allocations", (lua_Integer)s.live_allocations);
+    lgr_set_int(L, "device_allocs", (lua_Integer)s.device_allocs);
+    lgr_set_int(L, "host_allocs", (lua_Integer)s.host_allocs);
+    lgr_set_int(L, "slots", s.slots);
+    lgr_set_int(L, "live_device_bytes", (lua_Integer)s.live_device_bytes);
+    lgr_set_int(L, "live_pinned_bytes", (lua_Integer)s.live_pinned_bytes);
+    lgr_set_int(L, "live_allocations", (lua_Integer)s.live_allocations);
     return 1;
 }
 
@@ -152,9 +149,9 @@ int lgr_debug_events(lua_State *L) {
     size_t c[3];
     gr_debug_events(lgr_ctx(L), c);
     lua_createtable(L, 0, 3);
-    set_int(L, "alloc", (lua_Integer)c[0]);
-    set_int(L, "launch", (lua_Integer)c[1]);
-    set_int(L, "copy", (lua_Integer)c[2]);
+    lgr_set_int(L, "alloc", (lua_Integer)c[0]);
+    lgr_set_int(L, "launch", (lua_Integer)c[1]);
+    lgr_set_int(L, "copy", (lua_Integer)c[2]);
     return 1;
 }
 
@@ -165,10 +162,10 @@ int lgr_variants(lua_State *L) {
     for (int i = 0; i < n; i++) {
         const gr_variant *v = gr_variant_get(i);
         lua_createtable(L, 0, 11);
-        set_str(L, "name", v->name);
-        set_int(L, "ordinal", v->ordinal);
-        set_str(L, "origin", v->origin);
-        set_str(L, "summary", v->summary);
+        lgr_set_str(L, "name", v->name);
+        lgr_set_int(L, "ordinal", v->ordinal);
+        lgr_set_str(L, "origin", v->origin);
+        lgr_set_str(L, "summary", v->summary);
         lua_newtable(L);
         for (int f = 1, k = 0; f < GR_FINISH_COUNT; f++)
             if (v->finishes & (1u << f)) {
@@ -176,20 +173,19 @@ int lgr_variants(lua_State *L) {
                 lua_rawseti(L, -2, ++k);
             }
         lua_setfield(L, -2, "finishes");
-        set_str(L, "default_finish", gr_finish_name(v->default_finish));
-        set_str(L, "determinism", gr_determinism_name(v->determinism));
+        lgr_set_str(L, "default_finish", gr_finish_name(v->default_finish));
+        lgr_set_str(L, "determinism", gr_determinism_name(v->determinism));
         lua_createtable(L, 0, 3);
-        set_int(L, "min", v->block_min);
-        set_int(L, "max", v->block_max);
-        set_int(L, "default", v->block_default);
+        lgr_set_int(L, "min", v->block_min);
+        lgr_set_int(L, "max", v->block_max);
+        lgr_set_int(L, "default", v->block_default);
         lua_setfield(L, -2, "block");
         lua_newtable(L);
         int k = 0;
         if (v->needs & GR_NEEDS_CUDA) { lua_pushstring(L, "cuda"); lua_rawseti(L, -2, ++k); }
         if (v->needs & GR_NEEDS_POW2_BLOCK) { lua_pushstring(L, "power-of-two block"); lua_rawseti(L, -2, ++k); }
         lua_setfield(L, -2, "needs");
-        lua_pushboolean(L, !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
-        lua_setfield(L, -2, "available");
+        lgr_set_bool(L, "available", !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
         lua_newtable(L);
         for (int op = 0, k = 0; op < GR_OP_COUNT; op++)
             if (v->ops & GR_OP_BIT(op)) {
@@ -214,18 +210,18 @@ int lgr_device(lua_State *L) {
         return 1;
     }
     lua_createtable(L, 0, 12);
-    set_str(L, "name", d.name);
-    set_int(L, "sms", d.sms);
-    set_int(L, "memory", (lua_Integer)d.memory);
+    lgr_set_str(L, "name", d.name);
+    lgr_set_int(L, "sms", d.sms);
+    lgr_set_int(L, "memory", (lua_Integer)d.memory);
     lua_pushfstring(L, "%d.%d", d.cc_major, d.cc_minor);
     lua_setfield(L, -2, "cc");
-    set_int(L, "cc_major", d.cc_major);
-    set_int(L, "cc_minor", d.cc_minor);
-    set_int(L, "l2", (lua_Integer)d.l2);
-    set_int(L, "clock_khz", d.clock_khz);
-    set_int(L, "mem_clock_khz", d.mem_clock_khz);
-    set_int(L, "bus_width", d.bus_width);
-    set_int(L, "max_threads_per_sm", d.max_threads_per_sm);
+    lgr_set_int(L, "cc_major", d.cc_major);
+    lgr_set_int(L, "cc_minor", d.cc_minor);
+    lgr_set_int(L, "l2", (lua_Integer)d.l2);
+    lgr_set_int(L, "clock_khz", d.clock_khz);
+    lgr_set_int(L, "mem_clock_khz", d.mem_clock_khz);
+    lgr_set_int(L, "bus_width", d.bus_width);
+    lgr_set_int(L, "max_threads_per_sm", d.max_threads_per_sm);
     lua_pushfstring(L, "%d.%d", d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
     lua_setfield(L, -2, "cuda_runtime");
     lua_pushfstring(L, "%d.%d", d.driver_version / 1000, (d.driver_version % 1000) / 10);

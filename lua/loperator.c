@@ -234,17 +234,6 @@ static int o_source(lua_State *L) {
     return 1;
 }
 
-static void set_str(lua_State *L, const char *k, const char *v) {
-    if (!v) return;
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_int(lua_State *L, const char *k, lua_Integer v) {
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
 /* op:info(): the fields, what was detected, and the last compile: where its image came from ("none"
  * before any, "memory", "disk", "nvrtc"), NVRTC's time, the accumulator's layout. */
 static int o_info(lua_State *L) {
@@ -253,35 +242,30 @@ static int o_info(lua_State *L) {
     gr_operator_compile_info c;
     gr_operator_compile_info_of(op, &c);
     lua_createtable(L, 0, 16);
-    set_str(L, "name", s->name);
-    set_str(L, "acc", s->acc);
-    lua_pushboolean(L, gr_operator_indexed(op));
-    lua_setfield(L, -2, "indexed");
-    lua_getiuservalue(L, 1, 1);
-    lua_pushboolean(L, !lua_isnil(L, -1));
-    lua_setfield(L, -3, "has_cpu");
+    lgr_set_str(L, "name", s->name);
+    lgr_set_str(L, "acc", s->acc);
+    lgr_set_bool(L, "indexed", gr_operator_indexed(op));
+    int has_cpu = lua_getiuservalue(L, 1, 1) != LUA_TNIL;
     lua_pop(L, 1);
+    lgr_set_bool(L, "has_cpu", has_cpu);
     lua_createtable(L, 0, 5);
-    set_str(L, "map", s->map);
-    set_str(L, "reduce", s->reduce);
-    set_str(L, "post", s->post);
-    set_str(L, "identity", s->identity);
-    set_str(L, "preamble", s->preamble);
+    lgr_set_str(L, "map", s->map);
+    lgr_set_str(L, "reduce", s->reduce);
+    lgr_set_str(L, "post", s->post);
+    lgr_set_str(L, "identity", s->identity);
+    lgr_set_str(L, "preamble", s->preamble);
     lua_setfield(L, -2, "expressions");
-    set_str(L, "origin", gr_operator_origin_name(c.origin));
+    lgr_set_str(L, "origin", gr_operator_origin_name(c.origin));
     if (c.origin != GR_ORIGIN_NONE) {
-        set_str(L, "dtype", gr_dtype_name(c.in));
-        set_int(L, "arch", c.arch);
-        lua_pushboolean(L, c.ptx);
-        lua_setfield(L, -2, "ptx");
-        set_int(L, "image_bytes", (lua_Integer)c.image_bytes);
-        lua_pushnumber(L, c.nvrtc_ms);
-        lua_setfield(L, -2, "nvrtc_ms");
-        lua_pushnumber(L, c.total_ms);
-        lua_setfield(L, -2, "total_ms");
-        set_int(L, "acc_size", (lua_Integer)c.acc_size);
-        set_int(L, "acc_align", (lua_Integer)c.acc_align);
-        set_str(L, "result", kind_names[c.result_kind]);
+        lgr_set_str(L, "dtype", gr_dtype_name(c.in));
+        lgr_set_int(L, "arch", c.arch);
+        lgr_set_bool(L, "ptx", c.ptx);
+        lgr_set_int(L, "image_bytes", (lua_Integer)c.image_bytes);
+        lgr_set_num(L, "nvrtc_ms", c.nvrtc_ms);
+        lgr_set_num(L, "total_ms", c.total_ms);
+        lgr_set_int(L, "acc_size", (lua_Integer)c.acc_size);
+        lgr_set_int(L, "acc_align", (lua_Integer)c.acc_align);
+        lgr_set_str(L, "result", kind_names[c.result_kind]);
     }
     return 1;
 }

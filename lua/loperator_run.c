@@ -73,19 +73,21 @@ static int reduce_on_cpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *b, int cpu
     return 1;
 }
 
-int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r) {
-    gr_buffer *b = lgr_check_buffer(L, 1);
+int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     gr_context *ctx = lgr_ctx(L);
-    int on_host = gr_context_backend(ctx) != GR_BACKEND_CUDA || gr_buffer_where(b) == GR_HOST;
+    if (gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE) {
+        lgr_operator_prepare(L, r, b);          /* the GPU: nothing more to look up on a repeated call */
+        return -1;
+    }
     lua_getfield(L, 2, "op");
     lua_getiuservalue(L, -1, 1);
     int cpu = lua_gettop(L);
-    if (on_host && lua_istable(L, cpu)) return reduce_on_cpu(L, r, b, cpu);
+    if (lua_istable(L, cpu)) return reduce_on_cpu(L, r, b, cpu);
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
         return luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu "
                                                       "backend cannot run its kernels (give gr.operator a cpu table)",
                                                    gr_operator_get_spec(r->user_op)->name));
     lua_pop(L, 2);
-    lgr_operator_prepare(L, r, b);
+    lgr_operator_prepare(L, r, b);              /* a host buffer: the engine says what it cannot do */
     return -1;
 }

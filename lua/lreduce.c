@@ -86,9 +86,6 @@ static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
 }
 
 #define R(field) offsetof(lgr_reduce_opts, field)
-
-/* opts.determinism, in gr_determinism's order */
-static const char *const determinism_names[] = {"not_guaranteed", "run_to_run", "gpu_to_gpu", NULL};
 #define ANY_SIZE 1, LUA_MAXINTEGER
 
 /* The keys of gr.reduce and gr.plan; gr.bench takes these but async and dtype, plus reps and warmup. */
@@ -98,7 +95,7 @@ static const lgr_opt reduce_specs[] = {
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
-    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, determinism_names},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
     {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
@@ -118,7 +115,7 @@ static const lgr_opt bench_specs[] = {
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
-    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, determinism_names},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
     {"offsets", read_buffer, R(offsets), 0, 0, NULL},
@@ -258,7 +255,7 @@ static int reduce_with(lua_State *L, int op) {
         if (r.segment || r.offsets || r.streamed)
             luaL_argerror(L, 2, "opts.op: a gr.operator reduces whole buffers (opts.segment, opts.offsets and "
                                 "opts.streamed take the built-in ops)");
-        int pushed = lgr_reduce_operator(L, &r);
+        int pushed = lgr_reduce_operator(L, &r, b);
         if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
     }
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
