@@ -44,6 +44,7 @@ whole run generates and checks a few million elements in Lua.
 ]]
 local gr = require "gpureduce"
 local R = require "support.fuzz_reference"
+local H = require "support.helpers"
 
 local function env_int(name, default)
   local s = os.getenv(name)
@@ -214,18 +215,9 @@ for _, dtype in ipairs(DTYPES) do
   if not R.is_float(dtype) then INT_LISTS[dtype] = { int_lists(dtype) } end
 end
 
-local function int_uniform(rng, dtype)
-  local z = rng:next()
-  if dtype == "int64" or dtype == "uint64" then return z end
-  if dtype == "int32" then return (z >> 32) - 0x80000000 end
-  if dtype == "uint32" then return z >> 32 end
-  if dtype == "int8" then return (z >> 56) - 128 end
-  return z >> 56
-end
-
 local INT_GEN = {
   uniform = function(rng, dtype, n, v)
-    for i = 1, n do v[i] = int_uniform(rng, dtype) end
+    for i = 1, n do v[i] = rng:int(dtype) end
     return "uniform over the dtype"
   end,
   small = function(rng, dtype, n, v)
@@ -245,7 +237,7 @@ local INT_GEN = {
     return "extremes (min, max, 0, +-1)"
   end,
   odd = function(rng, dtype, n, v)
-    for i = 1, n do v[i] = int_uniform(rng, dtype) | 1 end
+    for i = 1, n do v[i] = rng:int(dtype) | 1 end
     return "odd, uniform"
   end,
   zeros = function(_, _, n, v)
@@ -256,7 +248,7 @@ local INT_GEN = {
     -- start + k * step (wrapping like the dtype): sorted runs whose partial means differ, for var's combine
     local d = R.DTYPES[dtype]
     local step = rng:pick({ 1, 3, -1, 1000 })
-    local start = int_uniform(rng, dtype)
+    local start = rng:int(dtype)
     for i = 1, n do
       local x = start + (i - 1) * step
       if dtype == "int8" or dtype == "int32" then
@@ -572,19 +564,6 @@ local function draw_head(rng)
   return dtype, op
 end
 
-local function describe_opts(opts)
-  local keys = {}
-  for k in pairs(opts) do keys[#keys + 1] = k end
-  table.sort(keys)
-  local parts = {}
-  for _, k in ipairs(keys) do
-    local v = opts[k]
-    if k == "stream" then v = "a user stream" end
-    parts[#parts + 1] = k .. " = " .. (type(v) == "string" and string.format("%q", v) or tostring(v))
-  end
-  return "{ " .. table.concat(parts, ", ") .. " }"
-end
-
 local function show_values(values, dtype, limit)
   local n = #values
   local parts = {}
@@ -721,7 +700,7 @@ local function run_case(index)
   local lines = {
     string.format("case %d of seed %d: %s %s, n = %d -- %s", index, SEED, c.dtype, c.op, c.n,
       #problems == 0 and "passed" or table.concat(problems, "; ")),
-    "  options:  gr.reduce(b, " .. describe_opts(opts) .. ")",
+    "  options:  gr.reduce(b, " .. H.describe_opts(opts) .. ")",
     "  buffer:   " .. layout,
     "  data:     " .. c.data,
     "  values:   " .. show_values(values, c.dtype, ONLY and 4096 or 16),

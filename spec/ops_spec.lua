@@ -61,15 +61,6 @@ end
 
 local function f32(dtype, x) if dtype == "float32" then return R.to_f32(x) end return x end
 
-local function int_uniform(rng, dtype)
-  local z = rng:next()
-  if dtype == "int64" or dtype == "uint64" then return z end
-  if dtype == "int32" then return (z >> 32) - 0x80000000 end
-  if dtype == "uint32" then return z >> 32 end
-  if dtype == "int8" then return (z >> 56) - 128 end
-  return z >> 56
-end
-
 local function int_bounds(dtype)
   local d = R.DTYPES[dtype]
   if dtype == "uint64" then return 0, -1 end            -- the largest uint64 is the Lua integer -1
@@ -151,7 +142,7 @@ function GEN.extremes(rng, dtype, n, v)
 end
 
 function GEN.constant(rng, dtype, n, v)
-  local c = H.is_float(dtype) and float_uniform(rng, dtype, -100, 100) or int_uniform(rng, dtype)
+  local c = H.is_float(dtype) and float_uniform(rng, dtype, -100, 100) or rng:int(dtype)
   for i = 1, n do v[i] = c end
   return "every element " .. R.fmt_short(c, dtype)
 end
@@ -365,18 +356,6 @@ local function same_bits(x, y)
   return x == y
 end
 
-local function describe_opts(opts)
-  local keys = {}
-  for k in pairs(opts) do keys[#keys + 1] = k end
-  table.sort(keys)
-  local parts = {}
-  for _, k in ipairs(keys) do
-    local v = opts[k]
-    parts[#parts + 1] = k .. " = " .. (type(v) == "string" and string.format("%q", v) or tostring(v))
-  end
-  return "{ " .. table.concat(parts, ", ") .. " }"
-end
-
 local function show_values(values, dtype, limit)
   local parts = {}
   for i = 1, math.min(#values, limit) do parts[i] = R.fmt_short(values[i], dtype) end
@@ -423,7 +402,7 @@ local function run_one(label, set, op, dtype, opts, e, with_async)
   if #problems == 0 then return nil end
   local lines = {
     string.format("%s n=%d data=%s: %s", label, set.n, set.name, table.concat(problems, "; ")),
-    "    gr.reduce(b, " .. describe_opts(opts) .. ")",
+    "    gr.reduce(b, " .. H.describe_opts(opts) .. ")",
     "    data:     " .. set.desc .. " " .. show_values(set.values, dtype, 12),
     "    expected: " .. e.text,
     "    got:      " .. show_got(ok, a, b, dtype),

@@ -47,12 +47,7 @@ local function wide_value(rng, dtype)
     local x = (rng:float() * 2 - 1) * 2.0 ^ rng:range(-20, 20)
     return dtype == "float32" and R.to_f32(x) or x
   end
-  local z = rng:next()
-  if dtype == "int64" or dtype == "uint64" then return z end
-  if dtype == "int32" then return (z >> 32) - 0x80000000 end
-  if dtype == "uint32" then return z >> 32 end
-  if dtype == "int8" then return (z >> 56) - 128 end
-  return z >> 56
+  return rng:int(dtype)
 end
 
 --- Small values (ties for argmin/argmax), with the specials of the dtype at chosen places.

@@ -97,6 +97,16 @@ function Rng:below(n) return (self:next() >> 11) % n end
 --- Uniform integer in lo .. hi (hi - lo < 2^53).
 function Rng:range(lo, hi) return lo + (self:next() >> 11) % (hi - lo + 1) end
 
+--- Uniform over an integer dtype's whole range, from the high bits (uint64 and int64: any Lua integer).
+function Rng:int(dtype)
+  local z = self:next()
+  if dtype == "int64" or dtype == "uint64" then return z end
+  if dtype == "int32" then return (z >> 32) - 0x80000000 end
+  if dtype == "uint32" then return z >> 32 end
+  if dtype == "int8" then return (z >> 56) - 128 end
+  return z >> 56
+end
+
 --- Uniform float in [0, 1).
 function Rng:float() return (self:next() >> 11) * 0x1p-53 end
 

@@ -221,6 +221,21 @@ function M.expect_error(text, fn, ...)
   return err
 end
 
+--- An options table as Lua source for failure messages, keys sorted ("{ block = 256, op = \"sum\" }");
+-- a stream shows as "a user stream".
+function M.describe_opts(opts)
+  local keys = {}
+  for k in pairs(opts) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = opts[k]
+    if k == "stream" then v = "a user stream" end
+    parts[#parts + 1] = k .. " = " .. (type(v) == "string" and string.format("%q", v) or tostring(v))
+  end
+  return "{ " .. table.concat(parts, ", ") .. " }"
+end
+
 --- The interpreter running busted (the most negative index of arg), for specs that start a fresh Lua.
 function M.interpreter()
   local i = -1

@@ -14,7 +14,8 @@ Interface (the same as fuzz_reference.lua's R.OPS, which includes these ops):
   info = { dtype =, acc = (nil or "float64"), ddof = (var, std; default 0), exact_scale = (a hint of the
   fuzz: every element is an integer times this power of two) }. `ok, got, got2` are what pcall around the
   reduction returned (got2: the second result of argmin/argmax/minmax). O.OP_ORDER lists the ops;
-  O.expect / O.check wrap them; every expectation has .text (what is expected, for messages).
+  O.expect / O.check (fuzz_reference's R.expect / R.check) wrap them; every expectation has .text (what
+  is expected, for messages).
 
 The contract, and how each result is checked (every float result of a float32 accumulator -- float32
 data without acc = "float64" -- must also be a float32 value: results are rounded to the accumulator)
@@ -676,21 +677,11 @@ O.TWO_RESULTS = { argmin = true, argmax = true, minmax = true }
 O.EMPTY_GIVES_VALUE = { count = true, sumsq = true, norm = true, nansum = true }
 O.TAKES_FLOAT64_ACC = { mean = true, var = true, std = true, sumsq = true, norm = true, nansum = true, nanmean = true }
 
-function O.expect(op, values, info)
-  local e = O.OPS[op].reference(values, info)
-  e.op = op
-  return e
-end
-
-function O.check(op, ok, got, e, got2)
-  local good, why = O.OPS[op].check(ok, got, e, got2)
-  if good then return true end
-  return false, why or "wrong value"
-end
-
 -- fuzz_reference.lua requires this file at its end: registering it first keeps one instance of each
 package.loaded["support.ops_reference"] = O
 R = require "support.fuzz_reference"
+-- R.OPS holds these ops too (fuzz_reference joins them): its expect and check serve them
+O.expect, O.check = R.expect, R.check
 do
   local L = R.lib
   grow, approx, gamma, check_type, empty_error = L.grow, L.approx, L.gamma, L.check_type, L.empty_error
