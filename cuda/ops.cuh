@@ -207,6 +207,8 @@ GR_HOSTDEV U128 add128(U128 a, U128 b) {
     const u64 lo = a.lo + b.lo;
     return {lo, a.hi + b.hi + (lo < a.lo)};
 }
+GR_HOSTDEV U128 sub128(U128 a, U128 b) { return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo)}; }
+GR_DEV U128 mul_wide(u64 a, u64 b) { return {a * b, __umul64hi(a, b)}; }
 /* x^2 of an integer of up to 32 bits, exactly. */
 template <class In> GR_HOSTDEV u64 square_of(In x) {
     if constexpr (is_signed_v<In>) return u64((long long)x * (long long)x);

@@ -72,8 +72,6 @@ template <class Op, class In> struct Result<res_mean, Op, In> {
 /* Rounded once: the high word's part is exact while it is below 2^53 (engine/host_ops.c, the same). */
 GR_DEV double u128_double(U128 v) { return double(v.hi) * 0x1p64 + double(v.lo); }
 
-GR_DEV U128 mul_wide(u64 a, u64 b) { return {a * b, __umul64hi(a, b)}; }
-GR_DEV U128 sub128(U128 a, U128 b) { return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo)}; }
 
 /* The sum of squared deviations of n integers from their exact sums (engine/host_ops.c, moments_m2,
  * step for step): with q the floor of the mean and r = sum - q n, sum (x - q)^2 = s2 - n q^2 - 2 q r

@@ -57,6 +57,20 @@ local function median(t)
   return k % 2 == 1 and t[(k + 1) // 2] or 0.5 * (t[k // 2] + t[k // 2 + 1])
 end
 
+--- Wall time per call of f from a Lua loop, in us: 500 calls to warm up, then `batches` batches of 200
+-- calls; the median and the minimum of the batches' means.
+local function per_call_us(f, batches)
+  for _ = 1, 500 do f() end
+  local t = {}
+  for i = 1, batches do
+    local t0 = gr.clock()
+    for _ = 1, 200 do f() end
+    t[i] = (gr.clock() - t0) / 200 * 1e6
+  end
+  local med = median(t)                   -- sorts t: t[1] is the minimum
+  return med, t[1]
+end
+
 if wanted("large") then
   print("\n## n = 2^28: auto vs cub::DeviceReduce vs the read-only kernel (device events)")
   print(string.format("%-8s %-5s %9s %9s %9s %9s %9s %8s %8s  %-5s  %s", "dtype", "op", "auto ms", "auto GB/s",
@@ -93,15 +107,8 @@ if wanted("small") then
   for _, k in ipairs({ 8, 10, 12, 14, 16 }) do
     local b = gr.buffer(1 << k, "float32"):random(3)
     local ok = valid(b, "sum", { op = "sum" })
-    for _ = 1, 500 do gr.sum(b) end
-    local batches = {}
-    for i = 1, 41 do
-      local t0 = gr.clock()
-      for _ = 1, 200 do gr.sum(b) end
-      batches[i] = (gr.clock() - t0) / 200 * 1e6
-    end
-    local med = median(batches)
-    print(string.format("%10d %11.2f %11.2f  %s", 1 << k, med, batches[1], ok and "ok" or "WRONG"))
+    local med, min = per_call_us(function() return gr.sum(b) end, 41)
+    print(string.format("%10d %11.2f %11.2f  %s", 1 << k, med, min, ok and "ok" or "WRONG"))
   end
 end
 
@@ -264,18 +271,8 @@ if wanted("operators") then
   local op = sum_op("float32")
   for _, k in ipairs({ 10, 16 }) do
     local b = gr.buffer(1 << k, "float32"):random(3)
-    local function per_call(f)
-      for _ = 1, 500 do f() end
-      local batches = {}
-      for i = 1, 21 do
-        local t0 = gr.clock()
-        for _ = 1, 200 do f() end
-        batches[i] = (gr.clock() - t0) / 200 * 1e6
-      end
-      return median(batches)
-    end
-    local a = per_call(function() return gr.sum(b) end)
-    local o = per_call(function() return gr.reduce(b, { op = op }) end)
+    local a = per_call_us(function() return gr.sum(b) end, 21)
+    local o = per_call_us(function() return gr.reduce(b, { op = op }) end, 21)
     print(string.format("%10d %10.2f %10.2f %+10.2f", 1 << k, a, o, o - a))
   end
 
