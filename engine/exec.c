@@ -23,7 +23,13 @@
 static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_launch *L) {
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = plan->user ? gr_operator_launch(L, plan->user) : row->kernel->launch(L);
+    if (rc == 0 && plan->user) {
+        /* the operator's kernel has the variant's shape, and so its dynamic shared memory */
+        L->smem = row->kernel->smem ? row->kernel->smem(L->block) : 0;
+        rc = gr_operator_launch(L, plan->user);
+    } else if (rc == 0) {
+        rc = row->kernel->launch(L);
+    }
     if (rc == 0) return GR_OK;
     /* a single-pass kernel that failed part-way may have left its ticket raised: words [0..1] only, the
      * completion flag's address lives in [2..3] (pool.c) */
@@ -31,13 +37,6 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
     char what[128];
     snprintf(what, sizeof what, "variant '%s', pass %d (%zu blocks of %d)", row->name, k + 1, L->grid, L->block);
     return gr_fail_dev_at(ctx, rc, what, L->site);
-}
-
-/* The dynamic shared memory of a user operator's kernel in the plan's variant shape (0 for built-in ops,
- * whose launchers know their own). */
-static size_t user_smem(const gr_plan *plan, int block) {
-    const gr_variant_row *row = gr_variant_row_get(plan->variant);
-    return plan->user && row->kernel && row->kernel->smem ? row->kernel->smem(block) : 0;
 }
 
 /* Whether the plan is one pass that ends in the device epilogue (which raises the completion flag). */
@@ -60,7 +59,6 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr
             .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
             .counter = slot->counter, .final_out = single ? slot->result : NULL,
             .scratch = (char *)slot->dev + plan->extra_offset, .scratch_bytes = plan->scratch,
-            .smem = user_smem(plan, ps->block),
         };
         gr_status st = launch_pass(ctx, plan, k, &L);
         if (st != GR_OK) return st;
@@ -87,7 +85,6 @@ gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, con
         .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .first = first, .op = plan->op, .acc = plan->acc,
         .out = scratch, .grid = ps->blocks, .block = ps->block, .stream = stream, .counter = counter,
         .final_out = final_out, .scratch = (char *)scratch + plan->extra_offset, .scratch_bytes = plan->scratch,
-        .smem = user_smem(plan, ps->block),
     };
     return launch_pass(ctx, plan, 0, &L);
 }

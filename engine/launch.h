@@ -34,7 +34,7 @@ typedef struct gr_launch {
     unsigned *counter;
     void *final_out;
     void *scratch;          /* device scratch for variants that ask for it (CUB's temporary storage) */
-    size_t smem;            /* a user operator's pass over elements: dynamic shared memory (gr_kernel.smem) */
+    size_t smem;            /* a user operator's pass: dynamic shared memory (exec.c sets it from gr_kernel.smem) */
     size_t scratch_bytes;
     const char *site;       /* set by a launcher whose launch failed: "file:line" of the launch */
 } gr_launch;
