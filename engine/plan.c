@@ -22,6 +22,11 @@ void gr_options_init(gr_options *o, gr_op op) {
     o->determinism = -1;
 }
 
+const char *gr_options_way(const gr_options *o) {
+    return o->variant >= 0 ? "variant" : o->block ? "block" : o->grid ? "grid" : o->finish != GR_FINISH_AUTO ? "finish"
+         : o->threshold ? "threshold" : NULL;
+}
+
 static void add_pass(gr_plan *p, size_t elements, size_t blocks, int block, gr_dtype in, int on_host) {
     gr_pass *ps = &p->pass[p->npasses++];
     ps->elements = elements;

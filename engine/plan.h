@@ -6,6 +6,11 @@
 
 #include "handles.h"
 
+/* The first option that names a way of reducing -- "variant", "block", "grid", "finish", "threshold" --
+ * or NULL: what the paths that choose their own (segments, reduce_many's one launch, gpu_to_gpu) refuse
+ * or step aside for. */
+const char *gr_options_way(const gr_options *o);
+
 /* Queues the device passes of a plan over the n elements at `in` on `stream`; the CPU part runs in
  * gr_exec_finish. The end is marked with the slot's event, or, with `flag` set (synchronous calls),
  * with a flag write when the driver offers one. On failure nothing is left queued that still uses

@@ -74,10 +74,10 @@ static gr_status reduce_exact(gr_context *ctx, const gr_buffer *b, const gr_opti
     if (ctx->backend != GR_BACKEND_CPU && gr_buffer_where(b) != GR_HOST)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is computed on the host for now: on the cpu "
                            "backend, or of a host buffer (the GPU's exact kernel is not built yet)");
-    if (o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO || o->threshold || o->stream)
-        return gr_fail_arg(ctx, GR_EINVAL, o->variant >= 0 ? "variant" : o->block ? "block" : o->grid ? "grid"
-                           : o->finish != GR_FINISH_AUTO ? "finish" : o->threshold ? "threshold" : "stream",
-                           "'gpu_to_gpu' gives the same bits whatever the way of reducing: it takes no such option");
+    const char *way = gr_options_way(o);
+    if (way || o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, way ? way : "stream", "'gpu_to_gpu' gives the same bits whatever the way "
+                           "of reducing: it takes no such option");
     int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (acc < 0) return GR_EINVAL;
     gr_exact a;

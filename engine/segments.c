@@ -15,6 +15,7 @@
 #include "launch.h"
 #include "memory.h"
 #include "ops.h"
+#include "plan.h"
 #include "policy.h"
 #include "pool.h"
 #include "registry.h"
@@ -31,11 +32,10 @@ extern const gr_seg_kernel gr_segmented __attribute__((weak));
 static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dtype *acc, gr_dtype out[2], int *count) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
-    if (o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO || o->threshold)
-        return gr_fail_arg(ctx, GR_EINVAL, o->variant >= 0 ? "variant" : o->block ? "block" : o->grid ? "grid"
-                           : o->finish != GR_FINISH_AUTO ? "finish" : "threshold",
-                           "segmented reductions choose their own kernel and shape (the policy's); this option "
-                           "does not apply to them");
+    const char *way = gr_options_way(o);
+    if (way)
+        return gr_fail_arg(ctx, GR_EINVAL, way, "segmented reductions choose their own kernel and shape (the "
+                           "policy's); this option does not apply to them");
     gr_status dst = gr_check_determinism(ctx, NULL, o->determinism);    /* they keep no atomics */
     if (dst != GR_OK) return dst;
     if (o->stream)
@@ -266,7 +266,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
                            d->name, i + 1);
     int gpu = ctx->backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
     for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
-    if (!gpu || o->variant >= 0 || o->block || o->grid || o->finish != GR_FINISH_AUTO || o->threshold) {
+    if (!gpu || gr_options_way(o)) {
         /* one reduction after the other: the host, or options that name a way of reducing */
         for (size_t i = 0; i < count; i++) {
             gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
