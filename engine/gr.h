@@ -96,6 +96,9 @@ const char *gr_errmsg(const gr_context *ctx);
 /* The parameter the last GR_EINVAL concerns, in the C API's words ("block", "finish", "values"), or "":
  * a binding can name it in its own ("opts.block"). The message starts with it. */
 const char *gr_errarg(const gr_context *ctx);
+/* Records a failure as the engine's own are (message "arg: msg", gr_errarg arg; arg may be NULL) and
+ * returns st: for code the engine calls back, such as gr_options.fold. */
+gr_status gr_set_error(gr_context *ctx, gr_status st, const char *arg, const char *msg);
 /* Caps the device and pinned memory the context holds (buffers and scratch); 0 = no cap. An allocation
  * past it fails as if the device were full. Also from GPUREDUCE_MEMORY_LIMIT (bytes) at creation. */
 void gr_context_set_memory_limit(gr_context *ctx, size_t bytes);
@@ -173,6 +176,11 @@ void gr_stream_free(gr_context *ctx, gr_stream *s);
 
 /* ---- reductions ----------------------------------------------------------------------------------- */
 
+/* A user operator's combine on the CPU, for the finishes that end there (hybrid, host): folds `count`
+ * accumulators at partials, in order, into one at out (the binding calls the operator's cpu.reduce).
+ * GR_OK, or a status with the context's message set. */
+typedef gr_status (*gr_user_fold)(void *ud, const void *partials, size_t count, void *out);
+
 typedef struct gr_options {
     gr_op op;
     int ddof;               /* var and std: the divisor is n - ddof (0: the population's, 1: the sample's) */
@@ -186,6 +194,8 @@ typedef struct gr_options {
     /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, in
      * engine/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
     const struct gr_operator_image *user;
+    gr_user_fold fold;      /* with user: the CPU's combine, for finishes hybrid and host (synchronous calls) */
+    void *fold_ud;
     int determinism;        /* a gr_determinism asked for; -1 = the variant's own (run_to_run but for atomics) */
 } gr_options;
 
@@ -228,8 +238,12 @@ gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtyp
  * are 1-based within their segment, 0 for an empty one. */
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]);
-/* The number of segments seg describes over b (checked: size divides n; offsets monotone, in range). */
+/* The number of segments seg describes over b (checked: size divides n; offsets an int64 buffer of at
+ * least one boundary). */
 gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);
+/* The k + 1 boundaries of seg->offsets in host memory (*out malloc'd: the caller frees it), checked:
+ * non-decreasing, from 0 up to b's size. For reductions of segments done by the caller. */
+gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out);
 
 /* Many buffers at once: results[i] is the reduction of bufs[i] by the same options, in one launch per
  * dtype on the GPU. */
@@ -280,6 +294,10 @@ int gr_operator_acc_dtype(const gr_operator *op);
 /* The identity as a number when acc is a dtype and the identity is a literal the host can read (an
  * integer, decimal or hex; a float; INFINITY or NAN; with a sign): 1 and *out in acc's kind; else 0. */
 int gr_operator_identity_value(const gr_operator *op, gr_scalar *out);
+/* The dtype of a user operator's results of segments: its accumulator's without post, float64 with post
+ * (post's value converted); -1, with a message naming "op", for a struct accumulator without post, which
+ * no buffer holds. has_post and acc_dtype as the operator (or its prepared image) says. */
+int gr_operator_segment_dtype(gr_context *ctx, int has_post, int acc_dtype);
 /* The CUDA source generated for elements of dtype in, NUL-terminated, in *out (malloc'd: the caller
  * frees it). */
 gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out);
@@ -380,6 +398,8 @@ typedef struct gr_plan {
     int npasses;
     gr_pass pass[GR_PLAN_MAX_PASSES];
     const struct gr_operator_image *user;   /* gr_options.user: the passes run its kernels */
+    gr_user_fold fold;      /* gr_options.fold: a user operator's partials finished on the CPU */
+    void *fold_ud;
     size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
 } gr_plan;
 

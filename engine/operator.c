@@ -635,7 +635,8 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
         return gr_fail_dev(ctx, e, what);
     }
     struct { const char *name; void **fn; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main},
-        {GR_OP_KERNEL_PARTIALS, &k->partials}, {GR_OP_KERNEL_POST, &k->post}, {GR_OP_KERNEL_CHECK, &k->check}};
+        {GR_OP_KERNEL_PARTIALS, &k->partials}, {GR_OP_KERNEL_POST, &k->post}, {GR_OP_KERNEL_CHECK, &k->check},
+        {GR_OP_KERNEL_SEGMENTS, &k->segments}};
     for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++) {
         e = gr_dev_module_function(k->module, wanted[w].name, wanted[w].fn);
         if (e) {

@@ -36,6 +36,10 @@ struct gr_operator {
  *       gr_operator_compile_info.result_kind says: a double (GR_SCALAR_FLOAT), a long long
  *       (GR_SCALAR_INT), an unsigned long long (GR_SCALAR_UINT), or 0 / 1 as unsigned long long
  *       (GR_SCALAR_BOOL). Without post the value is the accumulator itself.
+ *   gr_op_segments(gr::SegArgs a, int g, int splits, Acc *partials, unsigned *counters)
+ *       cuda/segmented.cuh's body over a gr_seg_launch's segments or items (the arguments in the order
+ *       segmented.cu passes them), writing result s at out0 as gr_operator_segment_dtype says, and with
+ *       out1 set (reduce_many, an operator with post) post's value as gr_op_post writes it, at out1 + 8 s.
  *   gr_op_check(unsigned *flags)
  *       one block of 32 threads: for value k of gr_operator_check_values, flags[k] gets bit 0 when
  *       reduce(identity, map(v)) is not map(v) byte for byte, bit 1 when reduce(map(v), identity) is not.
@@ -45,10 +49,11 @@ struct gr_operator {
 #define GR_OP_KERNEL_PARTIALS "gr_op_partials"
 #define GR_OP_KERNEL_POST "gr_op_post"
 #define GR_OP_KERNEL_CHECK "gr_op_check"
+#define GR_OP_KERNEL_SEGMENTS "gr_op_segments"
 
 typedef struct gr_operator_kernels {
     void *module;                   /* NULL until loaded */
-    void *main, *partials, *post, *check;
+    void *main, *partials, *post, *check, *segments;
 } gr_operator_kernels;
 
 struct gr_operator_image {
@@ -75,7 +80,14 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
 /* ---- reductions with an operator (operator_run.c) ------------------------------------------------- */
 
 
+/* Item i of a reduce_many launch with gr_operator_launch_segments: the accumulator at out0 (no post), or
+ * post's value in its kind at out1 (8 bytes each), as gr_operator_result gives it. */
+gr_result gr_operator_item_result(const gr_operator_image *img, const void *out0, const void *out1, size_t i);
+
 struct gr_launch;
+struct gr_seg_launch;
+/* Queues a segmented reduction (segments.c's launch) with the operator's gr_op_segments. */
+int gr_operator_launch_segments(struct gr_seg_launch *L, const gr_operator_image *img);
 /* Queues one pass of a plan with a user operator: gr_op_main over elements, gr_op_partials over the
  * accumulators of an earlier pass. 0 or a CUDA error code, like a variant's launcher. */
 int gr_operator_launch(struct gr_launch *L, const gr_operator_image *img);

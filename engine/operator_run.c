@@ -31,6 +31,59 @@ int gr_operator_launch(gr_launch *L, const gr_operator_image *img) {
     return e;
 }
 
+int gr_operator_segment_dtype(gr_context *ctx, int has_post, int acc_dtype) {
+    if (has_post) return GR_FLOAT64;
+    if (acc_dtype >= 0) return acc_dtype;
+    gr_fail_arg(ctx, GR_EINVAL, "op", "segments of an operator with a struct accumulator need a post (results "
+                "are its value, or the accumulator itself where it is a dtype)");
+    return -1;
+}
+
+int gr_operator_launch_segments(gr_seg_launch *L, const gr_operator_image *img) {
+    /* cuda/segmented.cuh's SegArgs, field for field */
+    struct {
+        const void *in;
+        unsigned long long k, size;
+        const void *offsets, *items;
+        void *out0, *out1;
+        int ddof;
+    } a = {L->in, L->k, L->size, L->offsets, L->items, L->out[0], L->out[1], L->ddof};
+    int g = L->group, splits = L->splits;
+    void *partials = L->partials;
+    unsigned *counters = L->counters;
+    void *args[] = {&a, &g, &splits, &partials, &counters};
+    int e = gr_dev_launch(img->kernels.segments, (unsigned)L->grid, (unsigned)L->block, 0, L->stream, args);
+    if (e) L->site = "gr_op_segments (a user operator)";
+    return e;
+}
+
+/* post's value, 8 bytes in the kind img->result_kind names (gr_op_post's and gr_op_segments' layout). */
+static gr_scalar post_value(const gr_operator_image *img, const void *p) {
+    gr_scalar s = {0};
+    s.kind = img->result_kind;
+    switch (img->result_kind) {
+    case GR_SCALAR_FLOAT: memcpy(&s.v.f, p, 8); break;
+    case GR_SCALAR_INT: memcpy(&s.v.i, p, 8); break;
+    case GR_SCALAR_BOOL: {
+        unsigned long long b;
+        memcpy(&b, p, 8);
+        s.v.b = b != 0;
+        break;
+    }
+    default: memcpy(&s.v.u, p, 8); break;
+    }
+    return s;
+}
+
+gr_result gr_operator_item_result(const gr_operator_image *img, const void *out0, const void *out1, size_t i) {
+    gr_result r;
+    memset(&r, 0, sizeof r);
+    r.count = 1;
+    r.value[0] = img->has_post ? post_value(img, (const char *)out1 + 8 * i)
+                               : gr_scalar_load((const char *)out0 + i * img->acc_size, (gr_dtype)img->acc_dtype);
+    return r;
+}
+
 gr_status gr_operator_result(gr_context *ctx, const gr_operator_image *img, const void *acc, size_t n,
                              void *post_out, void *stream, gr_result *out) {
     memset(out, 0, sizeof *out);
@@ -44,19 +97,6 @@ gr_status gr_operator_result(gr_context *ctx, const gr_operator_image *img, cons
     int e = gr_dev_launch(img->kernels.post, 1, 1, 0, stream, args);
     if (e == 0) e = gr_dev_stream_sync(stream);
     if (e) return gr_fail_dev(ctx, e, "the operator's post");
-    gr_scalar s = {0};
-    s.kind = img->result_kind;
-    switch (img->result_kind) {
-    case GR_SCALAR_FLOAT: memcpy(&s.v.f, post_out, 8); break;
-    case GR_SCALAR_INT: memcpy(&s.v.i, post_out, 8); break;
-    case GR_SCALAR_BOOL: {
-        unsigned long long b;
-        memcpy(&b, post_out, 8);
-        s.v.b = b != 0;
-        break;
-    }
-    default: memcpy(&s.v.u, post_out, 8); break;
-    }
-    out->value[0] = s;
+    out->value[0] = post_value(img, post_out);
     return GR_OK;
 }

@@ -121,7 +121,7 @@ static void put_prologue(text *t, const gr_operator *op, gr_dtype in, const char
            "// Each field's lines are numbered from 1 under its name (#line), the rest as \"generated\".\n",
         op->spec.name, gr_dtype_name(in), op->spec.acc);
     put(t, "#include \"thread_load.cuh\"\n#include \"warp_block.cuh\"\n#include \"epilogue.cuh\"\n"
-           "#include \"pipeline.cuh\"\n\n");
+           "#include \"pipeline.cuh\"\n#include \"segmented.cuh\"\n\n");
     put(t, "// NVRTC has no standard library: the fixed-width names and two constants, for the fields.\n");
     static const char *const widths[] = {"signed char int8_t", "unsigned char uint8_t", "short int16_t",
                                          "unsigned short uint16_t", "int int32_t", "unsigned uint32_t",
@@ -198,7 +198,7 @@ static void put_functor(text *t, const gr_operator *op) {
 }
 
 /* The kernels (operator.h says what each does) and the constants the host reads from the image. */
-static void put_kernels(text *t, gr_dtype in) {
+static void put_kernels(text *t, gr_dtype in, int has_post) {
     /* 1-byte elements take pipelined's shape (a ring of cp.async copies in dynamic shared memory,
      * gr_kernel.smem gives its size), the others warp_shuffle's: what auto gives the built-in ops, and
      * what plan.c plans an operator with (plan_user) */
@@ -227,9 +227,8 @@ static void put_kernels(text *t, gr_dtype in) {
            "    gr::epilogue<gr_op_functor>(v, partials, counter, final_out);\n"
            "}\n\n");
     put(t, "// 8 bytes at out: a double, a long long or an unsigned long long, as gr_op_result_kind says.\n"
-           "extern \"C\" __global__ void gr_op_post(const gr_op_acc *acc, unsigned long long n, void *out) {\n"
-           "    if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
-           "    const gr_op_result r = gr_op_post_value(*acc, n);\n"
+           "static GR_DEV void gr_op_post_bits(const gr_op_acc &a, unsigned long long n, void *out) {\n"
+           "    const gr_op_result r = gr_op_post_value(a, n);\n"
            "    constexpr int kind = gr_op_kind_of<gr_op_result>::value;\n"
            "    if constexpr (kind == 2) {\n"
            "        const double v = double(r);\n"
@@ -241,7 +240,23 @@ static void put_kernels(text *t, gr_dtype in) {
            "        const unsigned long long v = kind == 3 ? (r ? 1ull : 0ull) : (unsigned long long)r;\n"
            "        memcpy(out, &v, 8);\n"
            "    }\n"
+           "}\n\n"
+           "extern \"C\" __global__ void gr_op_post(const gr_op_acc *acc, unsigned long long n, void *out) {\n"
+           "    if (blockIdx.x == 0 && threadIdx.x == 0) gr_op_post_bits(*acc, n, out);\n"
            "}\n\n");
+    put(t, "// Segments and reduce_many's items: result s is the accumulator itself without post, else post's\n"
+           "// value as a double (operator.h, gr_operator_segment_dtype), and as its 8 bytes at out1 when set.\n"
+           "struct gr_op_segment_result {\n"
+           "    static GR_DEV void write(const gr_op_acc &a, gr::u64 n, int, void *out0, void *out1, gr::u64 s) {\n"
+           "        %s\n"
+           "    }\n"
+           "};\n"
+           "extern \"C\" __global__ void __launch_bounds__(1024)\n"
+           "gr_op_segments(gr::SegArgs a, int g, int splits, gr_op_acc *partials, unsigned *counters) {\n"
+           "    gr::segmented_body<gr_op_segment_result, gr_op_functor, gr_op_in>(a, g, splits, partials, counters);\n"
+           "}\n\n", has_post ? "static_cast<double *>(out0)[s] = double(gr_op_post_value(a, n));\n"
+                                 "        if (out1) gr_op_post_bits(a, n, static_cast<char *>(out1) + 8 * s);"
+                               : "static_cast<gr_op_acc *>(out0)[s] = a;");
     put(t, "template <class T> GR_DEV bool gr_op_same_bytes(const T &x, const T &y) {\n"
            "    unsigned char bx[sizeof(T)], by[sizeof(T)];\n"
            "    memcpy(bx, &x, sizeof(T));\n"
@@ -280,7 +295,7 @@ gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in
     put_prologue(&t, op, in, in_type, acc_type);
     put_fields(&t, op);
     put_functor(&t, op);
-    put_kernels(&t, in);
+    put_kernels(&t, in, op->spec.post != NULL);
     if (t.failed) {
         free(t.s);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory for the operator's source");

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "launch.h"
 #include "memory.h"
+#include "operator.h"
 #include "ops.h"
 #include "plan.h"
 #include "policy.h"
@@ -31,7 +32,7 @@ extern const gr_seg_kernel gr_segmented __attribute__((weak));
 /* The op, the accumulator and the result dtypes of a segmented reduction of dtype t. */
 static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dtype *acc, gr_dtype out[2], int *count) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
-    if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
+    if (!d && !o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     const char *way = gr_options_way(o);
     if (way)
         return gr_fail_arg(ctx, GR_EINVAL, way, "segmented reductions choose their own kernel and shape (the "
@@ -41,6 +42,16 @@ static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dt
     if (o->stream)
         return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
                            "stream, synchronously (leave opts.stream out)");
+    if (o->user) {                  /* a user operator: its own accumulator, one result per segment */
+        if (o->acc >= 0)
+            return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
+        int r = gr_operator_segment_dtype(ctx, o->user->has_post, o->user->acc_dtype);
+        if (r < 0) return GR_EINVAL;
+        *acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;
+        *count = 1;
+        out[0] = out[1] = (gr_dtype)r;
+        return GR_OK;
+    }
     int a = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (a < 0) return GR_EINVAL;
     *acc = (gr_dtype)a;
@@ -116,6 +127,19 @@ static gr_status check_offsets(gr_context *ctx, const gr_buffer *b, const gr_buf
     return bad_offset(ctx, (size_t)at - 1, v, n);
 }
 
+gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out) {
+    size_t k;
+    gr_status st = gr_segment_count(ctx, b, seg, &k);
+    if (st == GR_OK && seg->size)
+        st = gr_fail_arg(ctx, GR_EINVAL, "offsets", "these segments have a size, not boundaries");
+    if (st == GR_OK) st = host_offsets(ctx, seg->offsets, out);
+    if (st == GR_OK && (st = check_offsets(ctx, b, seg->offsets, *out)) != GR_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 /* Whether two buffers share bytes (views of one storage whose element ranges meet). */
 static int overlap(const gr_buffer *a, const gr_buffer *b) {
     if (!a || !b || a->st != b->st) return 0;
@@ -179,8 +203,6 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
 
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]) {
-    if (o->user)
-        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not segments (yet)");
     gr_dtype acc, want[2];
     int count;
     size_t k;
@@ -193,6 +215,9 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     if (k == 0) return GR_OK;
 
     int on_device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    if (!on_device && o->user)          /* the binding runs an operator's cpu functions itself */
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
+                           "(give the operator cpu functions for host data and the cpu backend)");
     if (!on_device) {
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
@@ -206,7 +231,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
 
     gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
-    size_t as = gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
+    size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
     size_t counters = shape.splits > 1 ? k * sizeof(unsigned) : 0;
     gr_slot *slot;
@@ -221,7 +246,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
     };
     if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_segmented.launch(&L);
+    if (rc == 0) rc = o->user ? gr_operator_launch_segments(&L, o->user) : gr_segmented.launch(&L);
     int sync = gr_dev_stream_sync(ctx->stream);
     if (rc == 0) rc = sync;
     gr_slot_release(ctx, slot);
@@ -256,11 +281,13 @@ static int batched(const gr_buffer *b, int t, size_t alone) {
 
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results) {
-    if (o->user)
-        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces whole buffers only, not reduce_many (yet)");
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
-    for (size_t i = 0; i < count; i++)
+    const gr_op_desc *d = o->user ? NULL : gr_op_desc_get(o->op);
+    if (!d && !o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
+    for (size_t i = 0; i < count && o->user; i++)     /* an operator's kernels are compiled per dtype */
+        if (gr_buffer_dtype(bufs[i]) != o->user->in)
+            return gr_fail_arg(ctx, GR_EINVAL, "op", "the operator was prepared for %s, buffer %zu is %s",
+                               gr_dtype_name(o->user->in), i + 1, gr_dtype_name(gr_buffer_dtype(bufs[i])));
+    for (size_t i = 0; i < count && d; i++)
         if (gr_buffer_size(bufs[i]) == 0 && !d->has_identity)
             return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity): buffer %zu",
                            d->name, i + 1);
@@ -295,7 +322,9 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         gr_status st = resolve(ctx, o, (gr_dtype)t, &acc, rt, &arity);
         if (st != GR_OK) return st;
         size_t items = (k * sizeof(gr_seg_item) + 255) / 256 * 256;
-        size_t outs[2] = {(k * gr_dtype_size(rt[0]) + 255) / 256 * 256, (k * gr_dtype_size(rt[1]) + 255) / 256 * 256};
+        /* an operator with post also gives each item's value in post's kind, 8 bytes, at out1 */
+        size_t b1 = o->user ? (o->user->has_post ? 8 : 0) : gr_dtype_size(rt[1]);
+        size_t outs[2] = {(k * gr_dtype_size(rt[0]) + 255) / 256 * 256, (k * b1 + 255) / 256 * 256};
         gr_slot *slot;
         if ((st = gr_slot_acquire(ctx, 0, items + outs[0] + outs[1], &slot)) != GR_OK) return st;
         gr_seg_item *list = slot->host;
@@ -310,17 +339,18 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         }
         gr_seg_launch L = {
             .in = NULL, .in_dtype = (gr_dtype)t, .acc = acc, .op = o->op, .ddof = o->ddof, .k = k, .items = list,
-            .out = {o0, o1}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
+            .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
             .stream = ctx->stream,
         };
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-        if (rc == 0) rc = gr_segmented.launch(&L);
+        if (rc == 0) rc = o->user ? gr_operator_launch_segments(&L, o->user) : gr_segmented.launch(&L);
         int sync = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = sync;
         if (rc == 0) {
             j = 0;
             for (size_t i = 0; i < count; i++)
-                if (batched(bufs[i], t, alone)) results[i] = result_of(d, rt, o0, o1, j++);
+                if (batched(bufs[i], t, alone))
+                    results[i] = d ? result_of(d, rt, o0, o1, j++) : gr_operator_item_result(o->user, o0, o1, j++);
         }
         gr_slot_release(ctx, slot);
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);

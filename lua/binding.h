@@ -142,6 +142,8 @@ typedef struct lgr_reduce_opts {
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
+    lua_State *fold_L;          /* o.fold's state: the operator's cpu.reduce at stack slot fold_fn of fold_L */
+    int fold_fn, fold_acc;      /* ... and the accumulator's dtype */
 } lgr_reduce_opts;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
@@ -168,7 +170,10 @@ gr_operator *lgr_check_operator(lua_State *L, int arg);
  * result is pushed (returns 1); otherwise its kernels are prepared, r->o.user set for the engine's
  * passes, and nothing pushed (returns -1). */
 int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
-/* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench). */
+/* gr.reduce_many({...}, opts) with opts.op a user operator (loperator_run.c): pushes the results table. */
+int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count);
+/* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench); for the
+ * finishes on the CPU also r->o.fold, its cpu.reduce pushed on the stack for the call's duration. */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */

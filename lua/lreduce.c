@@ -162,7 +162,7 @@ void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_o
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r);
 
 /* A table or byte string reduced as streamed host data: staged through pinned memory first. */
-static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
+static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype t = r->dtype < 0 ? GR_FLOAT32 : (gr_dtype)r->dtype;
     void *data;
@@ -172,6 +172,14 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
     if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
+    if (st == GR_OK && r->user_op) {
+        int pushed = lgr_reduce_operator(L, r, u->b);      /* its cpu functions, or its kernels prepared */
+        if (pushed >= 0) {
+            gr_buffer_free(ctx, u->b);
+            u->b = NULL;
+            return pushed;
+        }
+    }
     gr_result v;
     if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
@@ -186,8 +194,16 @@ static int reduce_source(lua_State *L, const lgr_reduce_opts *r) {
 int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
-    int count;
-    gr_status st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
+    int count = 1;
+    gr_status st = GR_OK;
+    if (r->user_op && !r->o.user) {         /* an operator's cpu functions: nothing compiled to ask */
+        int d = gr_operator_segment_dtype(ctx, gr_operator_get_spec(r->user_op)->post != NULL,
+                                          gr_operator_acc_dtype(r->user_op));
+        if (d < 0) st = GR_EINVAL;
+        dt[0] = dt[1] = (gr_dtype)d;
+    } else {
+        st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
+    }
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
@@ -252,9 +268,6 @@ static int reduce_with(lua_State *L, int op) {
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
     if (r.user_op) {
-        if (r.segment || r.offsets || r.streamed)
-            luaL_argerror(L, 2, "opts.op: a gr.operator reduces whole buffers (opts.segment, opts.offsets and "
-                                "opts.streamed take the built-in ops)");
         int pushed = lgr_reduce_operator(L, &r, b);
         if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
     }
@@ -280,9 +293,6 @@ int lgr_reduce_many(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lgr_reduce_opts r;
     lgr_reduce_opts_read(L, 2, -1, 0, &r);
-    if (r.user_op)
-        return luaL_argerror(L, 2, "opts.op: a gr.operator reduces one buffer per call (reduce_many takes the "
-                                   "built-in ops)");
     if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
         return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
                                    "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");
@@ -298,6 +308,7 @@ int lgr_reduce_many(lua_State *L) {
         bufs[i] = u->b;
         lua_pop(L, 1);
     }
+    if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
     gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, bufs, count, &r.o, res);
