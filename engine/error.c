@@ -57,3 +57,7 @@ gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char
 
 const char *gr_errmsg(const gr_context *ctx) { return ctx ? ctx->err : "no context"; }
 const char *gr_errarg(const gr_context *ctx) { return ctx ? ctx->err_arg : ""; }
+
+gr_status gr_set_error(gr_context *ctx, gr_status st, const char *arg, const char *msg) {
+    return arg ? gr_fail_arg(ctx, st, arg, "%s", msg) : gr_fail(ctx, st, "%s", msg);
+}

@@ -115,9 +115,13 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
         if (rc) return gr_fail_dev(ctx, rc, "reduction");
     }
     const gr_pass *last = &plan->pass[plan->npasses - 1];
-    if (last->on_host)
+    if (last->on_host && plan->user) {     /* the operator's cpu.reduce, then its post as ever */
+        gr_status st = plan->fold(plan->fold_ud, slot->host, last->elements, slot->result);
+        if (st != GR_OK) return st;
+    } else if (last->on_host) {
         return gr_cpu_finish(ctx, slot->host, last->elements, plan->acc, plan->op, plan->in_dtype, plan->n, plan->ddof,
                              out);
+    }
     if (plan->user)
         return gr_operator_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
     *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);

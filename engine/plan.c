@@ -115,15 +115,21 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     gr_status dst = gr_check_determinism(ctx, v, o->determinism);
     if (dst != GR_OK) return dst;
     gr_finish finish = o->finish == GR_FINISH_AUTO ? GR_FINISH_SINGLE : o->finish;
-    if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE)
-        return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' combines partials on the CPU, which a user operator "
-                           "cannot (accepted for operators: auto, single, device)", gr_finish_name(finish));
+    if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE && (!o->fold || o->user->acc_dtype < 0))
+        return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' combines partials on the CPU, with the operator's "
+                           "cpu.reduce over %s (accepted here: auto, single, device)", gr_finish_name(finish),
+                           o->user->acc_dtype < 0 ? "numbers, which a struct accumulator's partials are not"
+                                                  : "its partials: give gr.operator a cpu table");
     int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
     plan->variant = vi;
     plan->op = o->op;
     plan->user = o->user;
+    if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE) {
+        plan->fold = o->fold;
+        plan->fold_ud = o->fold_ud;
+    }
     plan->finish = finish;
     plan->in_dtype = t;
     plan->acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;   /* a struct: bytes */

@@ -133,6 +133,9 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     gr_status st = gr_plan_make(ctx, b, o, &p->plan);
+    if (st == GR_OK && p->plan.fold)
+        st = gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' runs the operator's cpu.reduce, synchronously (leave out "
+                         "opts.async, or finish on the device)", gr_finish_name(p->plan.finish));
     if (st == GR_OK && (p->plan.npasses == 0 || p->plan.pass[0].on_host)) {
         /* nothing to queue: the value is known now */
         p->status = p->plan.npasses == 0 ? gr_op_empty_result(ctx, p->plan.op, b->dtype, p->plan.acc, &p->value)

@@ -125,11 +125,57 @@ describe("gr.reduce with a user operator", function()
     assert(t.ms > 0, "bench time")
   end)
 
+  H.gpu_it("finishes hybrid and host fold the partials with cpu.reduce, then post on the device", function()
+    for _, dtype in ipairs({ "int32", "uint8", "int64" }) do
+      local op = sum_like("int64")
+      for _, n in ipairs({ 1, 1025, 1000003 }) do
+        local b = fill(gr.buffer(n, dtype), dtype, n)
+        local want = gr.sum(b)
+        for _, o in ipairs({ { finish = "host" }, { finish = "hybrid" }, { finish = "hybrid", threshold = 1 },
+                             { finish = "host", block = 128, grid = 37 } }) do
+          o.op = op
+          assert.are.equal(want, gr.reduce(b, o), dtype .. " n=" .. n .. " " .. H.describe_opts(o))
+        end
+        b:free()
+      end
+    end
+    local l2 = gr.operator { name = "l2", map = "x * x", reduce = "a + b", post = "sqrt(a)", identity = "0",
+      acc = "float64", cpu = { map = function(x) return x * x end, reduce = function(a, b) return a + b end } }
+    assert.are.equal(5.0, gr.reduce(gr.buffer({ 3, 4 }, "float32"), { op = l2, finish = "host" }))
+    local plan = gr.plan(gr.buffer(1 << 20, "float32"), { op = l2, finish = "hybrid" })
+    assert.are.equal("hybrid", plan.finish)
+    local t = gr.bench(gr.buffer(1 << 20, "float32"), { op = l2, finish = "host", reps = 2, warmup = 1 })
+    assert(t.ms > 0, "bench time")
+  end)
+
+  H.gpu_it("a CPU finish refuses async and struct accumulators, and reports an error in cpu.reduce", function()
+    local op = sum_like("int64")
+    local b = gr.buffer(100000, "int32")
+    expect("opts.finish: 'hybrid' runs the operator's cpu.reduce, synchronously", function()
+      gr.reduce(b, { op = op, finish = "hybrid", async = true })
+    end)
+    local mean = gr.operator {
+      name = "smean", preamble = "struct MeanAcc { double s; unsigned long long n; };",
+      map = "MeanAcc{double(x), 1ull}", reduce = "MeanAcc{a.s + b.s, a.n + b.n}", identity = "MeanAcc{0.0, 0ull}",
+      post = "a.s", acc = "MeanAcc", cpu = { map = function(x) return x end, reduce = function(p, q) return p + q end } }
+    expect("over numbers, which a struct accumulator's partials are not", function()
+      gr.reduce(b, { op = mean, finish = "host" })
+    end)
+    local broken = gr.operator { name = "broken", map = "x", reduce = "a + b", identity = "0", acc = "int64",
+      cpu = { map = function(x) return x end, reduce = function() error("no way") end } }
+    expect("opts.op: the operator's cpu.reduce failed:", function()
+      gr.reduce(b, { op = broken, finish = "host" })
+    end)
+    assert.are.equal(0, gr.reduce(b, { op = op }), "the context works after")
+  end)
+
   H.gpu_it("refuses the CPU finishes, other variants, acc, and host buffers without cpu functions", function()
     local op = gr.operator { name = "nocpu", map = "x", reduce = "a + b", identity = "0", acc = "float64" }
     local b = gr.buffer(100, "float32")
     expect("opts.finish: 'hybrid' combines partials on the CPU", function() gr.reduce(b, { op = op, finish = "hybrid" }) end)
-    expect("accepted for operators: auto, single, device", function() gr.reduce(b, { op = op, finish = "host" }) end)
+    expect("give gr.operator a cpu table (accepted here: auto, single, device)", function()
+      gr.reduce(b, { op = op, finish = "host" })
+    end)
     expect("opts.variant: 'pipelined' does not take a user operator", function() gr.reduce(b, { op = op, variant = "pipelined" }) end)
     expect("opts.acc: a user operator's accumulator is its own", function() gr.reduce(b, { op = op, acc = "float32" }) end)
     local h = gr.buffer(100, "float32", { where = "host" })
@@ -186,8 +232,6 @@ describe("gr.reduce with a user operator's cpu functions", function()
     local op = sum_like("int64")
     local b = gr.buffer(10, "int32")
     expect("opts.op: a gr.operator conflicts with this function's op 'sum'", function() gr.sum(b, { op = op }) end)
-    expect("opts.op: a gr.operator reduces one buffer per call", function() gr.reduce_many({ b }, { op = op }) end)
-    expect("opts.op: a gr.operator reduces whole buffers", function() gr.reduce(b, { op = op, segment = 5 }) end)
     if gr.backend() ~= "cuda" then
       local nocpu = gr.operator { name = "nocpu", map = "x", reduce = "a + b", identity = "0", acc = "float64" }
       expect("operator nocpu has no cpu functions", function() gr.reduce(b, { op = nocpu }) end)
