@@ -255,6 +255,9 @@ static int reduce_with(lua_State *L, int op) {
         if (r.segment || r.offsets || r.streamed)
             luaL_argerror(L, 2, "opts.op: a gr.operator reduces whole buffers (opts.segment, opts.offsets and "
                                 "opts.streamed take the built-in ops)");
+        if (r.o.determinism == GR_DET_GPU_TO_GPU)     /* before its cpu functions could run */
+            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is "
+                                "the user's) (accepted with operators: not_guaranteed, run_to_run)");
         int pushed = lgr_reduce_operator(L, &r, b);
         if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
     }
