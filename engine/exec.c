@@ -5,6 +5,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
+#include "exact_run.h"
 #include "memory.h"
 #include "operator.h"
 #include "ops.h"
@@ -47,6 +48,7 @@ static int single_epilogue(const gr_plan *plan) {
 
 gr_status gr_exec_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream,
                         int flag) {
+    if (plan->exact) return gr_exact_start(ctx, in, plan, slot, stream);
     if (flag) *(volatile unsigned *)gr_slot_flag(slot) = 0;     /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + plan->half_offset};
     size_t es = plan->acc_size;
@@ -107,6 +109,7 @@ static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
 }
 
 gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out) {
+    if (plan->exact) return gr_exact_collect(ctx, plan, slot, out);
     if (slot->flagged) {
         gr_status st = wait_flag(ctx, slot);
         if (st != GR_OK) return st;

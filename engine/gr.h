@@ -401,6 +401,7 @@ typedef struct gr_plan {
     gr_user_fold fold;      /* gr_options.fold: a user operator's partials finished on the CPU */
     void *fold_ud;
     size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
+    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/exact_run.c) */
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */
@@ -415,7 +416,8 @@ enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
 /* What a reduction promises of its float results (integer results are exact, and so always the same):
  *   not_guaranteed  the bits may differ from run to run (atomics land in any order);
  *   run_to_run      the same bits on every run of the same call on the same GPU (the default);
- *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend (not available yet). */
+ *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend: the exactly rounded
+ *                   results of engine/exact_run.c. */
 typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
 const char *gr_determinism_name(gr_determinism d);
 extern const char *const gr_determinism_names[GR_DET_COUNT + 1];   /* in order, NULL-terminated */

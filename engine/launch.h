@@ -77,6 +77,36 @@ typedef struct gr_seg_kernel {
     int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream);
 } gr_seg_kernel;
 
+/* ---- the exact sums of opts.determinism = "gpu_to_gpu" (cuda/exact.cu) ------------------------------ */
+
+/* A launch of the exact kernels over n elements of in_dtype (float32 or float64) for op. The whole-buffer
+ * kernel adds every block's exact sums into `sums`, a device gr_xsum (engine/exact_acc.h) zeroed before,
+ * in `grid` blocks of `block` threads (at most 2^30 elements per block per launch: the caller splits
+ * longer inputs). The segmented kernel reduces k segments -- [s * size, (s + 1) * size), or
+ * [offsets[s], offsets[s + 1]) -- and writes each one's result, rounded on the device, as element s of
+ * `out` (out_dtype, float32 or float64, which says where the result is rounded to). */
+typedef struct gr_exact_launch {
+    const void *in;
+    size_t n;
+    gr_dtype in_dtype;
+    gr_op op;
+    void *sums;
+    size_t grid;
+    int block;
+    void *stream;
+    size_t k, size;
+    const int64_t *offsets;
+    void *out;
+    gr_dtype out_dtype;
+    int ddof;
+    const char *site;
+} gr_exact_launch;
+
+typedef struct gr_exact_kernel {
+    int (*launch)(gr_exact_launch *L);
+    int (*segments)(gr_exact_launch *L);
+} gr_exact_kernel;
+
 /* What the planner tells a grid function about the device. */
 typedef struct gr_launch_device {
     int sms;

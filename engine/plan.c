@@ -5,6 +5,7 @@
  */
 #include "gr.h"
 #include "error.h"
+#include "exact_run.h"
 #include "operator.h"
 #include "ops.h"
 #include "policy.h"
@@ -140,6 +141,7 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
 }
 
 gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
+    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_plan(ctx, n, t, where, o, plan);
     memset(plan, 0, sizeof *plan);
     if (o->user) return plan_user(ctx, n, t, where, o, plan);
     if (!gr_op_desc_get(o->op))

@@ -6,7 +6,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
-#include "exact.h"
+#include "exact_run.h"
 #include "graphs.h"
 #include "memory.h"
 #include "ops.h"
@@ -26,6 +26,7 @@
 /* A host variant over device memory stages it through pinned memory in pieces; each piece's value is
  * kept in the accumulator type and the pieces' values are combined the same way at the end. */
 static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_result *out) {
+    if (plan->exact) return gr_exact_host(ctx, gr_buffer_data(b), plan, out);
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
     int resident = ctx->backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
     if (resident) {
@@ -58,50 +59,6 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
     return st;
 }
 
-/* ---- opts.determinism = "gpu_to_gpu" --------------------------------------------------------------- */
-
-/* The exactly rounded sum (exact.c), which no order of additions can change: the same bits on every
- * backend that computes it; a mean is that sum (in float64) over the count. The host computes them for
- * now, for data the host can read. */
-static gr_status reduce_exact(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_result *out) {
-    gr_dtype t = b->dtype;
-    int nan_skip = o->op == GR_NANSUM || o->op == GR_NANMEAN, mean = o->op == GR_MEAN || o->op == GR_NANMEAN;
-    if ((o->op != GR_SUM && o->op != GR_NANSUM && !mean) || !gr_dtype_is_float(t))
-        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum, nansum, mean and "
-                           "nanmean of float32 and float64 (not %s of %s) (accepted here: not_guaranteed, run_to_run)",
-                           gr_op_name(o->op), gr_dtype_name(t));
-    if (o->op == GR_MEAN && b->n == 0) return gr_op_empty_result(ctx, o->op, t, t, out);
-    if (ctx->backend != GR_BACKEND_CPU && gr_buffer_where(b) != GR_HOST)
-        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is computed on the host for now: on the cpu "
-                           "backend, or of a host buffer (the GPU's exact kernel is not built yet)");
-    const char *way = gr_options_way(o);
-    if (way || o->stream)
-        return gr_fail_arg(ctx, GR_EINVAL, way ? way : "stream", "'gpu_to_gpu' gives the same bits whatever the way "
-                           "of reducing: it takes no such option");
-    int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
-    if (acc < 0) return GR_EINVAL;
-    gr_exact a;
-    gr_exact_init(&a);
-    const void *p = gr_buffer_data(b);
-    for (size_t i = 0; i < b->n; i++) {
-        double x = t == GR_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
-        if (nan_skip && x != x) continue;
-        gr_exact_add(&a, x);
-    }
-    memset(out, 0, sizeof *out);
-    out->count = 1;
-    out->value[0].kind = GR_SCALAR_FLOAT;
-    if (!mean) {
-        out->value[0].v.f = gr_exact_round(&a, acc == GR_FLOAT32);
-    } else {
-        /* the exactly rounded sum (in float64) over the count, rounded to the accumulator: two roundings,
-         * each the same everywhere; nanmean of no number is NaN */
-        double m = a.count ? gr_exact_round(&a, 0) / (double)a.count : NAN;
-        out->value[0].v.f = acc == GR_FLOAT32 ? (double)(float)m : m;
-    }
-    return GR_OK;
-}
-
 /* ---- entry points -------------------------------------------------------------------------------- */
 
 static void *stream_of(gr_context *ctx, const gr_options *o) {
@@ -109,7 +66,7 @@ static void *stream_of(gr_context *ctx, const gr_options *o) {
 }
 
 gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
-    if (o->determinism == GR_DET_GPU_TO_GPU && !o->user) return reduce_exact(ctx, b, o, out);
+    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_reduce(ctx, b, o, out);
     gr_plan plan;
     gr_status st = gr_plan_make(ctx, b, o, &plan);
     if (st != GR_OK) return st;

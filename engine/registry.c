@@ -145,10 +145,8 @@ const char *gr_determinism_name(gr_determinism d) {
 }
 
 gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked) {
-    if (asked < 0 || asked == GR_DET_NOT_GUARANTEED) return GR_OK;
-    if (asked == GR_DET_GPU_TO_GPU)
-        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for synchronous whole-buffer "
-                           "sums of float data on the host only, for now (accepted here: not_guaranteed, run_to_run)");
+    /* gpu_to_gpu is no variant's: every entry point hands it to the exact kernel (exact_run.c) first */
+    if (asked < 0 || asked == GR_DET_NOT_GUARANTEED || asked == GR_DET_GPU_TO_GPU) return GR_OK;
     if (v && (int)v->determinism < asked)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "variant '%s' gives %s (its float results depend on the "
                            "order in which atomics land), not %s: ask it for not_guaranteed, or take another "

@@ -12,6 +12,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
+#include "exact_run.h"
 #include "launch.h"
 #include "memory.h"
 #include "operator.h"
@@ -222,13 +223,16 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
-        if (st == GR_OK) st = segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
+        if (st == GR_OK)
+            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, k, out[0])
+                                                     : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
         free(offsets);
         return st;
     }
     if (!&gr_segmented || !gr_segmented.launch)
         return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
+    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, k, out[0]);
 
     gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
     size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
@@ -293,8 +297,8 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
                            d->name, i + 1);
     int gpu = ctx->backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
     for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
-    if (!gpu || gr_options_way(o)) {
-        /* one reduction after the other: the host, or options that name a way of reducing */
+    if (!gpu || gr_options_way(o) || o->determinism == GR_DET_GPU_TO_GPU) {
+        /* one reduction after the other: the host, options that name a way of reducing, gpu_to_gpu */
         for (size_t i = 0; i < count; i++) {
             gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
             if (st != GR_OK) return st;

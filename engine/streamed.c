@@ -14,6 +14,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
+#include "exact_run.h"
 #include "memory.h"
 #include "ops.h"
 #include "policy.h"
@@ -25,10 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The options of a streamed reduction, checked the same way on every backend (a script gets the same
- * errors with or without a GPU). Returns the variant that reduces each chunk on the device. */
-static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_options *o, size_t chunk,
-                                int streams, int *variant) {
+/* The source and the chunking of a streamed reduction, gpu_to_gpu's too. */
+static gr_status check_source(gr_context *ctx, const gr_buffer *h, size_t chunk, int streams) {
     if (gr_buffer_where(h) != GR_HOST)
         return gr_fail_arg(ctx, GR_EINVAL, "streamed", "needs host data (a buffer in pinned host memory); "
                            "this buffer is on the device");
@@ -36,6 +35,12 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
         return gr_fail_arg(ctx, GR_EINVAL, "chunk", "must be at least 4096 bytes (got %zu)", chunk);
     if (streams < 0 || streams > GR_MAX_AUX_STREAMS)
         return gr_fail_arg(ctx, GR_EINVAL, "streams", "must be 1 to %d (got %d)", GR_MAX_AUX_STREAMS, streams);
+    return GR_OK;
+}
+
+/* The options of a streamed reduction, checked the same way on every backend (a script gets the same
+ * errors with or without a GPU). Returns the variant that reduces each chunk on the device. */
+static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_options *o, int *variant) {
     if (o->finish != GR_FINISH_AUTO && o->finish != GR_FINISH_SINGLE)
         return gr_fail_arg(ctx, GR_EINVAL, "finish", "streamed reductions finish each chunk in one kernel "
                            "(accepted: auto, single)");
@@ -99,9 +104,11 @@ static gr_status user_empty(gr_context *ctx, const gr_options *o, gr_dtype t, gr
 
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *out) {
-    int vi = -1;
-    gr_status st = check_streamed(ctx, h, o, chunk_bytes, streams, &vi);
+    gr_status st = check_source(ctx, h, chunk_bytes, streams);
     if (st != GR_OK) return st;
+    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_streamed(ctx, h, o, chunk_bytes, streams, out);
+    int vi = -1;
+    if ((st = check_streamed(ctx, h, o, &vi)) != GR_OK) return st;
     if (ctx->backend != GR_BACKEND_CUDA) {           /* the data is already where the CPU reduces it */
         gr_options cpu = *o;
         cpu.variant = gr_variant_find("cpu");

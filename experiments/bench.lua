@@ -11,7 +11,9 @@
 --      included, which device events around the kernel attribute to the kernel);
 --   7. user operators (gr.operator): one equal to sum against the built-in sum at 2^28 (device events),
 --      the wall time per small call against gr.sum's, NVRTC's cold compile, and a new process that finds
---      the operator in the disk cache (time from creating it to its first result).
+--      the operator in the disk cache (time from creating it to its first result);
+--   8. (printed after the first) n = 2^28, gpu_to_gpu's exact sum of float32 and float64 beside the default
+--      sum, CUB's and the read ceiling, its value checked bit for bit against the host's exact sum.
 -- Every configuration is validated against the host backend before it is timed; timed runs are never
 -- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
 -- device work, the monotonic clock for wall times.
@@ -23,7 +25,7 @@ if gr.backend() ~= "cuda" then
 end
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
--- BENCH_ONLY: the tables to print, comma-separated, of "large", "small", "streamed", "ops", "many",
+-- BENCH_ONLY: the tables to print, comma-separated, of "large", "exact", "small", "streamed", "ops", "many",
 -- "wall" and "operators"
 local only = os.getenv("BENCH_ONLY")
 local function wanted(name)
@@ -97,6 +99,36 @@ if wanted("large") then
         r.a.gbps, r.c.ms, r.c.gbps, read, 100 * r.a.gbps / r.c.gbps, 100 * r.a.gbps / read,
         r.ok and "ok" or "WRONG", gr.plan(b, { op = r.op }).variant))
     end
+    b:free()
+  end
+end
+
+if wanted("exact") then
+  -- gpu_to_gpu's exact kernel (cuda/exact.cu) beside the default sum, CUB's and the read ceiling; its value
+  -- checked bit for bit against the host's exact sum of a host copy (engine/exact.c), the same digits
+  print("\n## n = 2^28: gpu_to_gpu sum (the exact kernel) vs auto vs cub::DeviceReduce vs the read-only kernel")
+  print(string.format("%-8s %-10s %9s %9s %8s  %s", "dtype", "path", "ms", "GB/s", "vs read", "valid"))
+  local n = 1 << 28
+  for _, dtype in ipairs({ "float32", "float64" }) do
+    local b = gr.buffer(n, dtype):random(7, -1, 1)
+    local h = gr.copy(gr.buffer(n, dtype, { where = "host" }), b)
+    local exact = { determinism = "gpu_to_gpu" }
+    local ok = string.pack("<d", gr.sum(b, exact)) == string.pack("<d", gr.sum(h, exact))
+    if not ok then failures = failures + 1 end
+    h:free()
+    local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
+    local rows = {
+      { "gpu_to_gpu", gr.bench(b, { determinism = "gpu_to_gpu", reps = reps, warmup = 5 }), ok },
+      { "auto", gr.bench(b, { reps = reps, warmup = 5 }), valid(b, "sum", { op = "sum" }) },
+      { "cub", gr.bench(b, { variant = "cub", reps = reps, warmup = 5 }), valid(b, "sum", { op = "sum", variant = "cub" }) },
+    }
+    read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
+    for _, r in ipairs(rows) do
+      print(string.format("%-8s %-10s %9.4f %9.1f %7.1f%%  %s", dtype, r[1], r[2].ms, r[2].gbps, 100 * r[2].gbps / read,
+        r[3] and "ok" or "WRONG"))
+    end
+    local bytes = n * (dtype == "float32" and 4 or 8)
+    print(string.format("%-8s %-10s %9.4f %9.1f %7.1f%%", dtype, "read", bytes / (read * 1e6), read, 100.0))
     b:free()
   end
 end

@@ -15,6 +15,7 @@ static void push_plan(lua_State *L, const gr_plan *p) {
     lgr_set_str(L, "finish", gr_finish_name(p->finish));
     lgr_set_str(L, "acc", gr_dtype_name(p->acc));
     lgr_set_int(L, "threshold", (lua_Integer)p->threshold);
+    if (p->exact) lgr_set_bool(L, "exact", 1);      /* gpu_to_gpu: the exact kernel's one pass */
     lua_createtable(L, p->npasses, 0);
     for (int i = 0; i < p->npasses; i++) {
         const gr_pass *ps = &p->pass[i];

@@ -11,7 +11,9 @@
 #     experiments/compare_bench.lua over them;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
-#     and disk-cache times)
+#     and disk-cache times);
+#   exact: bench.lua's gpu_to_gpu table (the exact kernel at 2^28 beside auto, CUB and the read ceiling),
+#     then spec/exact_gpu_spec.lua and spec/determinism_spec.lua
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -66,6 +68,11 @@ for step in $steps; do
           fi ;;
     ops) BENCH_ONLY=ops,many $LUA experiments/bench.lua > "$OUT/ops.log" 2>&1
          echo "ops: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    exact) BENCH_ONLY=exact $LUA experiments/bench.lua > "$OUT/exact.log" 2>&1
+         s1=$?
+         $LUA $BUSTED -o spec/support/summary_output.lua spec/exact_gpu_spec.lua spec/determinism_spec.lua \
+             > "$OUT/exact-specs.log" 2>&1
+         echo "exact: bench exit $s1; specs $(tail -1 "$OUT/exact-specs.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     operators) BENCH_ONLY=operators BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/operators.log" 2>&1
          echo "operators: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     segments) $LUA experiments/segments.lua > "$OUT/segments.log" 2>&1

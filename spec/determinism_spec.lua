@@ -1,9 +1,10 @@
 -- opts.determinism and the registry's levels: every variant but the two atomic ones promises run_to_run
 -- (the same bits on every run of the same call), which is checked here on the GPU by repetition -- sync,
 -- async and replayed graphs, a float32 sum of cancelling data, where a changed order shows in the bits --
--- and asking an atomic variant for it is an error. gpu_to_gpu is the exactly rounded sum, computed on the
--- host for now: checked against an exact Shewchuk expansion on ill-conditioned data (cancellation,
--- magnitudes from 1e-30 to 1e30, subnormals), and for the same bits in every order.
+-- and asking an atomic variant for it is an error. gpu_to_gpu is the exactly rounded sum: checked here on
+-- the host (the cpu backend, host buffers) against an exact Shewchuk expansion on ill-conditioned data
+-- (cancellation, magnitudes from 1e-30 to 1e30, subnormals), and for the same bits in every order;
+-- spec/exact_gpu_spec.lua checks the other ops and the GPU's paths.
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 local R = require "support.fuzz_reference"
@@ -20,29 +21,24 @@ describe("determinism", function()
     end
   end)
 
-  it("opts.determinism takes not_guaranteed and run_to_run, and refuses gpu_to_gpu and unknown words", function()
+  it("opts.determinism takes its three words, and gpu_to_gpu refuses the ops and dtypes it has no form for", function()
     local b = gr.buffer(1000, "float32"):random(1, -1, 1)
     local base = gr.sum(b)
     assert.are.equal(bits(base), bits(gr.sum(b, { determinism = "run_to_run" })))
     assert.are.equal(bits(base), bits(gr.sum(b, { determinism = "not_guaranteed" })))
     expect("opts.determinism: unknown value 'sometimes' (accepted: not_guaranteed, run_to_run, gpu_to_gpu)",
       function() gr.sum(b, { determinism = "sometimes" }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for synchronous whole-buffer sums of float data on the host",
-      function() gr.sum(b, { determinism = "gpu_to_gpu", segment = 10 }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for synchronous whole-buffer sums",
-      function() gr.sum(b, { determinism = "gpu_to_gpu", async = true }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean and nanmean of float32 and "
-      .. "float64 (not max of float32)",
+    local exact = gr.sum(b, { determinism = "gpu_to_gpu" })
+    assert.are.equal(bits(exact), bits(gr.sum(b, { determinism = "gpu_to_gpu", async = true }):wait()))
+    assert.are.equal(100, #gr.sum(b, { determinism = "gpu_to_gpu", segment = 10 }))
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean, nanmean, sumsq, norm, var and std "
+      .. "of float32 and float64 (not max of float32)",
       function() gr.max(b, { determinism = "gpu_to_gpu" }) end)
-    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean and nanmean of float32 and "
-      .. "float64 (not sum of int32)",
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean, nanmean, sumsq, norm, var and std "
+      .. "of float32 and float64 (not sum of int32)",
       function() gr.sum(gr.buffer(3, "int32"), { determinism = "gpu_to_gpu" }) end)
-    expect("opts.variant: 'gpu_to_gpu' gives the same bits whatever the way of reducing",
-      function() gr.sum(gr.buffer(3, "float64", { where = "host" }), { determinism = "gpu_to_gpu", variant = "cpu" }) end)
-    if gr.backend() == "cuda" then
-      expect("opts.determinism: 'gpu_to_gpu' is computed on the host for now",
-        function() gr.sum(b, { determinism = "gpu_to_gpu" }) end)
-    end
+    local h = gr.buffer({ 1, 2, 3 }, "float64", { where = "host" })
+    assert.are.equal(6.0, gr.sum(h, { determinism = "gpu_to_gpu", variant = "cpu", finish = "host" }))
     assert.are.equal(100, #gr.sum(b, { determinism = "run_to_run", segment = 10 }))
   end)
 
@@ -92,7 +88,7 @@ end)
 
 describe("gpu_to_gpu: the exactly rounded sum", function()
   local grow, approx = R.lib.grow, R.lib.approx
-  local where = gr.backend() == "cuda" and "host" or "device"   -- computed on the host for now
+  local where = gr.backend() == "cuda" and "host" or "device"   -- the host's computation (exact.c)
 
   --- Whether got is the exact sum of xs rounded to nearest (ties to even) in the format of p bits (24 or
   -- 53) whose smallest subnormal is 2^emin_sub: exact - got, formed exactly in an expansion, is at most
@@ -112,25 +108,7 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
     return false, string.format("off by %.3g ulp", d / ulp)
   end
 
-  local function data(kind, n, seed, f32)
-    local rng, xs = R.rng(seed), {}
-    local function round(x) return f32 and R.to_f32(x) or x end
-    for i = 1, n do
-      local u = rng:float()
-      if kind == "cancelling" then           -- pairs that cancel exactly, and a small remainder
-        xs[i] = i % 2 == 1 and round((u - 0.5) * 1e20) or -xs[i - 1]
-        if i % 97 == 0 then xs[i] = round(u * 1e-3) end
-      elseif kind == "mixed" then            -- 1e-30 .. 1e30, both signs
-        xs[i] = round((u < 0.5 and -1 or 1) * 10.0 ^ (60 * rng:float() - 30))
-      elseif kind == "subnormal" then        -- the smallest values of the format, and a few normal ones
-        xs[i] = round((u - 0.5) * (f32 and 2.0 ^ -130 or 2.0 ^ -1060))
-        if i % 50 == 0 then xs[i] = round(u * (f32 and 2.0 ^ -120 or 2.0 ^ -1000)) end
-      else                                   -- heavy-tailed
-        xs[i] = round((u - 0.5) / (rng:float() ^ 3 + 1e-12))
-      end
-    end
-    return xs
-  end
+  local data = require "support.exact_data"
 
   --- op of float64 xs and of xs reversed, with gpu_to_gpu.
   local function both_orders(op, xs)
@@ -172,15 +150,14 @@ describe("gpu_to_gpu: the exactly rounded sum", function()
     assert(s ~= s, "a NaN makes the sum NaN")
   end)
 
-  it("mean and nanmean are the exactly rounded sum over the count, the same in every order", function()
+  it("mean and nanmean are the correctly rounded quotient of the exact sum by the count, in every order", function()
     local xs = { 1e30, 1, -1e30, 3 }
     local b = gr.buffer(xs, "float64", { where = where })
     assert.are.equal(1.0, gr.mean(b, { determinism = "gpu_to_gpu" }))
     local mixed = data("mixed", 3001, 5, false)
     local m1, m2 = both_orders("mean", mixed)
     assert.are.equal(string.pack("d", m1), string.pack("d", m2))
-    local sum = gr.sum(gr.buffer(mixed, "float64", { where = where }), { determinism = "gpu_to_gpu" })
-    assert.are.equal(sum / #mixed, m1)
+    assert.are.equal(1 / 3, gr.mean(gr.buffer({ 0.5, 0.5, 0 }, "float64", { where = where }), { determinism = "gpu_to_gpu" }))
     assert.are.equal(1.5, gr.nanmean(gr.buffer({ 1, 0 / 0, 2 }, "float32", { where = where }), { determinism = "gpu_to_gpu" }))
     local none = gr.nanmean(gr.buffer({ 0 / 0 }, "float32", { where = where }), { determinism = "gpu_to_gpu" })
     assert(none ~= none, "nanmean of no number is NaN")

@@ -1,0 +1,33 @@
+/*
+ * exact_run.h -- opts.determinism = "gpu_to_gpu" run (exact_run.c): the plan of the exact kernel, its
+ * launch and its result, the host's computation of the same sums, streamed chunks and segments. The
+ * entry points (reduce.c, exec.c, plan.c, streamed.c, segments.c) hand such calls over here.
+ */
+#ifndef GR_EXACT_RUN_H
+#define GR_EXACT_RUN_H
+
+#include "handles.h"
+
+/* The plan of a gpu_to_gpu reduction of n elements of dtype t in memory of kind `where`: one pass of
+ * the exact kernel (opts.block and opts.grid shape it; opts.variant, finish and threshold change
+ * nothing), or on the host where the data is (the cpu backend, host buffers); plan->exact is set.
+ * Refuses user operators, ops and dtypes without an exact form, naming the option. */
+gr_status gr_exact_plan(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan);
+/* A plan's host computation over the elements at `in`, its result in *out. */
+gr_status gr_exact_host(gr_context *ctx, const void *in, const gr_plan *plan, gr_result *out);
+/* Queues the plan's kernel over `in` on `stream` (scratch zeroed first, the sums copied back to the
+ * slot's pinned memory, the slot's event recorded); gr_exact_collect waits and rounds. */
+gr_status gr_exact_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream);
+gr_status gr_exact_collect(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out);
+/* A synchronous whole-buffer reduction. */
+gr_status gr_exact_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out);
+/* Streamed host data (h a host buffer, chunk and streams checked by streamed.c): every chunk's kernel adds
+ * into the one accumulator (the chunk size changes no bit). */
+gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes, int streams,
+                            gr_result *out);
+/* k segments of b (size, or the offsets buffer, already checked), each one's result into element s of
+ * out, a buffer of the accumulator's dtype on b's side. */
+gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t size, const gr_buffer *offsets,
+                            size_t k, gr_buffer *out);
+
+#endif
