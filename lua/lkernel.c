@@ -64,14 +64,12 @@ static unsigned names_field(lua_State *L, const char *key, int (*from_name)(cons
     lua_Integer n = (lua_Integer)lua_rawlen(L, t);
     if (n == 0) luaL_argerror(L, 1, lua_pushfstring(L, "%s: is empty (list at least one of %s)", key, accepted));
     for (lua_Integer i = 1; i <= n; i++) {
-        lua_rawgeti(L, t, i);
-        const char *name = lua_tostring(L, -1);
-        int k = lua_type(L, -1) == LUA_TSTRING ? from_name(name) : -1;
+        int is_string = lua_rawgeti(L, t, i) == LUA_TSTRING;
+        const char *name = is_string ? lua_tostring(L, -1) : luaL_typename(L, -1);
+        int k = is_string ? from_name(name) : -1;
         if (k < 0 || (refused && strcmp(name, refused) == 0))
             luaL_argerror(L, 1, lua_pushfstring(L, "%s[%I]: %s%s%s is not accepted (accepted: %s)", key, i,
-                                                lua_type(L, -1) == LUA_TSTRING ? "'" : "",
-                                                lua_type(L, -1) == LUA_TSTRING ? name : luaL_typename(L, -1),
-                                                lua_type(L, -1) == LUA_TSTRING ? "'" : "", accepted));
+                                                is_string ? "'" : "", name, is_string ? "'" : "", accepted));
         mask |= 1u << k;
         lua_pop(L, 1);
     }

@@ -107,6 +107,11 @@ function M.parser(gr)
     .. "stands for (like) on that op's data, and run with the plan auto gives it (GPU only). "
     .. "experiments/operators/ has examples.")
     :argname("<file>"):convert(function(path) return M.load_operators(gr, path) end)
+  p:option("--kernels", "A Lua file of user kernels to sweep beside the variants: it returns a list of "
+    .. "gr.kernel specs ({name =, source =, ...}), or registers them itself and returns them (or their names). "
+    .. "Each is validated and timed like a catalogue variant, over its block sizes and finishing modes "
+    .. "(GPU only). experiments/kernels/ has examples.")
+    :argname("<file>"):convert(function(path) return M.load_kernels(gr, path) end)
   p:option("--dtypes", "Element types, or 'all': " .. table.concat(gr.dtypes(), ",")
     .. ". (default: float32)")
     :argname("<list>"):convert(names_of("--dtypes", gr.dtypes(), { "all" }))
@@ -167,11 +172,48 @@ function M.load_operators(gr, path)
   return out
 end
 
+--- The user kernels of a --kernels file, registered (gr.kernel): a list of their names, or nil and why.
+function M.load_kernels(gr, path)
+  local chunk, err = loadfile(path)
+  if not chunk then return nil, "--kernels: " .. err end
+  local ok, list = pcall(chunk)
+  if not ok then return nil, "--kernels: " .. path .. " raised: " .. tostring(list) end
+  if type(list) ~= "table" then return nil, "--kernels: " .. path .. " must return a list, got " .. type(list) end
+  local names = {}
+  for i, e in ipairs(list) do
+    local name
+    if type(e) == "string" then
+      name = e                                  -- a name gr.kernel registered in the file
+    elseif type(e) == "table" and e.source ~= nil then
+      local rok, v = pcall(gr.kernel, e)        -- a spec: registered here (compiled where NVRTC is)
+      if not rok then return nil, string.format("--kernels: %s, entry %d: %s", path, i, tostring(v)) end
+      name = v.name
+    elseif type(e) == "table" then
+      name = e.name                             -- an entry gr.kernel returned
+    end
+    local v = type(name) == "string" and gr.variant(name)
+    if not (v and v.user) then
+      return nil, string.format("--kernels: %s, entry %d: expected a gr.kernel spec {name =, source =, ...}, "
+        .. "the entry gr.kernel returned, or its name", path, i)
+    end
+    names[#names + 1] = name
+  end
+  if #names == 0 then return nil, "--kernels: " .. path .. " returned no kernel" end
+  return names
+end
+
 --- Parses a list of arguments without exiting: options, or nil and argparse's message.
 function M.parse(gr, argv)
   local ok, result = M.parser(gr):pparse(argv)
   if not ok then return nil, result end
   return result
+end
+
+local function has_name(list, name)
+  for _, v in ipairs(list) do
+    if v == name then return true end
+  end
+  return false
 end
 
 local function expand_all(list, all)
@@ -229,6 +271,15 @@ function M.settings(gr, args)
   for _, name in ipairs(dedupe(wanted)) do
     local list = is_available[name] and s.variants or s.unavailable
     list[#list + 1] = name
+  end
+  if args.kernels and backend == "cuda" then
+    s.kernels = args.kernels                    -- swept beside the variants chosen above
+    for _, name in ipairs(args.kernels) do
+      if not has_name(s.variants, name) then s.variants[#s.variants + 1] = name end
+    end
+  elseif args.kernels then
+    notes[#notes + 1] = "skipping --kernels: user kernels run on the GPU only (registered: "
+      .. table.concat(args.kernels, ", ") .. ")"
   end
   if args.operators and backend ~= "cuda" then
     notes[#notes + 1] = "skipping --operators: user operators are timed on the GPU only (their cpu functions "
