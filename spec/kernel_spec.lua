@@ -22,15 +22,7 @@ local two_stage = gr.kernel(TWO_STAGE)
 -- NVRTC is there when a kernel compiles (without it, gr.kernel registers and compiles nothing).
 local has_nvrtc = pcall(gr.kernel_compile, "two_stage", {})
 
-local function nvrtc_it(title, fn)
-  it(title, function()
-    if not has_nvrtc then
-      pending("no NVRTC on this machine: kernels are not compiled")
-      return
-    end
-    fn()
-  end)
-end
+local nvrtc_it = H.it_if(has_nvrtc, "no NVRTC on this machine: kernels are not compiled")
 
 --- A spec of a kernel that reduces with the catalogue's loop, with some fields replaced (false removes).
 local PLAIN = [[

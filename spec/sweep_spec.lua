@@ -47,6 +47,12 @@ local function tmpdir()
   return d
 end
 
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
 local function read(path)
   local f = assert(io.open(path))
   local s = f:read("a")
@@ -344,11 +350,7 @@ describe("sweep runs", function()
   it("--operators reads user operators from a file, refusing a bad one by entry", function()
     local ok_nvrtc = pcall(gr.operator, { name = "probe", map = "x", reduce = "a + b", identity = "0", acc = "float64" })
     local file = os.tmpname()
-    local function write(text)
-      local f = assert(io.open(file, "w"))
-      f:write(text)
-      f:close()
-    end
+    local function write(text) write_file(file, text) end
     write("return { { like = 'sum' } }")
     local s, err = parse({ "--operators", file })
     assert.is_nil(s)
@@ -380,11 +382,7 @@ describe("sweep runs", function()
 
   it("--kernels registers user kernels from a file, refusing a bad one by entry", function()
     local file = os.tmpname()
-    local function write(text)
-      local f = assert(io.open(file, "w"))
-      f:write(text)
-      f:close()
-    end
+    local function write(text) write_file(file, text) end
     local cases = {
       { "return 42", "must return a list, got number" },
       { "return {}", "returned no kernel" },

@@ -150,13 +150,20 @@ function M.parser(gr)
   return p
 end
 
+--- The list a Lua file returns (--operators, --kernels), or nil and why, said for `option`.
+local function load_list(option, path)
+  local chunk, err = loadfile(path)
+  if not chunk then return nil, option .. ": " .. err end
+  local ok, list = pcall(chunk)
+  if not ok then return nil, option .. ": " .. path .. " raised: " .. tostring(list) end
+  if type(list) ~= "table" then return nil, option .. ": " .. path .. " must return a list, got " .. type(list) end
+  return list
+end
+
 --- The user operators of a --operators file: a list of {name=, operator=, like=}, or nil and why.
 function M.load_operators(gr, path)
-  local chunk, err = loadfile(path)
-  if not chunk then return nil, "--operators: " .. err end
-  local ok, list = pcall(chunk)
-  if not ok then return nil, "--operators: " .. path .. " raised: " .. tostring(list) end
-  if type(list) ~= "table" then return nil, "--operators: " .. path .. " must return a list, got " .. type(list) end
+  local list, err = load_list("--operators", path)
+  if not list then return nil, err end
   local ops, out = set_of(gr.ops()), {}
   for i, e in ipairs(list) do
     if type(e) ~= "table" or type(e.operator) ~= "userdata" or not pcall(function() return e.operator:info() end) then
@@ -174,11 +181,8 @@ end
 
 --- The user kernels of a --kernels file, registered (gr.kernel): a list of their names, or nil and why.
 function M.load_kernels(gr, path)
-  local chunk, err = loadfile(path)
-  if not chunk then return nil, "--kernels: " .. err end
-  local ok, list = pcall(chunk)
-  if not ok then return nil, "--kernels: " .. path .. " raised: " .. tostring(list) end
-  if type(list) ~= "table" then return nil, "--kernels: " .. path .. " must return a list, got " .. type(list) end
+  local list, err = load_list("--kernels", path)
+  if not list then return nil, err end
   local names = {}
   for i, e in ipairs(list) do
     local name
@@ -207,13 +211,6 @@ function M.parse(gr, argv)
   local ok, result = M.parser(gr):pparse(argv)
   if not ok then return nil, result end
   return result
-end
-
-local function has_name(list, name)
-  for _, v in ipairs(list) do
-    if v == name then return true end
-  end
-  return false
 end
 
 local function expand_all(list, all)
@@ -274,8 +271,9 @@ function M.settings(gr, args)
   end
   if args.kernels and backend == "cuda" then
     s.kernels = args.kernels                    -- swept beside the variants chosen above
+    local chosen = set_of(s.variants)
     for _, name in ipairs(args.kernels) do
-      if not has_name(s.variants, name) then s.variants[#s.variants + 1] = name end
+      if not chosen[name] then s.variants[#s.variants + 1] = name end
     end
   elseif args.kernels then
     notes[#notes + 1] = "skipping --kernels: user kernels run on the GPU only (registered: "

@@ -39,6 +39,20 @@ function M.gpu_it(title, fn)
   end)
 end
 
+--- An `it` that runs when `ok` holds and is reported pending with `reason` otherwise (a tool the
+-- machine may lack: NVRTC).
+function M.it_if(ok, reason)
+  return function(title, fn)
+    it(title, function()
+      if not ok then
+        pending(reason)
+        return
+      end
+      fn()
+    end)
+  end
+end
+
 --- `it` for a variant: GPU variants are gated (and tagged gpu), host variants always run.
 function M.variant_it(variant, title, fn)
   if M.needs_cuda(variant) then M.gpu_it(title, fn) else it(title, fn) end
