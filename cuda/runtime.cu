@@ -52,6 +52,18 @@ extern "C" const char *gr_dev_error_string(int code) { return cudaGetErrorString
 
 extern "C" int gr_dev_error_is_oom(int code) { return code == cudaErrorMemoryAllocation; }
 
+/* The runtime's documentation says of each: "the process ... must be terminated and relaunched". */
+extern "C" int gr_dev_error_is_sticky(int code) {
+    switch (code) {
+    case cudaErrorIllegalAddress: case cudaErrorLaunchTimeout: case cudaErrorAssert:
+    case cudaErrorHardwareStackError: case cudaErrorIllegalInstruction: case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace: case cudaErrorInvalidPc: case cudaErrorLaunchFailure:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* A failed allocation leaves an error that the next cudaGetLastError() would report against an
  * innocent launch: clear it here. */
 extern "C" int gr_dev_malloc(void **p, size_t bytes) {

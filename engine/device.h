@@ -21,6 +21,9 @@ int gr_dev_init(gr_device_info *info);                /* 0 or a CUDA error code 
 const char *gr_dev_error_name(int code);
 const char *gr_dev_error_string(int code);
 int gr_dev_error_is_oom(int code);
+/* 1 for the errors that leave the CUDA context unusable (a kernel that faulted: an illegal address, a
+ * trap, an assert): every later CUDA call of the process fails with it */
+int gr_dev_error_is_sticky(int code);
 int gr_dev_malloc(void **p, size_t bytes);
 int gr_dev_free(void *p);
 int gr_dev_host_alloc(void **p, size_t bytes);        /* pinned and mapped */

@@ -13,6 +13,7 @@ int gr_dev_init(gr_device_info *info) { (void)info; return NO_DEVICE; }
 const char *gr_dev_error_name(int code) { (void)code; return "cudaErrorNoDevice"; }
 const char *gr_dev_error_string(int code) { (void)code; return "this build of gpureduce has no CUDA support"; }
 int gr_dev_error_is_oom(int code) { (void)code; return 0; }
+int gr_dev_error_is_sticky(int code) { (void)code; return 0; }
 int gr_dev_malloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
 int gr_dev_free(void *p) { (void)p; return NO_DEVICE; }
 int gr_dev_host_alloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }

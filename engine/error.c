@@ -49,10 +49,14 @@ gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char
      * real failure */
     const char *injected = ctx && ctx->fault.injected ? "; injected fault" : "";
     if (ctx) ctx->fault.injected = 0;
+    /* after a kernel faulted nothing of CUDA works again in this process: say so, every time */
+    const char *lost = gr_dev_error_is_sticky(code) ? ". The CUDA context is lost (a kernel faulted, a user kernel "
+                       "perhaps): every later CUDA call of this process fails; restart the process" : "";
     if (site && *site)
-        return gr_fail(ctx, st, "%s: %s (%s; launched at %s%s)", what, gr_dev_error_name(code),
-                       gr_dev_error_string(code), site, injected);
-    return gr_fail(ctx, st, "%s: %s (%s%s)", what, gr_dev_error_name(code), gr_dev_error_string(code), injected);
+        return gr_fail(ctx, st, "%s: %s (%s; launched at %s%s)%s", what, gr_dev_error_name(code),
+                       gr_dev_error_string(code), site, injected, lost);
+    return gr_fail(ctx, st, "%s: %s (%s%s)%s", what, gr_dev_error_name(code), gr_dev_error_string(code), injected,
+                   lost);
 }
 
 const char *gr_errmsg(const gr_context *ctx) { return ctx ? ctx->err : "no context"; }

@@ -24,10 +24,12 @@
 static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_launch *L) {
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0 && plan->user) {
-        /* the operator's kernel has the variant's shape, and so its dynamic shared memory */
+    /* a user kernel's image, or a user operator's (whose kernel has the variant's shape, and so its
+     * dynamic shared memory; a user kernel's row asks for none) */
+    const struct gr_operator_image *img = plan->kernel ? plan->kernel : plan->user;
+    if (rc == 0 && img) {
         L->smem = row->kernel->smem ? row->kernel->smem(L->block) : 0;
-        rc = gr_operator_launch(L, plan->user);
+        rc = gr_operator_launch(L, img);
     } else if (rc == 0) {
         rc = row->kernel->launch(L);
     }

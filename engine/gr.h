@@ -197,6 +197,9 @@ typedef struct gr_options {
     gr_user_fold fold;      /* with user: the CPU's combine, for finishes hybrid and host (synchronous calls) */
     void *fold_ud;
     int determinism;        /* a gr_determinism asked for; -1 = the variant's own (run_to_run but for atomics) */
+    /* when variant is a user kernel (gr_kernel_register): its kernels for this op, dtype and accumulator
+     * (gr_kernel_prepare), which the passes run; NULL otherwise */
+    const struct gr_operator_image *kernel;
 } gr_options;
 
 void gr_options_init(gr_options *o, gr_op op);
@@ -363,6 +366,53 @@ gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_oper
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
 
+/* ---- user kernel variants (engine/kernel.c; docs/api.md "User kernels") --------------------------- */
+
+/* A kernel variant written by the user: a device function template that reduces a block's share of the
+ * input to one value,
+ *     template <class Op, class In> __device__ typename Op::acc_t ENTRY(const In *in, size_t n,
+ *                                                                       unsigned long long first);
+ * (cuda/user_kernel.cuh says the contract and the helpers it may use), wrapped by the engine in kernels
+ * of the catalogue's shape: one partial per block, the last block finishing in the single mode. */
+typedef struct gr_kernel_spec {
+    const char *name;       /* a word of at most 64 letters, digits and '_': the variant's name */
+    const char *source;     /* CUDA C++ that defines the entry point (NVRTC, C++17, no standard library) */
+    const char *entry;      /* the entry point's name; NULL = name */
+    const char *summary;    /* one line for the registry; NULL = a default */
+    int block_min, block_max, block_default;    /* powers of two in 32..1024; 0 = 32, 1024, 256 */
+    unsigned finishes;      /* bits 1u << gr_finish of the modes it allows (not auto); 0 = every mode of
+                             * its shape: device, hybrid, host, single */
+    unsigned ops;           /* GR_OP_BIT(op) of the ops it takes; 0 = every op, and user operators */
+    int determinism;        /* a gr_determinism it promises (not gpu_to_gpu); -1 = run_to_run */
+} gr_kernel_spec;
+
+/* Checks the spec (GR_EINVAL naming the field: "block", "finishes", ...), compiles one instantiation
+ * with NVRTC when a cache is given and NVRTC is there -- the first op it takes over float32, for the
+ * device's architecture (sm_90 without one) -- so that a source that does not compile fails here, said
+ * in its own lines ("source: 3:12: ..."; the whole log is gr_operator_cache_log's), and appends the
+ * variant to the registry for the life of the process: its index in *variant. The same name and spec
+ * again gives the same index; the same name with another spec is GR_EINVAL, as is a catalogue name. */
+gr_status gr_kernel_register(gr_context *ctx, gr_operator_cache *cache, const gr_kernel_spec *spec, int *variant);
+/* The checks of gr_kernel_register without the compile and the registration: after it passes, a
+ * GR_EINVAL of gr_kernel_register is a compile error (or a name another thread took meanwhile). */
+gr_status gr_kernel_check(gr_context *ctx, const gr_kernel_spec *spec);
+/* The spec (with its defaults filled in) of a user kernel; NULL for any other index. */
+const gr_kernel_spec *gr_kernel_get_spec(int variant);
+/* The CUDA source generated for user kernel `variant` reducing elements of dtype in with op (acc: its
+ * accumulator dtype, -1 = the op's), or with user_op in place of op when it is not NULL; malloc'd. */
+gr_status gr_kernel_source(gr_context *ctx, int variant, gr_op op, int acc, const gr_operator *user_op, gr_dtype in,
+                           char **out);
+/* That source compiled through the caches for this context's device (sm_90 without one), not loaded:
+ * the compile's facts in *info. Needs NVRTC only, not a GPU. */
+gr_status gr_kernel_compile(gr_context *ctx, gr_operator_cache *cache, int variant, gr_op op, int acc,
+                            const gr_operator *user_op, gr_dtype in, gr_operator_compile_info *info);
+/* The kernels of that source on this context's device, compiled through the caches and loaded on first
+ * use and remembered in the cache (a second call for a built-in op costs a lookup): what
+ * gr_options.kernel takes. *out stays NULL (GR_OK) when the kernel does not take the op (the plan then
+ * says so). GR_ENODEV without a device or NVRTC. */
+gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int variant, gr_op op, int acc,
+                            gr_operator *user_op, gr_dtype in, const gr_operator_image **out);
+
 /* ---- testing hooks -------------------------------------------------------------------------------- */
 
 /* Makes the k-th event of a kind from now, and every one after it, fail as the CUDA runtime would
@@ -402,6 +452,7 @@ typedef struct gr_plan {
     void *fold_ud;
     size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
     int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/exact_run.c) */
+    const struct gr_operator_image *kernel; /* gr_options.kernel: a user kernel's, which the passes run */
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */
@@ -433,6 +484,7 @@ typedef struct gr_variant {
     unsigned needs;          /* GR_NEEDS_* */
     unsigned ops;            /* the ops it takes: GR_OP_BIT(op) each */
     gr_determinism determinism;   /* the most it promises of float results */
+    int user;                /* 1 for a user kernel (gr_kernel_register), 0 for the catalogue's */
 } gr_variant;
 
 int gr_variant_count(void);

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "kcache.h"
 #include "nvrtc.h"
+#include "source_text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -35,60 +36,6 @@ static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* ---- words and tokens ------------------------------------------------------------------------------ */
-
-static int is_ident_start(int c) { return c == '_' || isalpha((unsigned char)c); }
-static int is_ident_char(int c) { return c == '_' || isalnum((unsigned char)c); }
-
-/* A C identifier: a letter or '_', then letters, digits and '_'. */
-static int is_identifier(const char *s) {
-    if (!s || !is_ident_start(*s)) return 0;
-    while (is_ident_char(*s)) s++;
-    return *s == '\0';
-}
-
-/* Whether the C source text s has the identifier word as a token of its own: not part of a longer name
- * ("ix"), of a number, a string or character literal, or a comment. With free_only, a member after '.',
- * "->" or "::" (s.i, p->i, ns::i) does not count: that is another i. */
-static int has_token(const char *s, const char *word, int free_only) {
-    size_t wlen = strlen(word);
-    int member = 0;     /* the previous token was '.', "->" or "::" */
-    while (*s) {
-        unsigned char c = (unsigned char)*s;
-        if (isspace(c)) {
-            s++;
-        } else if (c == '/' && s[1] == '/') {
-            while (*s && *s != '\n') s++;
-        } else if (c == '/' && s[1] == '*') {
-            const char *end = strstr(s + 2, "*/");
-            s = end ? end + 2 : s + strlen(s);
-        } else if (c == '"' || c == '\'') {
-            for (s++; *s && *s != (char)c && *s != '\n'; s++)
-                if (*s == '\\' && s[1]) s++;
-            if (*s == (char)c) s++;
-            member = 0;
-        } else if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[1]))) {
-            /* a preprocessing number: 1e-3, 0x1p+4, 1'000, 2.5f */
-            for (s++; *s; s++) {
-                if ((*s == '+' || *s == '-') && strchr("eEpP", s[-1])) continue;
-                if (*s == '\'' && is_ident_char(s[1])) continue;
-                if (!is_ident_char(*s) && *s != '.') break;
-            }
-            member = 0;
-        } else if (is_ident_start(c)) {
-            const char *start = s;
-            while (is_ident_char(*s)) s++;
-            if ((size_t)(s - start) == wlen && memcmp(start, word, wlen) == 0 && !(free_only && member)) return 1;
-            member = 0;
-        } else {
-            member = (c == '.' && !isdigit((unsigned char)s[1])) || (c == '-' && s[1] == '>') ||
-                     (c == ':' && s[1] == ':');
-            s += (c == '-' && s[1] == '>') || (c == ':' && s[1] == ':') ? 2 : 1;
-        }
-    }
-    return 0;
 }
 
 /* ---- the spec -------------------------------------------------------------------------------------- */
@@ -117,10 +64,10 @@ static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *d
     }
     for (int k = 0; c_type_words[k]; k++)
         if (strncmp(acc, c_type_words[k], strlen(c_type_words[k])) == 0 &&
-            !is_ident_char(acc[strlen(c_type_words[k])]))
+            !gr_is_ident_char(acc[strlen(c_type_words[k])]))
             return gr_fail_arg(ctx, GR_EINVAL, "acc", "'%s' is a C type: name it by its dtype (%s)", acc,
                                gr_dtype_names());
-    if (!is_identifier(acc) || !spec->preamble || !has_token(spec->preamble, acc, 0))
+    if (!gr_is_identifier(acc) || !spec->preamble || !gr_source_has_token(spec->preamble, acc, 0))
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "unknown accumulator '%s': neither a dtype (%s) nor a struct "
                            "declared in the preamble", acc, gr_dtype_names());
     if (!spec->post)
@@ -131,13 +78,8 @@ static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *d
 
 static gr_status check_spec(gr_context *ctx, const gr_operator_spec *spec, int *acc_dtype) {
     if (!spec) return gr_fail_arg(ctx, GR_EINVAL, "spec", "is NULL");
-    if (!spec->name || !*spec->name)
-        return gr_fail_arg(ctx, GR_EINVAL, "name", "is %s (expected a word: letters, digits and '_')",
-                           spec->name ? "empty" : "required");
-    if (!is_identifier(spec->name) || strlen(spec->name) > 64)
-        return gr_fail_arg(ctx, GR_EINVAL, "name", "'%.80s' is not a word of at most 64 letters, digits and '_' "
-                           "that starts with a letter or '_'", spec->name);
-    gr_status st = check_expression(ctx, "map", spec->map, "a C expression over x and i");
+    gr_status st = gr_check_name(ctx, spec->name);
+    if (st == GR_OK) st = check_expression(ctx, "map", spec->map, "a C expression over x and i");
     if (st == GR_OK) st = check_expression(ctx, "reduce", spec->reduce, "a C expression over a and b");
     if (st == GR_OK) st = check_expression(ctx, "identity", spec->identity, "a C initializer of the accumulator");
     if (st == GR_OK && spec->post) st = check_expression(ctx, "post", spec->post, "a C expression over a and n");
@@ -181,7 +123,7 @@ gr_status gr_operator_create(gr_context *ctx, const gr_operator_spec *spec, gr_o
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
     op->acc_dtype = acc_dtype;
-    op->indexed = has_token(op->spec.map, "i", 1);
+    op->indexed = gr_source_has_token(op->spec.map, "i", 1);
     *out = op;
     return GR_OK;
 }
@@ -355,6 +297,7 @@ static int read_constants(gr_operator_image *img) {
 
 struct gr_operator_cache {
     gr_kcache_mem *images;          /* key -> gr_operator_image */
+    gr_kcache_mem *memo;            /* gr_operator_cache_memo's: any key -> an image of `images` */
     uint64_t headers;               /* a digest of the embedded headers, part of every key */
     gr_operator_compile_info last;
     char *log;                      /* NVRTC's log of the last compile it ran */
@@ -375,6 +318,11 @@ gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out) {
         free(c);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
+    if (gr_kcache_mem_create(NULL, &c->memo) != GR_OK) {
+        gr_kcache_mem_destroy(c->images);
+        free(c);
+        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    }
     /* FNV-1a over the headers' names and texts: a new version of a header is a new key */
     uint64_t h = 0xcbf29ce484222325ull;
     for (int k = 0; k < gr_nvrtc_header_count; k++)
@@ -392,10 +340,13 @@ gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out) {
 
 void gr_operator_cache_destroy(gr_operator_cache *c) {
     if (!c) return;
+    gr_kcache_mem_destroy(c->memo);
     gr_kcache_mem_destroy(c->images);
     free(c->log);
     free(c);
 }
+
+gr_kcache_mem *gr_operator_cache_memo(gr_operator_cache *c) { return c->memo; }
 
 const char *gr_operator_cache_log(const gr_operator_cache *c) { return c && c->log ? c->log : ""; }
 const char *gr_operator_cache_warning(void) { return gr_kcache_take_warning(); }
@@ -448,6 +399,7 @@ static gr_operator_image *image_from_payload(const unsigned char *p, size_t len,
     img->ptx = (int)le(p + 8, 4);
     img->arch = (int)le(p + 12, 4);
     img->in = in;
+    img->variant = img->op = -1;
     if (!read_constants(img)) {
         image_destroy(img);
         return NULL;
@@ -469,7 +421,9 @@ static void store_on_disk(const char *key, size_t keylen, const gr_operator_imag
 
 /* ---- NVRTC's errors in the user's terms -------------------------------------------------------------- */
 
-static const char *const fields[] = {"map", "reduce", "post", "identity", "preamble", "acc", NULL};
+/* The files a generated source names its users' texts by: an operator's fields, a user kernel's source
+ * and the call of its entry point (kernel_source.c). */
+static const char *const fields[] = {"map", "reduce", "post", "identity", "preamble", "acc", "source", "entry", NULL};
 
 /* The field whose text ends just before generated line `line` (where its #line directive resumes the
  * generated numbering): an error there is an unfinished expression, "{" say. NULL for any other line. */
@@ -490,8 +444,7 @@ static const char *field_ending_at(const char *source, long line) {
  * context's message becomes "<field>: <line>:<column>: <message> (...)" (without the column when
  * there is no caret) and gr_errarg the field; an error on the generated line right after a field is
  * that field's, "at its end". Returns 0 when the log has no such line. */
-static int compile_error(gr_context *ctx, const gr_operator *op, gr_dtype in, const char *source,
-                         const char *log) {
+static int compile_error(gr_context *ctx, const char *what, const char *source, const char *log) {
     for (const char *line = log; line && *line;) {
         const char *eol = strchr(line, '\n'), *end = eol ? eol : line + strlen(line);
         const char *open = memchr(line, '(', (size_t)(end - line));
@@ -522,11 +475,9 @@ static int compile_error(gr_context *ctx, const gr_operator *op, gr_dtype in, co
         if (!field && filelen == 9 && strncmp(line, "generated", 9) == 0 && (field = field_ending_at(source, lineno)))
             snprintf(where, sizeof where, "at its end");
         if (field)
-            gr_fail_arg(ctx, GR_EINVAL, field, "%s: %.*s (operator %s over %s elements)", where, msglen, msg,
-                        op->spec.name, gr_dtype_name(in));
+            gr_fail_arg(ctx, GR_EINVAL, field, "%s: %.*s (%s)", where, msglen, msg, what);
         else
-            gr_fail(ctx, GR_EINVAL, "operator %s over %s elements does not compile: %.*s: %s: %.*s", op->spec.name,
-                    gr_dtype_name(in), filelen, line, where, msglen, msg);
+            gr_fail(ctx, GR_EINVAL, "%s does not compile: %.*s: %s: %.*s", what, filelen, line, where, msglen, msg);
         return 1;
     }
     return 0;
@@ -534,7 +485,7 @@ static int compile_error(gr_context *ctx, const gr_operator *op, gr_dtype in, co
 
 /* ---- compiling ----------------------------------------------------------------------------------------- */
 
-static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const gr_operator *op, gr_dtype in,
+static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *what, gr_dtype in,
                              const char *source, int arch, gr_operator_image **out) {
     *out = NULL;
     gr_nvrtc_output o;
@@ -543,7 +494,7 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const gr_ope
     c->log = o.log;     /* kept whole, failed or not */
     o.log = NULL;
     if (st != GR_OK) {
-        if (st == GR_EINVAL) compile_error(ctx, op, in, source, c->log);    /* else gr_nvrtc_compile's message */
+        if (st == GR_EINVAL) compile_error(ctx, what, source, c->log);    /* else gr_nvrtc_compile's message */
         gr_nvrtc_output_free(&o);
         return st;
     }
@@ -553,20 +504,20 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const gr_ope
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
     *img = (gr_operator_image){.image = o.image, .size = o.size, .ptx = o.ptx, .arch = o.arch, .in = in,
-                               .nvrtc_ms = o.compile_ms};
+                               .nvrtc_ms = o.compile_ms, .variant = -1, .op = -1};
     o.image = NULL;
     gr_nvrtc_output_free(&o);
     if (!read_constants(img)) {
         image_destroy(img);
-        return gr_fail(ctx, GR_ECUDA, "the image NVRTC made of operator %s has no readable gr_op_acc_size, "
-                       "gr_op_acc_align or gr_op_result_kind", op->spec.name);
+        return gr_fail(ctx, GR_ECUDA, "the image NVRTC made of %s has no readable gr_op_acc_size, "
+                       "gr_op_acc_align or gr_op_result_kind", what);
     }
     *out = img;
     return GR_OK;
 }
 
-gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
-                              gr_operator_image **out) {
+gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char *source, gr_dtype in, int arch,
+                           const char *what, gr_operator_image **out, gr_operator_compile_info *info) {
     *out = NULL;
     double t0 = now_ms();
     if (!cache) return gr_fail_arg(ctx, GR_EINVAL, "cache", "is NULL");
@@ -574,18 +525,13 @@ gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_oper
     if (gr_nvrtc_version(&major, &minor) != 0) {
         char why[1024];
         gr_nvrtc_available(why, sizeof why);
-        return gr_fail(ctx, GR_ENODEV, "operators need NVRTC: %s", why);
+        return gr_fail(ctx, GR_ENODEV, "%s needs NVRTC: %s", what, why);
     }
-    char *source;
-    gr_status st = gr_operator_source(ctx, op, in, &source);
-    if (st != GR_OK) return st;
     size_t keylen;
     char *key = make_key(source, major, minor, arch, cache->headers, &keylen);
-    if (!key) {
-        free(source);
-        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    }
+    if (!key) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
 
+    gr_status st = GR_OK;
     gr_operator_origin origin = GR_ORIGIN_MEMORY;
     gr_operator_image *img = gr_kcache_mem_find(cache->images, key, keylen);
     if (!img) {
@@ -597,7 +543,7 @@ gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_oper
         origin = GR_ORIGIN_DISK;
         if (!img) {
             origin = GR_ORIGIN_NVRTC;
-            st = compile_new(ctx, cache, op, in, source, arch, &img);
+            st = compile_new(ctx, cache, what, in, source, arch, &img);
             if (st == GR_OK) store_on_disk(key, keylen, img);
         }
         if (st == GR_OK && gr_kcache_mem_insert(cache->images, key, keylen, img) != GR_OK) {
@@ -606,15 +552,27 @@ gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_oper
         }
     }
     free(key);
-    free(source);
     if (st != GR_OK) return st;
 
-    gr_operator_compile_info info = {origin, in, img->arch, img->ptx, img->size,
-                                     origin == GR_ORIGIN_NVRTC ? img->nvrtc_ms : 0, now_ms() - t0,
-                                     img->acc_size, img->acc_align, img->result_kind};
-    cache->last = op->last = info;
+    *info = (gr_operator_compile_info){origin, in, img->arch, img->ptx, img->size,
+                                       origin == GR_ORIGIN_NVRTC ? img->nvrtc_ms : 0, now_ms() - t0,
+                                       img->acc_size, img->acc_align, img->result_kind};
+    cache->last = *info;
     *out = img;
     return GR_OK;
+}
+
+gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
+                              gr_operator_image **out) {
+    *out = NULL;
+    char *source;
+    gr_status st = gr_operator_source(ctx, op, in, &source);
+    if (st != GR_OK) return st;
+    char what[128];
+    snprintf(what, sizeof what, "operator %s over %s elements", op->spec.name, gr_dtype_name(in));
+    st = gr_image_compile(ctx, cache, source, in, arch, what, out, &op->last);
+    free(source);
+    return st;
 }
 
 /* ---- on the device --------------------------------------------------------------------------------------- */
@@ -634,12 +592,15 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
         snprintf(what, sizeof what, "loading an operator's %s%s%s", img->ptx ? "PTX" : "CUBIN", *log ? ": " : "", log);
         return gr_fail_dev(ctx, e, what);
     }
-    struct { const char *name; void **fn; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main},
-        {GR_OP_KERNEL_PARTIALS, &k->partials}, {GR_OP_KERNEL_POST, &k->post}, {GR_OP_KERNEL_CHECK, &k->check},
-        {GR_OP_KERNEL_SEGMENTS, &k->segments}};
+    /* gr_op_segments is an operator's own: a user kernel's image (kernel_source.c) has none */
+    struct { const char *name; void **fn; int optional; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main, 0},
+        {GR_OP_KERNEL_PARTIALS, &k->partials, 0}, {GR_OP_KERNEL_POST, &k->post, 0}, {GR_OP_KERNEL_CHECK, &k->check, 0},
+        {GR_OP_KERNEL_SEGMENTS, &k->segments, 1}};
     for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++) {
         e = gr_dev_module_function(k->module, wanted[w].name, wanted[w].fn);
-        if (e) {
+        if (e && wanted[w].optional) {
+            *wanted[w].fn = NULL;
+        } else if (e) {
             gr_dev_module_unload(k->module);
             *k = (gr_operator_kernels){0};
             snprintf(what, sizeof what, "an operator's kernel %s", wanted[w].name);

@@ -68,7 +68,29 @@ struct gr_operator_image {
     /* set by gr_operator_prepare from the operator (its source, and so this image, says the same) */
     int has_post;
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
+    /* set by gr_kernel_prepare for a user kernel's image (kernel.c): its registry index, and the
+     * built-in op it reduces with (-1: a user operator's functor); -1 and -1 for an operator's own */
+    int variant, op;
 };
+
+struct gr_text;
+/* The parts of an operator's generated source around its gr_op_main and gr_op_partials, for a user
+ * kernel that runs the operator (kernel_source.c): the head -- headers, preamble, the fields' functions,
+ * the functor gr_op_functor over gr_op_in and gr_op_acc -- and the tail -- gr_op_post, gr_op_check and
+ * the image's constants. */
+gr_status gr_operator_source_head(gr_context *ctx, const gr_operator *op, gr_dtype in, struct gr_text *t);
+void gr_operator_source_tail(struct gr_text *t, gr_dtype in);
+
+/* The image of a generated source (an operator's, or a user kernel's: kernel_source.c) for input dtype
+ * `in` and compute capability arch: from the cache's memory, else the disk cache, else NVRTC (then
+ * stored in both). `what` names the source in messages ("operator l2 over float64 elements"); a compile
+ * error in a user's text is said in its terms (operator.c's compile_error). The compile's facts go to
+ * *info and to the cache's last. GR_ENODEV without NVRTC. */
+gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char *source, gr_dtype in, int arch,
+                           const char *what, gr_operator_image **out, gr_operator_compile_info *info);
+/* A map of the cache's that users may key as they like (values not owned): kernel.c remembers there
+ * which image serves a user kernel for an op and dtype. */
+struct gr_kcache_mem *gr_operator_cache_memo(gr_operator_cache *c);
 
 /* Whether s is empty or only white space (the spec's checks and the generated source share it). */
 int gr_operator_is_blank(const char *s);

@@ -27,7 +27,8 @@ int gr_operator_launch(gr_launch *L, const gr_operator_image *img) {
                                            partial_args)
                            : gr_dev_launch(img->kernels.main, (unsigned)L->grid, (unsigned)L->block, L->smem, L->stream,
                                            main_args);
-    if (e) L->site = L->partials_in ? "gr_op_partials (a user operator)" : "gr_op_main (a user operator)";
+    if (e) L->site = img->variant >= 0 ? (L->partials_in ? "gr_op_partials (a user kernel)" : "gr_op_main (a user kernel)")
+                                       : (L->partials_in ? "gr_op_partials (a user operator)" : "gr_op_main (a user operator)");
     return e;
 }
 

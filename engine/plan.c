@@ -87,17 +87,36 @@ static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_r
     return GR_OK;
 }
 
+/* A user kernel's row (gr.kernel) runs the kernels gr_kernel_prepare made for this very reduction
+ * (o->kernel: its variant, dtype, and op and accumulator, or -1 for a user operator); no other row
+ * takes them. */
+static gr_status check_kernel(gr_context *ctx, const gr_options *o, int vi, gr_dtype t, int op, int acc) {
+    const gr_variant_row *row = gr_variant_row_get(vi);
+    const struct gr_operator_image *k = o->kernel;
+    if (!row->user)
+        return k ? gr_fail_arg(ctx, GR_EINVAL, "kernel", "is set, but variant '%s' is not a user kernel", row->name)
+                 : GR_OK;
+    if (!k)
+        return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' is a user kernel: its kernels for this op over %s must "
+                           "be prepared first (gr_kernel_prepare, into gr_options.kernel)", row->name, gr_dtype_name(t));
+    if (k->variant != vi || k->in != t || k->op != op || (op >= 0 && k->acc_dtype != acc))
+        return gr_fail_arg(ctx, GR_EINVAL, "kernel", "was prepared for another reduction (variant, op, dtype or "
+                           "accumulator) than this one, with variant '%s' over %s", row->name, gr_dtype_name(t));
+    return GR_OK;
+}
+
 /* A plan with a user operator (o->user): the shape its generated kernel has (engine/operator.c) --
- * pipelined's for 1-byte elements, warp_shuffle's for the others, as auto gives the built-in ops -- on
- * device buffers, with the finishes that end on the device. An empty buffer still runs one block, whose
- * epilogue writes the identity (and post then sees it). */
+ * pipelined's for 1-byte elements, warp_shuffle's for the others, as auto gives the built-in ops -- or
+ * a user kernel's that takes every op (run with the operator: o->kernel), on device buffers, with the
+ * finishes that end on the device. An empty buffer still runs one block, whose epilogue writes the
+ * identity (and post then sees it). */
 static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
     static int shapes[2] = {-1, -1};    /* the registry is fixed: looked up once */
     if (shapes[0] < 0) {
         shapes[0] = gr_variant_find("warp_shuffle");
         shapes[1] = gr_variant_find("pipelined");
     }
-    int vi = shapes[gr_dtype_size(t) == 1];
+    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant : shapes[gr_dtype_size(t) == 1];
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)
@@ -109,18 +128,25 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
                            "memory: gr.copy it to a device buffer, or use opts.streamed with a built-in op)");
     if (o->variant >= 0 && o->variant != vi)
         return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' does not take a user operator over %s (accepted: "
-                           "auto, %s, whose shape the operator's kernel has)", gr_variant_get(o->variant)->name,
-                           gr_dtype_name(t), v->name);
+                           "auto, %s, whose shape the operator's kernel has; or a user kernel that takes every op)",
+                           gr_variant_get(o->variant)->name, gr_dtype_name(t), v->name);
+    if (row->user && v->ops != GR_OPS_ALL)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "user kernel '%s' lists the ops it takes: a user operator needs one "
+                           "that takes every op (gr.kernel without ops)", v->name);
+    gr_status kst = check_kernel(ctx, o, vi, t, -1, -1);
+    if (kst != GR_OK) return kst;
     if (o->acc >= 0)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
     gr_status dst = gr_check_determinism(ctx, v, o->determinism);
     if (dst != GR_OK) return dst;
-    gr_finish finish = o->finish == GR_FINISH_AUTO ? GR_FINISH_SINGLE : o->finish;
+    gr_finish finish = o->finish != GR_FINISH_AUTO ? o->finish
+                     : v->finishes & (1u << GR_FINISH_SINGLE) ? GR_FINISH_SINGLE : GR_FINISH_DEVICE;
     if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE && (!o->fold || o->user->acc_dtype < 0))
         return gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' combines partials on the CPU, with the operator's "
                            "cpu.reduce over %s (accepted here: auto, single, device)", gr_finish_name(finish),
                            o->user->acc_dtype < 0 ? "numbers, which a struct accumulator's partials are not"
                                                   : "its partials: give gr.operator a cpu table");
+    if ((kst = gr_check_finish(ctx, v, finish)) != GR_OK) return kst;
     int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
@@ -131,6 +157,7 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
         plan->fold = o->fold;
         plan->fold_ud = o->fold_ud;
     }
+    plan->kernel = row->user ? o->kernel : NULL;
     plan->finish = finish;
     plan->in_dtype = t;
     plan->acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;   /* a struct: bytes */
@@ -173,8 +200,10 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((st = gr_check_finish(ctx, v, finish)) != GR_OK) return st;
     int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (acc < 0) return GR_EINVAL;
+    if ((st = check_kernel(ctx, o, vi, t, (int)o->op, acc)) != GR_OK) return st;
 
     plan->variant = vi;
+    plan->kernel = row->user ? o->kernel : NULL;
     plan->op = o->op;
     plan->finish = finish;
     plan->in_dtype = t;

@@ -6,6 +6,10 @@
  * here, which names that gr_kernel. The kernels are weak references: a CPU-only build has none, and
  * the rows that need them report that a CUDA device is needed. A variant's finishing modes come from
  * its shape through the finish table (finish.c).
+ *
+ * User kernels (gr.kernel, kernel.c) add rows after the catalogue's, for the life of the process: index
+ * NVARIANTS + k is the k-th registered. They are never changed or removed, so an index, a plan or a
+ * pointer to a row stays valid; a reader sees a row once user_count says it is there.
  */
 #include "registry.h"
 #include "error.h"
@@ -13,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The kernels, in no particular order (the rows below name the one each runs). */
@@ -34,7 +39,9 @@ static gr_status host_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uin
     return gr_cpu_reduce(ctx, p, n, first, t, op, acc, 1, acc_out);
 }
 
-#define DEVICE(name) &gr_kernel_##name, NULL
+/* the last fields of a catalogue row: its kernel or host function; every finish of its shape; no user kernel */
+#define DEVICE(name) &gr_kernel_##name, NULL, 0, NULL
+#define HOST(fn) NULL, fn, 0, NULL
 #define CLASSIC (GR_SHAPE_PARTIALS | GR_SHAPE_EPILOGUE)
 #define GPU_POW2 (GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK)
 
@@ -47,10 +54,10 @@ static gr_status host_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uin
 static const gr_variant_row rows[] = {
     {"cpu", 0, "the host backend (a threaded loop per core)",
      "threaded host reduction: one contiguous run per core, runs combined in order, in the accumulator type",
-     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, NULL, host_cpu},
+     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, HOST(host_cpu)},
     {"cpu_pairwise", 1, "recursiveReduce: the textbook's recursive interleaved-pair host reduction",
      "host reduction by interleaved pairs with halving strides, recursively, in the accumulator type",
-     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, NULL, host_cpu_pairwise},
+     GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, HOST(host_cpu_pairwise)},
     {"neighbored", 2, "reduceNeighbored / Reduce v0: neighbored pairs picked by tid % (2 * stride)",
      "one element per thread into shared memory; neighbored-pair tree picked by tid % (2 * stride)",
      CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored)},
@@ -100,42 +107,89 @@ static const gr_variant_row rows[] = {
 
 #define NVARIANTS ((int)(sizeof rows / sizeof rows[0]))
 
-/* The public view of each row (gr.h's gr_variant), with the finishing modes derived, made once. */
+/* The public view of a row (gr.h's gr_variant), with the finishing modes derived. */
+static gr_variant view_of(const gr_variant_row *r) {
+    return (gr_variant){r->name, r->ordinal, r->origin, r->summary, r->finishes ? r->finishes : gr_finishes_of(r->shape),
+                        r->default_finish, r->block_min, r->block_max, r->block_default, r->needs, r->ops,
+                        r->determinism, r->user != NULL};
+}
+
 static gr_variant views[NVARIANTS];
 static pthread_once_t views_once = PTHREAD_ONCE_INIT;
 
 static void make_views(void) {
-    for (int i = 0; i < NVARIANTS; i++) {
-        const gr_variant_row *r = &rows[i];
-        views[i] = (gr_variant){r->name, r->ordinal, r->origin, r->summary, gr_finishes_of(r->shape),
-                                r->default_finish, r->block_min, r->block_max, r->block_default, r->needs, r->ops,
-                                r->determinism};
-    }
+    for (int i = 0; i < NVARIANTS; i++) views[i] = view_of(&rows[i]);
 }
 
-int gr_variant_count(void) { return NVARIANTS; }
+/* The user kernels' rows and views; user_count is raised (release) after a row is written whole. */
+static gr_variant_row user_rows[GR_MAX_USER_VARIANTS];
+static gr_variant user_views[GR_MAX_USER_VARIANTS];
+static int user_count;
+static pthread_mutex_t user_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int users(void) { return __atomic_load_n(&user_count, __ATOMIC_ACQUIRE); }
+
+int gr_variant_count(void) { return NVARIANTS + users(); }
 
 const gr_variant *gr_variant_get(int i) {
     pthread_once(&views_once, make_views);
-    return i >= 0 && i < NVARIANTS ? &views[i] : NULL;
+    if (i >= 0 && i < NVARIANTS) return &views[i];
+    return i >= NVARIANTS && i < NVARIANTS + users() ? &user_views[i - NVARIANTS] : NULL;
 }
 
-const gr_variant_row *gr_variant_row_get(int i) { return i >= 0 && i < NVARIANTS ? &rows[i] : NULL; }
+const gr_variant_row *gr_variant_row_get(int i) {
+    if (i >= 0 && i < NVARIANTS) return &rows[i];
+    return i >= NVARIANTS && i < NVARIANTS + users() ? &user_rows[i - NVARIANTS] : NULL;
+}
 
 int gr_variant_find(const char *name) {
-    for (int i = 0; i < NVARIANTS; i++)
-        if (strcmp(rows[i].name, name) == 0) return i;
+    for (int i = 0, count = gr_variant_count(); i < count; i++)
+        if (strcmp(gr_variant_row_get(i)->name, name) == 0) return i;
     return -1;
 }
 
-const char *gr_variant_names(void) {
-    static char buf[1024];
-    if (!buf[0]) {
-        size_t used = (size_t)snprintf(buf, sizeof buf, "auto");
-        for (int i = 0; i < NVARIANTS && used < sizeof buf; i++)
-            used += (size_t)snprintf(buf + used, sizeof buf - used, ", %s", rows[i].name);
+gr_status gr_registry_add(gr_context *ctx, const gr_variant_row *row, int *index) {
+    pthread_mutex_lock(&user_lock);
+    gr_status st = GR_OK;
+    int at = gr_variant_find(row->name);
+    if (at >= 0 || strcmp(row->name, "auto") == 0)
+        st = gr_fail_arg(ctx, GR_EINVAL, "name", "'%s' is %s (a user kernel needs a name of its own)", row->name,
+                         at < 0 ? "what opts.variant calls the automatic choice" :
+                         at < NVARIANTS ? "a catalogue variant" : "a user kernel already");
+    else if (user_count == GR_MAX_USER_VARIANTS)
+        st = gr_fail_arg(ctx, GR_EINVAL, "name", "the registry holds %d user kernels, its most: '%s' is one too "
+                         "many for this process", GR_MAX_USER_VARIANTS, row->name);
+    if (st == GR_OK) {
+        user_rows[user_count] = *row;
+        user_rows[user_count].ordinal = 100 + user_count;     /* after any the catalogue may take */
+        user_views[user_count] = view_of(&user_rows[user_count]);
+        *index = NVARIANTS + user_count;
+        __atomic_store_n(&user_count, user_count + 1, __ATOMIC_RELEASE);
     }
-    return buf;
+    pthread_mutex_unlock(&user_lock);
+    return st;
+}
+
+/* "auto, cpu, ..., <user kernels>": one text per count of user kernels, kept for the process (a caller
+ * may hold the one it got while another thread registers a kernel). */
+const char *gr_variant_names(void) {
+    static char *texts[GR_MAX_USER_VARIANTS + 1];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    int count = gr_variant_count();
+    pthread_mutex_lock(&lock);
+    char *text = texts[count - NVARIANTS];
+    if (!text) {
+        size_t len = 8;
+        for (int i = 0; i < count; i++) len += strlen(gr_variant_row_get(i)->name) + 2;
+        if ((text = malloc(len)) != NULL) {
+            size_t used = (size_t)snprintf(text, len, "auto");
+            for (int i = 0; i < count; i++)
+                used += (size_t)snprintf(text + used, len - used, ", %s", gr_variant_row_get(i)->name);
+            texts[count - NVARIANTS] = text;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return text ? text : "auto, ... (out of host memory)";
 }
 
 const char *const gr_determinism_names[GR_DET_COUNT + 1] = {"not_guaranteed", "run_to_run", "gpu_to_gpu", NULL};

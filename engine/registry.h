@@ -36,9 +36,20 @@ typedef struct gr_variant_row {
     gr_determinism determinism; /* what it promises of float results (gr.h) */
     const gr_kernel *kernel;    /* NULL for a host variant, and for every kernel in a CPU-only build */
     gr_host_fn host;            /* NULL for a kernel variant */
+    /* a user kernel's (kernel.c): the finishing modes it allows (0, the catalogue's: all its shape's), and
+     * its definition (NULL for the catalogue's rows) */
+    unsigned finishes;
+    const struct gr_user_kernel *user;
 } gr_variant_row;
 
 const gr_variant_row *gr_variant_row_get(int i);
+/* Appends a user kernel's row after the catalogue's (kernel.c): its index in *index, its ordinal 100 +
+ * the number registered before it. The row is copied and stays until the process ends (what it points
+ * to must too). GR_EINVAL naming "name" when a
+ * variant has the name already, or when the registry is full (GR_MAX_USER_VARIANTS). Thread-safe; a row
+ * is visible to readers once it is complete. */
+#define GR_MAX_USER_VARIANTS 64
+gr_status gr_registry_add(gr_context *ctx, const gr_variant_row *row, int *index);
 /* GR_OK when variant v (NULL: none named, as for segments) gives the determinism asked for (-1: none
  * asked), else a message naming opts.determinism and what is accepted. */
 gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked);

@@ -8,6 +8,7 @@
  *   lopts.c     the table-driven parser of every options table
  *   loperator.c user operators: gr.operator and the Operator userdata
  *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions run
+ *   lkernel.c   user kernel variants: gr.kernel, and their kernels prepared for a reduction
  *
  * No CUDA header here: everything goes through engine/gr.h. Every function registered by the module
  * has the context userdata as upvalue 1.
@@ -177,6 +178,28 @@ int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs,
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */
+/* What gr.operator and gr.kernel share in reading their table (argument 1): "a, b, c" of a
+ * NULL-terminated list, pushed; a refusal of a key of table t that is not in keys (prefix: "cpu." for a
+ * nested table); t[key] as a C string left on the stack (NULL for nil), refusing another type with
+ * "<key>: expected a string<hint>" and a string with a zero byte inside. */
+const char *lgr_push_list(lua_State *L, const char *const *names);
+void lgr_refuse_unknown(lua_State *L, int t, const char *const *keys, const char *prefix);
+const char *lgr_string_field(lua_State *L, int t, const char *key, const char *hint);
+/* The fields of a compile's facts (origin, dtype, arch, ptx, image_bytes, nvrtc_ms, ...) in the table on
+ * the top of the stack: op:info()'s and gr.kernel_compile's. */
+void lgr_set_compile_info(lua_State *L, const gr_operator_compile_info *c);
+/* Raises the engine's last compile error (GR_EINVAL of a compile) with NVRTC's whole log after it. */
+int lgr_raise_compile_error(lua_State *L);
+
+/* ---- user kernels (lkernel.c) --------------------------------------------------------------------- */
+
+int lgr_kernel(lua_State *L);
+int lgr_kernel_compile(lua_State *L);
+int lgr_kernel_source(lua_State *L);
+/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
+ * dtype t (the op, or r->user_op) prepared into r->o.kernel, or a Lua error (a compile error with
+ * NVRTC's log). Elsewhere nothing: the engine says what cannot run. */
+void lgr_kernel_prepare(lua_State *L, lgr_reduce_opts *r, gr_dtype t);
 extern const luaL_Reg lgr_operator_methods[], lgr_operator_meta[];
 
 /* ---- tables about the engine (linfo.c) ------------------------------------------------------------ */
@@ -196,5 +219,7 @@ int lgr_plan(lua_State *L);
 int lgr_pool_stats(lua_State *L);
 int lgr_pool_trim(lua_State *L);
 int lgr_variants(lua_State *L);
+/* The registry entry of variant i as gr.variants() lists it, pushed. */
+void lgr_push_variant(lua_State *L, int i);
 
 #endif

@@ -142,7 +142,9 @@ static const luaL_Reg module_funcs[] = {
     {"backend", lgr_backend}, {"bench", lgr_bench},
     {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"copy", lgr_copy},
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
-    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"memory_limit", lgr_memory_limit},
+    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel}, {"kernel_compile", lgr_kernel_compile},
+    {"kernel_source", lgr_kernel_source},
+    {"memory_limit", lgr_memory_limit},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
     {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
     {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};

@@ -38,6 +38,7 @@ int lgr_plan(lua_State *L) {
         return luaL_argerror(L, 2, "opts: gr.plan shows the passes of a whole-buffer reduction (not segment, "
                                    "offsets, out, async, streamed or dtype)");
     if (r.user_op) lgr_operator_prepare(L, &r, b);
+    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     gr_plan p;
     gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -64,6 +65,7 @@ int lgr_bench(lua_State *L) {
     lgr_reduce_opts x;
     lgr_reduce_opts_read(L, 2, -1, 1, &x);
     if (x.user_op) lgr_operator_prepare(L, &x, b);
+    if (!x.segment && !x.offsets) lgr_kernel_prepare(L, &x, gr_buffer_dtype(b));
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;
     if (x.segment || x.offsets) {
@@ -156,13 +158,11 @@ int lgr_debug_events(lua_State *L) {
     return 1;
 }
 
-int lgr_variants(lua_State *L) {
+void lgr_push_variant(lua_State *L, int i) {
     gr_context *ctx = lgr_ctx(L);
-    int n = gr_variant_count();
-    lua_createtable(L, n, 0);
-    for (int i = 0; i < n; i++) {
-        const gr_variant *v = gr_variant_get(i);
-        lua_createtable(L, 0, 11);
+    const gr_variant *v = gr_variant_get(i);
+    {
+        lua_createtable(L, 0, 12);
         lgr_set_str(L, "name", v->name);
         lgr_set_int(L, "ordinal", v->ordinal);
         lgr_set_str(L, "origin", v->origin);
@@ -194,6 +194,15 @@ int lgr_variants(lua_State *L) {
                 lua_rawseti(L, -2, ++k);
             }
         lua_setfield(L, -2, "ops");
+        lgr_set_bool(L, "user", v->user);
+    }
+}
+
+int lgr_variants(lua_State *L) {
+    int n = gr_variant_count();
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lgr_push_variant(L, i);
         lua_rawseti(L, -2, i + 1);
     }
     return 1;

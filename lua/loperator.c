@@ -37,7 +37,7 @@ static int o_release(lua_State *L) {
 /* ---- reading the table ---------------------------------------------------------------------------- */
 
 /* "a, b, c" of a NULL-terminated list, on the stack. */
-static const char *push_list(lua_State *L, const char *const *names) {
+const char *lgr_push_list(lua_State *L, const char *const *names) {
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     for (int i = 0; names[i]; i++) {
@@ -48,8 +48,7 @@ static const char *push_list(lua_State *L, const char *const *names) {
     return lua_tostring(L, -1);
 }
 
-/* Refuses a key of table t that is not in keys, naming it (prefix "cpu." inside cpu). */
-static void refuse_unknown(lua_State *L, int t, const char *const *keys, const char *prefix) {
+void lgr_refuse_unknown(lua_State *L, int t, const char *const *keys, const char *prefix) {
     lua_pushnil(L);
     while (lua_next(L, t)) {
         lua_pop(L, 1);
@@ -59,25 +58,26 @@ static void refuse_unknown(lua_State *L, int t, const char *const *keys, const c
         if (!known) {
             const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : luaL_tolstring(L, -1, NULL);
             luaL_argerror(L, 1, lua_pushfstring(L, "unknown field '%s%s' (accepted: %s)", prefix, k,
-                                                push_list(L, keys)));
+                                                lgr_push_list(L, keys)));
         }
     }
 }
 
-/* t[key] as a C string (left on the stack, so it stays alive), or NULL for nil; refuses anything else,
- * and a string with a zero byte inside, which C would cut short. */
-static const char *string_field(lua_State *L, int t, const char *key) {
+const char *lgr_string_field(lua_State *L, int t, const char *key, const char *hint) {
     int type = lua_getfield(L, t, key);
     if (type == LUA_TNIL) return NULL;
     if (type != LUA_TSTRING)
-        luaL_argerror(L, 1, lua_pushfstring(L, "%s: expected a string%s, got %s", key,
-                                            strcmp(key, "name") == 0 || strcmp(key, "acc") == 0 ? "" :
-                                            strcmp(key, "preamble") == 0 ? " (C declarations)" : " (a C expression)",
-                                            luaL_typename(L, -1)));
+        luaL_argerror(L, 1, lua_pushfstring(L, "%s: expected a string%s, got %s", key, hint, luaL_typename(L, -1)));
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
     if (strlen(s) != len) luaL_argerror(L, 1, lua_pushfstring(L, "%s: has a zero byte inside", key));
     return s;
+}
+
+/* A field of gr.operator's table, with what its string holds. */
+static const char *string_field(lua_State *L, int t, const char *key) {
+    return lgr_string_field(L, t, key, strcmp(key, "name") == 0 || strcmp(key, "acc") == 0 ? "" :
+                                       strcmp(key, "preamble") == 0 ? " (C declarations)" : " (a C expression)");
 }
 
 /* The cpu table: functions map and reduce, post optional. Leaves it (or nil) on the stack. */
@@ -88,7 +88,7 @@ static int cpu_field(lua_State *L, int t) {
         luaL_argerror(L, 1, lua_pushfstring(L, "cpu: expected a table of functions {map =, reduce =, post =}, "
                                                "got %s", luaL_typename(L, -1)));
     int cpu = lua_gettop(L);
-    refuse_unknown(L, cpu, cpu_keys, "cpu.");
+    lgr_refuse_unknown(L, cpu, cpu_keys, "cpu.");
     for (int i = 0; cpu_keys[i]; i++) {
         int got = lua_getfield(L, cpu, cpu_keys[i]);
         int optional = strcmp(cpu_keys[i], "post") == 0;
@@ -126,15 +126,17 @@ static int compile_now(lua_State *L, gr_operator *op) {
     gr_status st = gr_operator_compile(ctx, lgr_operator_cache(L), op, default_dtype(op), arch, &img);
     show_cache_warning();
     if (st == GR_ENODEV) return 0;
-    if (st == GR_EINVAL) {
-        const char *log = gr_operator_cache_log(lgr_operator_cache(L));
-        size_t len = strlen(log);
-        while (len && (log[len - 1] == '\n' || log[len - 1] == ' ')) len--;
-        lua_pushlstring(L, log, len);
-        return luaL_error(L, "gpureduce: %s%s%s", gr_errmsg(ctx), len ? "\nNVRTC's log:\n" : "", lua_tostring(L, -1));
-    }
+    if (st == GR_EINVAL) return lgr_raise_compile_error(L);
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
     return 1;
+}
+
+int lgr_raise_compile_error(lua_State *L) {
+    const char *log = gr_operator_cache_log(lgr_operator_cache(L));
+    size_t len = strlen(log);
+    while (len && (log[len - 1] == '\n' || log[len - 1] == ' ')) len--;
+    lua_pushlstring(L, log, len);
+    return luaL_error(L, "gpureduce: %s%s%s", gr_errmsg(lgr_ctx(L)), len ? "\nNVRTC's log:\n" : "", lua_tostring(L, -1));
 }
 
 /* Lua's view of two accumulator values: equal, or both NaN. */
@@ -188,7 +190,7 @@ static void check_cpu_identity(lua_State *L, const gr_operator *op, int cpu) {
 int lgr_operator(lua_State *L) {
     gr_context *ctx = lgr_ctx(L);
     luaL_checktype(L, 1, LUA_TTABLE);
-    refuse_unknown(L, 1, operator_keys, "");
+    lgr_refuse_unknown(L, 1, operator_keys, "");
     gr_operator_spec spec = {
         string_field(L, 1, "name"),     string_field(L, 1, "map"), string_field(L, 1, "reduce"),
         string_field(L, 1, "post"),     string_field(L, 1, "identity"), string_field(L, 1, "acc"),
@@ -255,19 +257,23 @@ static int o_info(lua_State *L) {
     lgr_set_str(L, "identity", s->identity);
     lgr_set_str(L, "preamble", s->preamble);
     lua_setfield(L, -2, "expressions");
-    lgr_set_str(L, "origin", gr_operator_origin_name(c.origin));
-    if (c.origin != GR_ORIGIN_NONE) {
-        lgr_set_str(L, "dtype", gr_dtype_name(c.in));
-        lgr_set_int(L, "arch", c.arch);
-        lgr_set_bool(L, "ptx", c.ptx);
-        lgr_set_int(L, "image_bytes", (lua_Integer)c.image_bytes);
-        lgr_set_num(L, "nvrtc_ms", c.nvrtc_ms);
-        lgr_set_num(L, "total_ms", c.total_ms);
-        lgr_set_int(L, "acc_size", (lua_Integer)c.acc_size);
-        lgr_set_int(L, "acc_align", (lua_Integer)c.acc_align);
-        lgr_set_str(L, "result", kind_names[c.result_kind]);
-    }
+    lgr_set_compile_info(L, &c);
     return 1;
+}
+
+void lgr_set_compile_info(lua_State *L, const gr_operator_compile_info *c) {
+    lgr_set_str(L, "origin", gr_operator_origin_name(c->origin));
+    if (c->origin != GR_ORIGIN_NONE) {
+        lgr_set_str(L, "dtype", gr_dtype_name(c->in));
+        lgr_set_int(L, "arch", c->arch);
+        lgr_set_bool(L, "ptx", c->ptx);
+        lgr_set_int(L, "image_bytes", (lua_Integer)c->image_bytes);
+        lgr_set_num(L, "nvrtc_ms", c->nvrtc_ms);
+        lgr_set_num(L, "total_ms", c->total_ms);
+        lgr_set_int(L, "acc_size", (lua_Integer)c->acc_size);
+        lgr_set_int(L, "acc_align", (lua_Integer)c->acc_align);
+        lgr_set_str(L, "result", kind_names[c->result_kind]);
+    }
 }
 
 static int o_tostring(lua_State *L) {

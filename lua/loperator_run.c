@@ -164,8 +164,16 @@ static int reduce_on_cpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *b, int cpu
     return 1;
 }
 
+/* gpu_to_gpu has no form for an operator: refused before its cpu functions could run. */
+static void refuse_exact(lua_State *L, const lgr_reduce_opts *r) {
+    if (r->o.determinism == GR_DET_GPU_TO_GPU)
+        luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+                            "user's) (accepted with operators: not_guaranteed, run_to_run)");
+}
+
 int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     gr_context *ctx = lgr_ctx(L);
+    refuse_exact(L, r);
     /* the GPU reduces device buffers, and host data it streams */
     if (gr_context_backend(ctx) == GR_BACKEND_CUDA && (gr_buffer_where(b) == GR_DEVICE || r->streamed)) {
         lgr_operator_prepare(L, r, b);          /* nothing more to look up on a repeated call */
@@ -189,6 +197,7 @@ int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
  * functions one buffer at a time. Pushes the table of results. */
 int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count) {
     gr_context *ctx = lgr_ctx(L);
+    refuse_exact(L, r);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     int results = lua_gettop(L);
     int gpu = gr_context_backend(ctx) == GR_BACKEND_CUDA;

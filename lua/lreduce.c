@@ -165,6 +165,7 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r);
 static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype t = r->dtype < 0 ? GR_FLOAT32 : (gr_dtype)r->dtype;
+    lgr_kernel_prepare(L, r, t);
     void *data;
     size_t n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
@@ -272,6 +273,7 @@ static int reduce_with(lua_State *L, int op) {
         if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
     }
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
+    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
     gr_result v;
@@ -293,6 +295,10 @@ int lgr_reduce_many(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lgr_reduce_opts r;
     lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    if (r.o.variant >= 0 && gr_variant_get(r.o.variant)->user)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "opts.variant: user kernel '%s' reduces one buffer per call "
+                                                      "(its kernels are compiled for one dtype: call gr.reduce on "
+                                                      "each)", gr_variant_get(r.o.variant)->name));
     if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
         return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
                                    "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");

@@ -19,15 +19,7 @@ end
 local probe_ok, probe = pcall(gr.operator, spec { name = "probe" })
 local has_nvrtc = probe_ok and probe:info().origin ~= "none"
 
-local function nvrtc_it(title, fn)
-  it(title, function()
-    if not has_nvrtc then
-      pending("no NVRTC on this machine: operators are not compiled")
-      return
-    end
-    fn()
-  end)
-end
+local nvrtc_it = H.it_if(has_nvrtc, "no NVRTC on this machine: operators are not compiled")
 
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 

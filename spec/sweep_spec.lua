@@ -47,6 +47,12 @@ local function tmpdir()
   return d
 end
 
+local function write_file(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
 local function read(path)
   local f = assert(io.open(path))
   local s = f:read("a")
@@ -148,6 +154,7 @@ describe("sweep options", function()
       { { "--reps", "0" }, "%-%-reps: '0'" },
       { { "--frobnicate" }, "unknown option '%-%-frobnicate'" },
       { { "--operators", "/nonexistent.lua" }, "%-%-operators: cannot open /nonexistent.lua" },
+      { { "--kernels", "/nonexistent.lua" }, "%-%-kernels: cannot open /nonexistent.lua" },
     }
     for _, c in ipairs(cases) do
       local s, err = parse(c[1])
@@ -343,11 +350,7 @@ describe("sweep runs", function()
   it("--operators reads user operators from a file, refusing a bad one by entry", function()
     local ok_nvrtc = pcall(gr.operator, { name = "probe", map = "x", reduce = "a + b", identity = "0", acc = "float64" })
     local file = os.tmpname()
-    local function write(text)
-      local f = assert(io.open(file, "w"))
-      f:write(text)
-      f:close()
-    end
+    local function write(text) write_file(file, text) end
     write("return { { like = 'sum' } }")
     local s, err = parse({ "--operators", file })
     assert.is_nil(s)
@@ -375,6 +378,44 @@ describe("sweep runs", function()
       .. q(root .. "/experiments/operators/basic.lua") .. " --out " .. q(dir), "GPUREDUCE_BACKEND=cpu")
     assert.equal(0, code, out .. stderr)
     assert.matches("skipping --operators: user operators are timed on the GPU only", stderr, 1, true)
+  end)
+
+  it("--kernels registers user kernels from a file, refusing a bad one by entry", function()
+    local file = os.tmpname()
+    local function write(text) write_file(file, text) end
+    local cases = {
+      { "return 42", "must return a list, got number" },
+      { "return {}", "returned no kernel" },
+      { "return { 42 }", "entry 1: expected a gr.kernel spec {name =, source =, ...}" },
+      { "return { 'no_such_kernel' }", "entry 1: expected a gr.kernel spec" },
+      { "return { { name = 'sweep_k', source = 'int y;' } }", "entry 1: bad argument #1 to" },
+      { "return { { name = 'sweep_k', source = 'sweep_k', block = { min = 48 } } }", "block: min 48 is not a power of two" },
+      { "error('boom')", "raised:" },
+    }
+    for _, c in ipairs(cases) do
+      write(c[1])
+      local s, err = parse({ "--kernels", file })
+      assert.is_nil(s, c[1])
+      assert.matches(c[2], err, 1, true)
+    end
+    os.remove(file)
+    local s = assert(parse({ "--kernels", root .. "/experiments/kernels/two_stage.lua" }))
+    assert.is_true(gr.variant("two_stage").user)
+    if gr.backend() == "cuda" then
+      assert.same({ "two_stage" }, s.kernels)
+      assert.equal("two_stage", s.variants[#s.variants])
+    else
+      assert.is_nil(s.kernels, "the cpu backend skips them")
+      for _, v in ipairs(s.variants) do assert.not_equal("two_stage", v) end
+    end
+  end)
+
+  it("--kernels on the CPU backend says they are skipped and completes", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--quick --no-plot --no-progress --sizes 2^10 --kernels "
+      .. q(root .. "/experiments/kernels/two_stage.lua") .. " --out " .. q(dir), "GPUREDUCE_BACKEND=cpu")
+    assert.equal(0, code, out .. stderr)
+    assert.matches("skipping --kernels: user kernels run on the GPU only (registered: two_stage)", stderr, 1, true)
   end)
 
   it("--quick completes on the CPU backend and says so", function()

@@ -107,6 +107,11 @@ function M.parser(gr)
     .. "stands for (like) on that op's data, and run with the plan auto gives it (GPU only). "
     .. "experiments/operators/ has examples.")
     :argname("<file>"):convert(function(path) return M.load_operators(gr, path) end)
+  p:option("--kernels", "A Lua file of user kernels to sweep beside the variants: it returns a list of "
+    .. "gr.kernel specs ({name =, source =, ...}), or registers them itself and returns them (or their names). "
+    .. "Each is validated and timed like a catalogue variant, over its block sizes and finishing modes "
+    .. "(GPU only). experiments/kernels/ has examples.")
+    :argname("<file>"):convert(function(path) return M.load_kernels(gr, path) end)
   p:option("--dtypes", "Element types, or 'all': " .. table.concat(gr.dtypes(), ",")
     .. ". (default: float32)")
     :argname("<list>"):convert(names_of("--dtypes", gr.dtypes(), { "all" }))
@@ -145,13 +150,20 @@ function M.parser(gr)
   return p
 end
 
+--- The list a Lua file returns (--operators, --kernels), or nil and why, said for `option`.
+local function load_list(option, path)
+  local chunk, err = loadfile(path)
+  if not chunk then return nil, option .. ": " .. err end
+  local ok, list = pcall(chunk)
+  if not ok then return nil, option .. ": " .. path .. " raised: " .. tostring(list) end
+  if type(list) ~= "table" then return nil, option .. ": " .. path .. " must return a list, got " .. type(list) end
+  return list
+end
+
 --- The user operators of a --operators file: a list of {name=, operator=, like=}, or nil and why.
 function M.load_operators(gr, path)
-  local chunk, err = loadfile(path)
-  if not chunk then return nil, "--operators: " .. err end
-  local ok, list = pcall(chunk)
-  if not ok then return nil, "--operators: " .. path .. " raised: " .. tostring(list) end
-  if type(list) ~= "table" then return nil, "--operators: " .. path .. " must return a list, got " .. type(list) end
+  local list, err = load_list("--operators", path)
+  if not list then return nil, err end
   local ops, out = set_of(gr.ops()), {}
   for i, e in ipairs(list) do
     if type(e) ~= "table" or type(e.operator) ~= "userdata" or not pcall(function() return e.operator:info() end) then
@@ -165,6 +177,33 @@ function M.load_operators(gr, path)
   end
   if #out == 0 then return nil, "--operators: " .. path .. " returned no operator" end
   return out
+end
+
+--- The user kernels of a --kernels file, registered (gr.kernel): a list of their names, or nil and why.
+function M.load_kernels(gr, path)
+  local list, err = load_list("--kernels", path)
+  if not list then return nil, err end
+  local names = {}
+  for i, e in ipairs(list) do
+    local name
+    if type(e) == "string" then
+      name = e                                  -- a name gr.kernel registered in the file
+    elseif type(e) == "table" and e.source ~= nil then
+      local rok, v = pcall(gr.kernel, e)        -- a spec: registered here (compiled where NVRTC is)
+      if not rok then return nil, string.format("--kernels: %s, entry %d: %s", path, i, tostring(v)) end
+      name = v.name
+    elseif type(e) == "table" then
+      name = e.name                             -- an entry gr.kernel returned
+    end
+    local v = type(name) == "string" and gr.variant(name)
+    if not (v and v.user) then
+      return nil, string.format("--kernels: %s, entry %d: expected a gr.kernel spec {name =, source =, ...}, "
+        .. "the entry gr.kernel returned, or its name", path, i)
+    end
+    names[#names + 1] = name
+  end
+  if #names == 0 then return nil, "--kernels: " .. path .. " returned no kernel" end
+  return names
 end
 
 --- Parses a list of arguments without exiting: options, or nil and argparse's message.
@@ -229,6 +268,16 @@ function M.settings(gr, args)
   for _, name in ipairs(dedupe(wanted)) do
     local list = is_available[name] and s.variants or s.unavailable
     list[#list + 1] = name
+  end
+  if args.kernels and backend == "cuda" then
+    s.kernels = args.kernels                    -- swept beside the variants chosen above
+    local chosen = set_of(s.variants)
+    for _, name in ipairs(args.kernels) do
+      if not chosen[name] then s.variants[#s.variants + 1] = name end
+    end
+  elseif args.kernels then
+    notes[#notes + 1] = "skipping --kernels: user kernels run on the GPU only (registered: "
+      .. table.concat(args.kernels, ", ") .. ")"
   end
   if args.operators and backend ~= "cuda" then
     notes[#notes + 1] = "skipping --operators: user operators are timed on the GPU only (their cpu functions "

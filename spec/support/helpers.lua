@@ -39,6 +39,20 @@ function M.gpu_it(title, fn)
   end)
 end
 
+--- An `it` that runs when `ok` holds and is reported pending with `reason` otherwise (a tool the
+-- machine may lack: NVRTC).
+function M.it_if(ok, reason)
+  return function(title, fn)
+    it(title, function()
+      if not ok then
+        pending(reason)
+        return
+      end
+      fn()
+    end)
+  end
+end
+
 --- `it` for a variant: GPU variants are gated (and tagged gpu), host variants always run.
 function M.variant_it(variant, title, fn)
   if M.needs_cuda(variant) then M.gpu_it(title, fn) else it(title, fn) end
@@ -51,9 +65,14 @@ function M.needs_cuda(variant)
   return false
 end
 
---- Every variant of the registry, in teaching order (the specs never list variants by hand).
+--- Every variant of the catalogue, in teaching order (the specs never list variants by hand). User
+-- kernels (gr.kernel) are left out: the registry is the process's, and one registered by an earlier
+-- spec file must not change the cases of a later one (spec/kernel_spec.lua tests them).
 function M.variants()
-  local list = gr.variants()
+  local list = {}
+  for _, v in ipairs(gr.variants()) do
+    if not v.user then list[#list + 1] = v end
+  end
   table.sort(list, function(a, b) return a.ordinal < b.ordinal end)
   return list
 end
