@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "cpu.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "memory.h"
 #include "ops.h"
@@ -58,6 +59,7 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
 
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *out) {
+    ctx = gr_ctx_for(ctx, h);
     if (o->user)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers only, not streamed host "
                            "data (yet)");
