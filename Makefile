@@ -154,6 +154,10 @@ $(OBJ)/engine/%.o: engine/%.c $(ENGINE_H)
 # Where engine/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
 $(OBJ)/engine/nvrtc.o: FILE_CFLAGS = $(if $(NVRTC_LIB),-DGR_NVRTC_DEFAULT='"$(NVRTC_LIB)"')
+# Where engine/comm.c looks for NCCL after GPUREDUCE_NCCL: the toolkit's lib64, then lib (NCCL ships in
+# either), when it has one.
+NCCL_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnccl.so.2 $(CUDA_HOME)/lib/libnccl.so.2)))
+$(OBJ)/engine/comm.o: FILE_CFLAGS = $(if $(NCCL_LIB),-DGR_NCCL_DEFAULT='"$(NCCL_LIB)"')
 
 $(BUILD)/gen/embedded_headers.c: scripts/embed_headers.sh $(NVRTC_HEADERS)
 	@mkdir -p $(dir $@)
@@ -269,7 +273,7 @@ INST_LUADIR ?= /usr/local/share/lua/5.4
 install: $(MODULE)
 	mkdir -p $(INST_LIBDIR)/gpureduce $(INST_LUADIR)/gpureduce
 	cp $(MODULE) $(INST_LIBDIR)/gpureduce/core.so
-	cp lua/gpureduce/init.lua $(INST_LUADIR)/gpureduce/init.lua
+	cp lua/gpureduce/*.lua $(INST_LUADIR)/gpureduce/
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

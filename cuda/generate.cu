@@ -25,11 +25,11 @@ template <class T> __global__ void fill_kernel(T *p, size_t n, T v) {
 }
 
 /* Floats: start + i * step in double, rounded once. Integers: 64-bit wrapping, truncated to the type. */
-template <class T> __global__ void iota_kernel(T *p, size_t n, double fstart, double fstep, uint64_t istart,
-                                               uint64_t istep) {
+template <class T> __global__ void iota_kernel(T *p, size_t n, size_t first, double fstart, double fstep,
+                                               uint64_t istart, uint64_t istep) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        if constexpr (std::is_floating_point_v<T>) p[i] = T(fstart + double(i) * fstep);
-        else p[i] = T(istart + uint64_t(i) * istep);
+        if constexpr (std::is_floating_point_v<T>) p[i] = T(fstart + double(first + i) * fstep);
+        else p[i] = T(istart + uint64_t(first + i) * istep);
     }
 }
 
@@ -66,10 +66,11 @@ extern "C" int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *str
     });
 }
 
-extern "C" int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream) {
+extern "C" int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step,
+                           void *stream) {
     return by_dtype(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        iota_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, start.v.f, step.v.f,
+        iota_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, first, start.v.f, step.v.f,
                                                                          start.v.u, step.v.u);
         return cudaGetLastError();
     });

@@ -20,13 +20,19 @@ extern "C" int gr_dev_present(void) {
     return count > 0;
 }
 
-extern "C" int gr_dev_init(gr_device_info *info) {
-    const char *env = getenv("GPUREDUCE_DEVICE");
-    int dev = env ? atoi(env) : 0;
-    cudaError_t e = cudaSetDevice(dev);
-    if (e != cudaSuccess) return e;
+extern "C" int gr_dev_count(void) {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+extern "C" int gr_dev_props(int dev, gr_device_info *info) {
     cudaDeviceProp p;
-    if ((e = cudaGetDeviceProperties(&p, dev)) != cudaSuccess) return e;
+    cudaError_t e = cudaGetDeviceProperties(&p, dev);
+    if (e != cudaSuccess) return e;
     snprintf(info->name, sizeof info->name, "%s", p.name);
     info->sms = p.multiProcessorCount;
     info->memory = p.totalGlobalMem;
@@ -43,8 +49,35 @@ extern "C" int gr_dev_init(gr_device_info *info) {
     info->bus_width = v;
     cudaRuntimeGetVersion(&info->runtime_version);
     cudaDriverGetVersion(&info->driver_version);
+    return 0;
+}
+
+/* The device this thread last made current through here: switching costs a runtime call, and while
+ * one device is in use the engine never asks (engine/devices.h). */
+static thread_local int current_dev = -1;
+
+extern "C" int gr_dev_use(int dev) {
+    if (dev == current_dev) return 0;
+    cudaError_t e = cudaSetDevice(dev);
+    if (e == cudaSuccess) current_dev = dev;
+    return e;
+}
+
+extern "C" int gr_dev_default(void) {
+    const char *env = getenv("GPUREDUCE_DEVICE");
+    return env ? atoi(env) : 0;
+}
+
+extern "C" int gr_dev_init_on(int dev, gr_device_info *info) {
+    cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess) return e;
+    current_dev = dev;
+    int rc = gr_dev_props(dev, info);
+    if (rc) return rc;
     return cudaFree(0);     /* creates the primary context now, not inside the first timed call */
 }
+
+extern "C" int gr_dev_init(gr_device_info *info) { return gr_dev_init_on(gr_dev_default(), info); }
 
 extern "C" const char *gr_dev_error_name(int code) { return cudaGetErrorName((cudaError_t)code); }
 

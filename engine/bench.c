@@ -5,6 +5,7 @@
  */
 #include "plan.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "pool.h"
 
@@ -92,6 +93,7 @@ static gr_status run_read(gr_context *ctx, void *arg) {
 }
 
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out) {
+    ctx = gr_ctx_for(ctx, b);
     if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
     read_job j = {b, NULL};
     gr_status st = gr_slot_acquire(ctx, 0, 0, &j.slot);
@@ -111,6 +113,7 @@ static gr_status run_segments(gr_context *ctx, void *arg) {
 
 gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], int warmup, int reps, gr_bench_result *result) {
+    ctx = gr_ctx_for(ctx, b);
     segments_job j = {b, o, seg, out};
     int device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     return time_reps(ctx, run_segments, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
@@ -127,6 +130,7 @@ static gr_status run_streamed(gr_context *ctx, void *arg) {
 
 gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                             int streams, int warmup, int reps, gr_bench_result *out) {
+    ctx = gr_ctx_for(ctx, h);
     streamed_job j = {h, o, chunk_bytes, streams};
     return time_reps(ctx, run_streamed, NULL, &j, NULL, warmup, reps, (double)h->n * gr_dtype_size(h->dtype), out);
 }
@@ -159,6 +163,7 @@ static gr_status complete_reduce(gr_context *ctx, void *arg) {
 
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
                    gr_bench_result *out) {
+    ctx = gr_ctx_for(ctx, b);
     reduce_job j = {b, o, {0}, NULL, NULL};
     gr_status st = gr_plan_make(ctx, b, o, &j.plan);
     if (st != GR_OK) return st;

@@ -9,6 +9,7 @@
 #include "storage.h"
 #include "cpu.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "memory.h"
 #include "pool.h"
@@ -28,6 +29,7 @@ static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_s
     st->where = where;
     st->owned = 1;
     st->refs = 1;
+    st->device = ctx->device;
     gr_status s = gr_mem_alloc(ctx, kind_of(where), bytes, &st->ptr);
     if (s == GR_OK && bytes) {
         if (!on_gpu(ctx) || where == GR_HOST) {
@@ -91,6 +93,7 @@ static gr_status check_dtype(gr_context *ctx, gr_dtype t) {
 
 gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
     *out = NULL;
+    ctx = gr_ctx_enter(ctx);
     gr_status s = check_dtype(ctx, t);
     if (s != GR_OK) return s;
     size_t es = gr_dtype_size(t);
@@ -103,6 +106,15 @@ gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, g
     return s;
 }
 
+gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
+    *out = NULL;
+    gr_context *on;
+    gr_status s = gr_context_on(ctx, device - 1, &on);
+    return s == GR_OK ? gr_buffer_new(on, n, t, where, out) : s;
+}
+
+int gr_buffer_device(const gr_buffer *b) { return b->st->device + 1; }
+
 gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_where where,
                          gr_buffer **out) {
     *out = NULL;
@@ -114,7 +126,7 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_wh
                            gr_dtype_name(t));
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL};
+    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL, ctx->device};
     if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) free(st);
     return s;
 }
@@ -131,6 +143,7 @@ gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t c
 
 void gr_buffer_free(gr_context *ctx, gr_buffer *b) {
     if (!b) return;
+    ctx = gr_ctx_for(ctx, b);
     storage_unref(ctx, b->st);
     free(b);
 }
@@ -158,6 +171,7 @@ static gr_status check_range(gr_context *ctx, const gr_buffer *b, size_t offset,
 }
 
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n) {
+    ctx = gr_ctx_for(ctx, b);
     gr_status s = check_range(ctx, b, offset, n, "values");
     if (s != GR_OK || n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
@@ -173,6 +187,7 @@ gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const vo
 }
 
 gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, void *dst, size_t n) {
+    ctx = gr_ctx_for(ctx, b);
     gr_status s = check_range(ctx, b, offset, n, "count");
     if (s != GR_OK || n == 0) return s;
     size_t es = gr_dtype_size(b->dtype);
@@ -218,6 +233,7 @@ static gr_status finish_generate(gr_context *ctx, int rc, const char *what) {
 }
 
 gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
+    ctx = gr_ctx_for(ctx, b);
     gr_scalar v;
     gr_status s = normalize(ctx, value, b->dtype, "value", &v);
     if (s != GR_OK || b->n == 0) return s;
@@ -234,6 +250,11 @@ gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
 }
 
 gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scalar step) {
+    return gr_buffer_iota_at(ctx, b, 0, start, step);
+}
+
+gr_status gr_buffer_iota_at(gr_context *ctx, gr_buffer *b, uint64_t first, gr_scalar start, gr_scalar step) {
+    ctx = gr_ctx_for(ctx, b);
     gr_scalar a, d;
     gr_status s = normalize(ctx, start, b->dtype, "start", &a);
     if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "step", &d);
@@ -245,17 +266,23 @@ gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scal
     if (s != GR_OK || b->n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
-        gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, a, d);
+        gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, first, a, d);
         return GR_OK;
     }
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, a, d, ctx->stream);
+    if (rc == 0) rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, first, a, d, ctx->stream);
     return finish_generate(ctx, rc, "iota");
 }
 
 static int finite(double x) { return x - x == 0.0; }
 
 gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi) {
+    return gr_buffer_random_at(ctx, b, 0, seed, lo, hi);
+}
+
+gr_status gr_buffer_random_at(gr_context *ctx, gr_buffer *b, uint64_t first, uint64_t seed, gr_scalar lo,
+                              gr_scalar hi) {
+    ctx = gr_ctx_for(ctx, b);
     gr_scalar l, h;
     gr_status s = normalize(ctx, lo, b->dtype, "lo", &l);
     if (s == GR_OK) s = normalize(ctx, hi, b->dtype, "hi", &h);
@@ -269,11 +296,11 @@ gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scal
     if (b->n == 0) return GR_OK;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
-        gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, seed, l, h);
+        gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, first, seed, l, h);
         return GR_OK;
     }
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, 0, l, h, ctx->stream);
+    if (rc == 0) rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, first, l, h, ctx->stream);
     return finish_generate(ctx, rc, "random");
 }
 
@@ -303,7 +330,10 @@ static gr_status move_overlapping(gr_context *ctx, char *dst, const char *src, s
     return rc ? gr_fail_dev(ctx, rc, "copy") : GR_OK;
 }
 
+/* Between devices the copy runs on the destination's stream; the runtime moves the bytes peer to peer
+ * where the devices allow it, else through the host. */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
+    ctx = gr_ctx_for(ctx, dst);
     if (dst->dtype != src->dtype || dst->n != src->n)
         return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (they must match)",
                            src->n, gr_dtype_name(src->dtype), dst->n, gr_dtype_name(dst->dtype));

@@ -17,8 +17,9 @@ gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, uint64_t first
 gr_status gr_cpu_finish(gr_context *ctx, const void *partials, size_t count, gr_dtype acc, gr_op op,
                         gr_dtype in_dtype, size_t n, int ddof, gr_result *out);
 void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem);
-void gr_cpu_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step);
-void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, gr_scalar hi);
+/* element i of p gets the value of index first + i (a shard of a larger buffer) */
+void gr_cpu_iota(void *p, size_t n, gr_dtype t, uint64_t first, gr_scalar start, gr_scalar step);
+void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t first, uint64_t seed, gr_scalar lo, gr_scalar hi);
 int gr_cpu_default_threads(void);
 
 #endif

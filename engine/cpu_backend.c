@@ -453,22 +453,22 @@ static void store_bits(void *p, size_t i, gr_dtype t, uint64_t bits) {
     }
 }
 
-void gr_cpu_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step) {
+void gr_cpu_iota(void *p, size_t n, gr_dtype t, uint64_t first, gr_scalar start, gr_scalar step) {
     for (size_t i = 0; i < n; i++) {
         if (gr_dtype_is_float(t)) {
-            double f = start.v.f + (double)i * step.v.f;
+            double f = start.v.f + (double)(first + i) * step.v.f;
             if (t == GR_FLOAT32) ((float *)p)[i] = (float)f; else ((double *)p)[i] = f;
         } else {
-            store_bits(p, i, t, start.v.u + (uint64_t)i * step.v.u);
+            store_bits(p, i, t, start.v.u + (first + i) * step.v.u);
         }
     }
 }
 
-void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t seed, gr_scalar lo, gr_scalar hi) {
+void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t first, uint64_t seed, gr_scalar lo, gr_scalar hi) {
     for (size_t i = 0; i < n; i++) {
-        uint64_t h = gr_hash64(seed, i);
+        uint64_t h = gr_hash64(seed, first + i);
         if (t == GR_FLOAT32) ((float *)p)[i] = gr_random_real32(h, lo.v.f, hi.v.f);
         else if (t == GR_FLOAT64) ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f);
-        else store_bits(p, i, t, gr_random_bits(seed, i, lo.v.u, hi.v.u));
+        else store_bits(p, i, t, gr_random_bits(seed, first + i, lo.v.u, hi.v.u));
     }
 }

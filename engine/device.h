@@ -17,7 +17,15 @@ extern "C" {
 #endif
 
 int gr_dev_present(void);                             /* 1 when a usable CUDA device exists */
-int gr_dev_init(gr_device_info *info);                /* 0 or a CUDA error code */
+int gr_dev_init(gr_device_info *info);                /* the default device (GPUREDUCE_DEVICE, else 0) */
+/* Several devices (engine/devices.c): their count, the default one's ordinal, the facts of one without
+ * touching it, one made current and described (its primary context created), and the current device of
+ * the calling thread set (a no-op when this thread last set the same one through here). */
+int gr_dev_count(void);
+int gr_dev_default(void);
+int gr_dev_props(int dev, gr_device_info *info);
+int gr_dev_init_on(int dev, gr_device_info *info);
+int gr_dev_use(int dev);
 const char *gr_dev_error_name(int code);
 const char *gr_dev_error_string(int code);
 int gr_dev_error_is_oom(int code);
@@ -59,7 +67,8 @@ int gr_dev_launch(void *fn, unsigned grid, unsigned block, size_t smem, void *st
 int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
 /* generators of buffer contents, on the device */
 int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
-int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream);
+/* element i of p gets the value of index first + i (a shard of a larger buffer) */
+int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step, void *stream);
 int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo,
                   gr_scalar hi, void *stream);
 

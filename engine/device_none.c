@@ -10,6 +10,11 @@ enum { NO_DEVICE = 100 };   /* the CUDA runtime's cudaErrorNoDevice, for uniform
 
 int gr_dev_present(void) { return 0; }
 int gr_dev_init(gr_device_info *info) { (void)info; return NO_DEVICE; }
+int gr_dev_count(void) { return 0; }
+int gr_dev_default(void) { return 0; }
+int gr_dev_props(int dev, gr_device_info *info) { (void)dev; (void)info; return NO_DEVICE; }
+int gr_dev_init_on(int dev, gr_device_info *info) { (void)dev; (void)info; return NO_DEVICE; }
+int gr_dev_use(int dev) { (void)dev; return NO_DEVICE; }
 const char *gr_dev_error_name(int code) { (void)code; return "cudaErrorNoDevice"; }
 const char *gr_dev_error_string(int code) { (void)code; return "this build of gpureduce has no CUDA support"; }
 int gr_dev_error_is_oom(int code) { (void)code; return 0; }
@@ -39,8 +44,8 @@ int gr_dev_stream_wait_event(void *stream, void *e) { (void)stream; (void)e; ret
 int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream) {
     (void)p; (void)n; (void)t; (void)v; (void)stream; return NO_DEVICE;
 }
-int gr_dev_iota(void *p, size_t n, gr_dtype t, gr_scalar start, gr_scalar step, void *stream) {
-    (void)p; (void)n; (void)t; (void)start; (void)step; (void)stream; return NO_DEVICE;
+int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step, void *stream) {
+    (void)p; (void)n; (void)t; (void)first; (void)start; (void)step; (void)stream; return NO_DEVICE;
 }
 int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo, gr_scalar hi,
                   void *stream) {

@@ -16,6 +16,7 @@
 
 static gr_status vfail(gr_context *ctx, gr_status st, const char *arg, const char *fmt, va_list ap) {
     if (!ctx) return st;
+    ctx = ctx->root;        /* an inner context's failure is the caller's (devices.c) */
     snprintf(ctx->err_arg, sizeof ctx->err_arg, "%s", arg ? arg : "");
     size_t used = 0;
     if (arg && *arg) used = (size_t)snprintf(ctx->err, sizeof ctx->err, "%s: ", ctx->err_arg);
@@ -59,8 +60,8 @@ gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char
                    lost);
 }
 
-const char *gr_errmsg(const gr_context *ctx) { return ctx ? ctx->err : "no context"; }
-const char *gr_errarg(const gr_context *ctx) { return ctx ? ctx->err_arg : ""; }
+const char *gr_errmsg(const gr_context *ctx) { return ctx ? ctx->root->err : "no context"; }
+const char *gr_errarg(const gr_context *ctx) { return ctx ? ctx->root->err_arg : ""; }
 
 gr_status gr_set_error(gr_context *ctx, gr_status st, const char *arg, const char *msg) {
     return arg ? gr_fail_arg(ctx, st, arg, "%s", msg) : gr_fail(ctx, st, "%s", msg);

@@ -4,12 +4,12 @@
  * rounds them with its code, on the device (cuda/exact.cu) or on the host (exact.c) -- the same digits
  * either way, so the same bits whatever the path, the launch shape, the GPU or the backend.
  *
- * A kernel's blocks add their sums into one gr_xsum in the slot's device scratch, which comes back to
- * pinned memory (2.3 KB) and is rounded here. A block folds at most 2^30 elements per launch (its
- * shared words then cannot overflow), and a launch at most 2^30 blocks (nor can the global words):
- * longer inputs take several launches into the same sums.
+ * The plans and the entry points; the passes themselves (the kernel's launches, the host's sums, the
+ * rounding of a result) are exact_pass.c's, which exec.c also calls. A launch takes at most 2^30 blocks
+ * (the global words then cannot overflow).
  */
 #include "exact_run.h"
+#include "exact_pass.h"
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
@@ -24,10 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const gr_exact_kernel gr_exact_gpu __attribute__((weak));
-
 #define EXACT_BLOCK 512                         /* the default block (cuda/exact.cu keeps 8 per SM) */
-#define MOST_PER_BLOCK ((size_t)1 << 30)
 #define MOST_BLOCKS ((size_t)1 << 30)
 
 static int resident(const gr_context *ctx, gr_where where) {
@@ -86,62 +83,6 @@ gr_status gr_exact_plan(gr_context *ctx, size_t n, gr_dtype t, gr_where where, c
     return GR_OK;
 }
 
-static void put_value(gr_result *out, double v) {
-    memset(out, 0, sizeof *out);
-    out->count = 1;
-    out->value[0].kind = GR_SCALAR_FLOAT;
-    out->value[0].v.f = v;
-}
-
-static double finish(const gr_xsum *a, const gr_plan *plan) {
-    return gr_x_finish(a, plan->op, plan->n, plan->ddof, plan->acc == GR_FLOAT32);
-}
-
-gr_status gr_exact_host(gr_context *ctx, const void *in, const gr_plan *plan, gr_result *out) {
-    gr_xsum *a = calloc(1, sizeof *a);
-    if (!a) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    gr_exact_add_values(a, in, plan->n, plan->in_dtype, plan->op);
-    put_value(out, finish(a, plan));
-    free(a);
-    return GR_OK;
-}
-
-/* The kernel over n elements at in, adding into the device sums at `sums`, in launches of at most
- * 2^30 elements per block. */
-static gr_status launch_into(gr_context *ctx, const void *in, size_t n, const gr_plan *plan, size_t grid,
-                             void *sums, void *stream) {
-    size_t es = gr_dtype_size(plan->in_dtype), per = grid * MOST_PER_BLOCK;
-    for (size_t lo = 0; lo < n; lo += per) {
-        gr_exact_launch L = {
-            .in = (const char *)in + lo * es, .n = n - lo < per ? n - lo : per, .in_dtype = plan->in_dtype,
-            .op = plan->op, .sums = sums, .grid = grid, .block = plan->pass[0].block, .stream = stream,
-        };
-        int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-        if (rc == 0) rc = gr_exact_gpu.launch(&L);
-        if (rc) return gr_fail_dev_at(ctx, rc, "gpu_to_gpu exact kernel", L.site);
-    }
-    return GR_OK;
-}
-
-gr_status gr_exact_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream) {
-    int rc = gr_dev_memset(slot->dev, 0, sizeof(gr_xsum), stream);
-    if (rc) return gr_fail_dev(ctx, rc, "zeroing the exact sums");
-    gr_status st = launch_into(ctx, in, plan->n, plan, plan->pass[0].blocks, slot->dev, stream);
-    if (st != GR_OK) return st;
-    rc = gr_copy(ctx, slot->host, slot->dev, sizeof(gr_xsum), stream);
-    if (rc == 0) rc = gr_dev_event_record(slot->done, stream);
-    slot->stream = stream;
-    slot->flagged = 0;
-    return rc ? gr_fail_dev(ctx, rc, "copying the exact sums back") : GR_OK;
-}
-
-gr_status gr_exact_collect(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out) {
-    int rc = gr_dev_event_sync(slot->done);
-    if (rc) return gr_fail_dev(ctx, rc, "gpu_to_gpu reduction");
-    put_value(out, finish((const gr_xsum *)slot->host, plan));
-    return GR_OK;
-}
-
 gr_status gr_exact_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
     gr_plan plan;
     gr_status st = gr_exact_plan(ctx, b->n, b->dtype, gr_buffer_where(b), o, &plan);
@@ -195,7 +136,7 @@ gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
         size_t len = c + 1 < chunks ? per : n - c * per;
         rc = gr_copy(ctx, slot[s]->dev, (const char *)gr_buffer_data(h) + c * per * es, len * es, stream[s]);
         if (rc == 0)
-            st = launch_into(ctx, slot[s]->dev, len, &plan, default_grid(ctx, len, plan.pass[0].block), slot[k]->dev,
+            st = gr_exact_launch_into(ctx, slot[s]->dev, len, &plan, default_grid(ctx, len, plan.pass[0].block), slot[k]->dev,
                              stream[s]);
     }
     for (int s = 0; s < got && rc == 0; s++) {      /* the context's stream waits for every chunk */
@@ -206,7 +147,7 @@ gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
     int sync = gr_dev_stream_sync(ctx->stream);
     if (rc == 0) rc = sync;
     if (rc && st == GR_OK) st = gr_fail_dev(ctx, rc, "streamed gpu_to_gpu reduction");
-    if (st == GR_OK) put_value(out, finish((const gr_xsum *)slot[k]->host, &plan));
+    if (st == GR_OK) gr_exact_result((const gr_xsum *)slot[k]->host, &plan, out);
     else
         for (int s = 0; s < got; s++) gr_dev_stream_sync(stream[s]);
     for (int s = 0; s <= k; s++)

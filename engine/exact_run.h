@@ -1,7 +1,7 @@
 /*
- * exact_run.h -- opts.determinism = "gpu_to_gpu" run (exact_run.c): the plan of the exact kernel, its
- * launch and its result, the host's computation of the same sums, streamed chunks and segments. The
- * entry points (reduce.c, exec.c, plan.c, streamed.c, segments.c) hand such calls over here.
+ * exact_run.h -- opts.determinism = "gpu_to_gpu" run (exact_run.c): the plan of the exact kernel, whole
+ * buffers, streamed chunks and segments (the pass itself is exact_pass.h's). The entry points (reduce.c,
+ * plan.c, streamed.c, segments.c) hand such calls over here.
  */
 #ifndef GR_EXACT_RUN_H
 #define GR_EXACT_RUN_H
@@ -13,12 +13,6 @@
  * nothing), or on the host where the data is (the cpu backend, host buffers); plan->exact is set.
  * Refuses user operators, ops and dtypes without an exact form, naming the option. */
 gr_status gr_exact_plan(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan);
-/* A plan's host computation over the elements at `in`, its result in *out. */
-gr_status gr_exact_host(gr_context *ctx, const void *in, const gr_plan *plan, gr_result *out);
-/* Queues the plan's kernel over `in` on `stream` (scratch zeroed first, the sums copied back to the
- * slot's pinned memory, the slot's event recorded); gr_exact_collect waits and rounds. */
-gr_status gr_exact_start(gr_context *ctx, const void *in, const gr_plan *plan, gr_slot *slot, void *stream);
-gr_status gr_exact_collect(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr_result *out);
 /* A synchronous whole-buffer reduction. */
 gr_status gr_exact_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out);
 /* Streamed host data (h a host buffer, chunk and streams checked by streamed.c): every chunk's kernel adds

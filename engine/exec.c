@@ -5,7 +5,7 @@
 #include "cpu.h"
 #include "device.h"
 #include "error.h"
-#include "exact_run.h"
+#include "exact_pass.h"
 #include "memory.h"
 #include "operator.h"
 #include "ops.h"

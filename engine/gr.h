@@ -29,7 +29,8 @@ typedef enum gr_status {
     GR_ENOMEM,       /* out of host or device memory */
     GR_ENODEV,       /* the operation needs the cuda backend */
     GR_ECUDA,        /* any other failure reported by the CUDA runtime */
-    GR_EEMPTY        /* an op without an identity (min, max, mean, argmin, ...) over an empty buffer */
+    GR_EEMPTY,       /* an op without an identity (min, max, mean, argmin, ...) over an empty buffer */
+    GR_ETIMEOUT      /* another process did not answer in time (communicators) */
 } gr_status;
 
 #include "lists.h"
@@ -116,11 +117,26 @@ typedef struct gr_device_info {
 /* GR_ENODEV on the cpu backend. */
 gr_status gr_device_info_get(gr_context *ctx, gr_device_info *info);
 
+/* Several devices. Device k (1-based) is CUDA ordinal k - 1; the default device, where gr_buffer_new
+ * puts buffers, is GPUREDUCE_DEVICE + 1 (else 1). A buffer remembers its device and every call that
+ * takes it runs there. On the cpu backend there is one device, the host (index 1, named "cpu"). */
+int gr_device_count(gr_context *ctx);
+int gr_device_default(const gr_context *ctx);
+/* The facts of device `index` without making it current; GR_EINVAL naming "device" out of range. */
+gr_status gr_device_info_at(gr_context *ctx, int index, gr_device_info *info);
+
 /* ---- buffers -------------------------------------------------------------------------------------- */
 
 /* n elements of dtype, zero-filled. GR_HOST gives pinned host memory (plain memory on the cpu backend);
  * GR_DEVICE gives device memory (host memory standing in for it on the cpu backend). */
 gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype dtype, gr_where where, gr_buffer **out);
+/* The same on device `device` (1-based; GR_EINVAL naming "device" out of range). Pinned host memory
+ * (GR_HOST) is visible to every device: its device only says which one's context made it. */
+gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype dtype, gr_where where, int device,
+                           gr_buffer **out);
+/* The device of a buffer, 1-based (slices and copies keep their storage's; wrapped memory: the
+ * context's default device). */
+int gr_buffer_device(const gr_buffer *b);
 /* Wraps memory the caller owns (device memory on cuda, host memory on cpu); no copy, never freed by the
  * engine. The caller keeps it alive until gr_buffer_free of this buffer and of all its slices. */
 gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype dtype, gr_where where,
@@ -166,6 +182,11 @@ gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scal
 /* Reproducible by seed on both backends (a counter-based hash of seed and index): floats uniform in
  * [lo, hi), integers uniform in [lo, hi] inclusive. */
 gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi);
+/* The same as if b began at index `first` of a larger buffer (the shards of gr.sharded): element i
+ * gets the value of index first + i. */
+gr_status gr_buffer_iota_at(gr_context *ctx, gr_buffer *b, uint64_t first, gr_scalar start, gr_scalar step);
+gr_status gr_buffer_random_at(gr_context *ctx, gr_buffer *b, uint64_t first, uint64_t seed, gr_scalar lo,
+                              gr_scalar hi);
 
 /* ---- streams -------------------------------------------------------------------------------------- */
 
@@ -253,7 +274,55 @@ gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results);
 
-/* Copies src into dst (same dtype and size; any mix of host and device buffers). */
+/* The shards of one logical buffer (engine/sharded.c): consecutive pieces of one array, each on its own
+ * device (shard i's first element has the index of the elements before it), reduced at once on every
+ * device and combined on the host in shard order. One dtype; no user operator, stream, or gpu_to_gpu
+ * yet; the finish is each shard's single kernel. Integer results and min/max equal one device's. */
+gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                           gr_result *out);
+
+/* ---- communicators across processes (engine/comm.c; docs/api.md "Several GPUs") ------------------ */
+
+/* NCCL is opened on first use (GPUREDUCE_NCCL, else the toolkit's, else the loader's libnccl.so.2);
+ * without it every call below is GR_ENODEV saying where it looked. */
+typedef struct gr_comm gr_comm;
+#define GR_COMM_ID_CHARS 256        /* a communicator id as text: NCCL's 128-byte unique id in hex */
+typedef struct gr_comm_spec {
+    int rank, size;                 /* 0 <= rank < size */
+    const char *id;                 /* GR_COMM_ID_CHARS hex digits (gr_comm_id), or a file path: rank 0
+                                     * writes a new id there, the others wait for it; rank 0 removes it
+                                     * once every rank has joined */
+    double timeout;                 /* seconds any one wait may take (the others joining, a collective) */
+    int device;                     /* 1-based; 0: the default device */
+} gr_comm_spec;
+/* A new id, in hex; the process that makes it must be one of the ranks (NCCL's bootstrap runs there). */
+gr_status gr_comm_id(gr_context *ctx, char hex[GR_COMM_ID_CHARS + 1]);
+/* Joins the communicator: GR_ETIMEOUT, naming the rank, when the id file does not appear or the others do
+ * not join within the timeout (the half-made communicator is aborted, never left hanging). */
+gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **out);
+/* Finalizes and frees it (NULL is a no-op). */
+void gr_comm_destroy(gr_context *ctx, gr_comm *c);
+int gr_comm_rank(const gr_comm *c);
+int gr_comm_size(const gr_comm *c);
+int gr_comm_device(const gr_comm *c);       /* 1-based */
+typedef enum { GR_COMM_SUM, GR_COMM_PROD, GR_COMM_MIN, GR_COMM_MAX, GR_COMM_AVG, GR_COMM_OP_COUNT } gr_comm_op;
+extern const char *const gr_comm_op_names[GR_COMM_OP_COUNT + 1];
+/* Element-wise over the ranks, in place: b (a device buffer of the communicator's device) holds the
+ * result on every rank when this returns. A collective that does not end within the timeout aborts the
+ * communicator (later calls fail, saying so). */
+gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op);
+/* b reduced here by gr_reduce, then the values combined across ranks (sum, prod, min, max, and, or,
+ * count, sumsq, nansum, nanmin, nanmax): the same result on every rank. */
+gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out);
+gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c);
+/* For benchmarks: `reps` bare ncclAllReduce calls in place on b, waited for after each (sync_each) or
+ * after the last; the mean seconds per call. */
+gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op, int reps, int sync_each,
+                            double *seconds);
+/* NCCL's version code (e.g. 22809), or 0 when it cannot be opened. */
+int gr_nccl_version(void);
+
+/* Copies src into dst (same dtype and size; any mix of host and device buffers, on any devices). */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
 
 /* What the scratch pool has allocated so far (after warm-up a reduction allocates nothing), and what the

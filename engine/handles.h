@@ -22,6 +22,7 @@ typedef struct gr_storage {
     int owned;              /* 0 for memory wrapped from the host application */
     int refs;
     void *last_read;        /* event recorded after the last queued reduction reading it, or NULL */
+    int device;             /* the CUDA ordinal of the context that made it (devices.c) */
 } gr_storage;
 
 struct gr_buffer {
@@ -33,6 +34,7 @@ struct gr_buffer {
 
 struct gr_stream {
     void *handle;           /* cudaStream_t on cuda; NULL on cpu */
+    int device;             /* the CUDA ordinal it was made on */
 };
 
 /* Scratch for one reduction in flight: device ping-pong partials, a last-block-done counter, pinned
@@ -79,10 +81,20 @@ typedef struct gr_graph {
 
 #define GR_MAX_GRAPHS 16
 
+/* The devices one context can drive (devices.c): one inner context per device, made on first use. */
+#define GR_MAX_DEVICES 16
+
 struct gr_context {
     gr_backend backend;
-    char err[512];
+    char err[512];          /* failures are written to the root's (error.c): one message per context */
     char err_arg[64];       /* the parameter the last misuse concerns, in C words ("block"), or "" */
+    /* Several devices (devices.c). The context the caller made is the root: it drives the default
+     * device and owns one inner context per other device used, each with its own stream, slots,
+     * graphs, pools and memory counts. Inner contexts point at the root; the root at itself. */
+    int device;             /* the CUDA ordinal this context drives (0 on cpu) */
+    struct gr_context *root;
+    struct gr_context *per_device[GR_MAX_DEVICES];   /* root only: by ordinal; the root's own entry is itself */
+    int multi;              /* root only: a device other than the default one has been used */
     void *stream;           /* the context's own stream (cuda) */
     gr_device_info info;
     gr_slot *slots[GR_MAX_SLOTS];
@@ -107,6 +119,7 @@ struct gr_context {
 };
 
 struct gr_pending {
+    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
     gr_buffer *b;           /* a handle of our own on the buffer's memory */
     gr_slot *slot;
     gr_plan plan;

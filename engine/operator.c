@@ -14,6 +14,7 @@
 #include "operator.h"
 #include "ops.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "kcache.h"
 #include "nvrtc.h"
@@ -614,6 +615,7 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
 gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
                               const gr_operator_image **out) {
     *out = NULL;
+    ctx = gr_ctx_enter(ctx);    /* the operator's modules live on the context's own device */
     if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
     if (op->ready_in == cache && op->ready[in]) {
         *out = op->ready[in];
@@ -647,6 +649,7 @@ static void format_scalar(char *buf, size_t len, gr_scalar v) {
 }
 
 gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in) {
+    ctx = gr_ctx_enter(ctx);
     gr_device_info info;
     gr_status st = gr_device_info_get(ctx, &info);
     if (st != GR_OK) return st;

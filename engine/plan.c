@@ -4,6 +4,7 @@
  * does with the partials comes from the finish table (finish.c).
  */
 #include "gr.h"
+#include "devices.h"
 #include "error.h"
 #include "exact_run.h"
 #include "operator.h"
@@ -222,5 +223,5 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
 }
 
 gr_status gr_plan_make(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_plan *plan) {
-    return gr_plan_for(ctx, gr_buffer_size(b), gr_buffer_dtype(b), gr_buffer_where(b), o, plan);
+    return gr_plan_for(gr_ctx_for(ctx, b), gr_buffer_size(b), gr_buffer_dtype(b), gr_buffer_where(b), o, plan);
 }

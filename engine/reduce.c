@@ -5,7 +5,9 @@
 #include "gr.h"
 #include "cpu.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
+#include "exact_pass.h"
 #include "exact_run.h"
 #include "graphs.h"
 #include "memory.h"
@@ -66,6 +68,8 @@ static void *stream_of(gr_context *ctx, const gr_options *o) {
 }
 
 gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
+    ctx = gr_ctx_for(ctx, b);
+    if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
     if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_reduce(ctx, b, o, out);
     gr_plan plan;
     gr_status st = gr_plan_make(ctx, b, o, &plan);
@@ -87,8 +91,11 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_resul
 
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
     *out = NULL;
+    ctx = gr_ctx_for(ctx, b);
+    if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    p->ctx = ctx;
     gr_status st = gr_plan_make(ctx, b, o, &p->plan);
     if (st == GR_OK && p->plan.fold)
         st = gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' runs the operator's cpu.reduce, synchronously (leave out "
@@ -123,17 +130,19 @@ static void settle(gr_context *ctx, gr_pending *p) {
     gr_slot_release(ctx, p->slot);
     p->slot = NULL;
     p->finished = 1;
-    if (p->status != GR_OK) snprintf(p->err, sizeof p->err, "%s", ctx->err);
+    if (p->status != GR_OK) snprintf(p->err, sizeof p->err, "%s", gr_errmsg(ctx));
 }
 
 int gr_pending_ready(gr_context *ctx, gr_pending *p) {
     if (p->finished) return 1;
+    ctx = gr_ctx_enter(p->ctx);
     if (gr_dev_event_query(p->slot->done) == 1) return 0;
     settle(ctx, p);
     return 1;
 }
 
 gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *out) {
+    if (p->ctx) ctx = gr_ctx_enter(p->ctx);
     if (!p->finished) settle(ctx, p);
     if (p->status == GR_OK) *out = p->value;
     else gr_fail(ctx, p->status, "%s", p->err);
@@ -142,6 +151,7 @@ gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *out) {
 
 void gr_pending_free(gr_context *ctx, gr_pending *p) {
     if (!p) return;
+    if (p->ctx) ctx = gr_ctx_enter(p->ctx);
     if (p->slot) {
         gr_dev_event_sync(p->slot->done);       /* never release scratch a kernel still writes */
         gr_slot_release(ctx, p->slot);

@@ -11,6 +11,7 @@
 #include "gr.h"
 #include "cpu.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "exact_run.h"
 #include "launch.h"
@@ -204,12 +205,15 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
 
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]) {
+    ctx = gr_ctx_for(ctx, b);
     gr_dtype acc, want[2];
     int count;
     size_t k;
     gr_status st = resolve(ctx, o, gr_buffer_dtype(b), &acc, want, &count);
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
     if (st == GR_OK) st = check_outs(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
+    if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
+    for (int i = 0; i < count && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     if (st != GR_OK) return st;
     for (int i = 0; i < count; i++)
         if ((st = gr_storage_quiesce(ctx, out[i]->st)) != GR_OK) return st;
@@ -285,6 +289,11 @@ static int batched(const gr_buffer *b, int t, size_t alone) {
 
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results) {
+    for (size_t i = 1; i < count; i++) {
+        gr_status dst = gr_same_device(ctx, bufs[0], bufs[i], "bufs");
+        if (dst != GR_OK) return dst;
+    }
+    if (count) ctx = gr_ctx_for(ctx, bufs[0]);
     const gr_op_desc *d = o->user ? NULL : gr_op_desc_get(o->op);
     if (!d && !o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     for (size_t i = 0; i < count && o->user; i++)     /* an operator's kernels are compiled per dtype */

@@ -13,6 +13,7 @@
 #include "plan.h"
 #include "cpu.h"
 #include "device.h"
+#include "devices.h"
 #include "error.h"
 #include "exact_run.h"
 #include "memory.h"
@@ -104,6 +105,7 @@ static gr_status user_empty(gr_context *ctx, const gr_options *o, gr_dtype t, gr
 
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *out) {
+    ctx = gr_ctx_for(ctx, h);
     gr_status st = check_source(ctx, h, chunk_bytes, streams);
     if (st != GR_OK) return st;
     if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_streamed(ctx, h, o, chunk_bytes, streams, out);

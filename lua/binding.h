@@ -9,6 +9,8 @@
  *   loperator.c user operators: gr.operator and the Operator userdata
  *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions run
  *   lkernel.c   user kernel variants: gr.kernel, and their kernels prepared for a reduction
+ *   lsharded.c  reductions of sharded buffers (gr.sharded; their methods are gpureduce/sharded.lua)
+ *   lcomm.c     gr.comm and the Comm userdata: NCCL communicators across processes
  *
  * No CUDA header here: everything goes through engine/gr.h. Every function registered by the module
  * has the context userdata as upvalue 1.
@@ -28,6 +30,8 @@
 #define STREAM_MT "gpureduce.Stream"
 #define PENDING_MT "gpureduce.Pending"
 #define OPERATOR_MT "gpureduce.Operator"
+#define SHARDED_MT "gpureduce.Sharded"
+#define COMM_MT "gpureduce.Comm"
 
 /* The module's context, and the cache of the operators compiled in it (made on first use). */
 typedef struct { gr_context *ctx; gr_operator_cache *ops; } lcontext;
@@ -161,6 +165,21 @@ int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
 
+/* ---- sharded buffers (lsharded.c) ---------------------------------------------------------------- */
+
+/* Whether the value at idx is a sharded buffer: a table whose metatable is SHARDED_MT's (its methods
+ * are Lua, in gpureduce/sharded.lua; its shards the Buffers of its field `parts`, in order). */
+int lgr_is_sharded(lua_State *L, int idx);
+/* gr.reduce(s, opts) and the shortcuts for a sharded buffer at 1: every shard at once on its device. */
+int lgr_reduce_sharded(lua_State *L, const lgr_reduce_opts *r);
+
+/* ---- communicators (lcomm.c) ---------------------------------------------------------------------- */
+
+int lgr_comm(lua_State *L);
+int lgr_comm_id(lua_State *L);
+int lgr_nccl_version(lua_State *L);
+extern const luaL_Reg lgr_comm_methods[], lgr_comm_meta[];
+
 /* ---- user operators (loperator.c) ----------------------------------------------------------------- */
 
 /* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
@@ -211,6 +230,7 @@ int lgr_clock(lua_State *L);
 int lgr_debug_events(lua_State *L);
 int lgr_debug_fault(lua_State *L);
 int lgr_device(lua_State *L);
+int lgr_devices(lua_State *L);
 int lgr_dtypes(lua_State *L);
 int lgr_finishes(lua_State *L);
 int lgr_memory_limit(lua_State *L);

@@ -92,33 +92,41 @@ gr_buffer *lgr_check_buffer(lua_State *L, int arg) {
 
 static const char *const where_names[] = {"device", "host", NULL};
 
-typedef struct { int where; } buffer_opts;
+typedef struct { int where, device; } buffer_opts;
 static const lgr_opt buffer_opt_specs[] = {
+    {"device", lgr_read_int, offsetof(buffer_opts, device), 1, INT32_MAX, NULL},
     {"where", lgr_read_choice, offsetof(buffer_opts, where), 0, 0, where_names},
     {NULL, NULL, 0, 0, 0, NULL}};
 
-static gr_where read_where(lua_State *L, int arg) {
+/* Where a new buffer goes: *device 0 for the default device. */
+static gr_where read_where(lua_State *L, int arg, int *device) {
     buffer_opts bo = {0};
     lgr_parse_opts(L, arg, buffer_opt_specs, &bo);
+    *device = bo.device;
     return bo.where == 1 ? GR_HOST : GR_DEVICE;
 }
 
-/* gr.buffer(n | table | bytes, dtype = "float32", {where = "device" | "host"}) */
+static gr_status buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
+    return device ? gr_buffer_new_on(ctx, n, t, where, device, out) : gr_buffer_new(ctx, n, t, where, out);
+}
+
+/* gr.buffer(n | table | bytes, dtype = "float32", {where = "device" | "host", device = k}) */
 int lgr_buffer(lua_State *L) {
     int source = lua_type(L, 1);
     if (source != LUA_TNUMBER && source != LUA_TTABLE && source != LUA_TSTRING)
         return luaL_argerror(L, 1, lua_pushfstring(L, "expected a size, a table or a byte string, got %s",
                                                    luaL_typename(L, 1)));
     gr_dtype t = lgr_check_dtype(L, 2, "float32");
-    gr_where where = read_where(L, 3);
+    int device;
+    gr_where where = read_where(L, 3, &device);
     gr_context *ctx = lgr_ctx(L);
     size_t n = 0;
     void *data = NULL;
     if (source == LUA_TNUMBER) n = (size_t)lgr_check_integer(L, 1, "size", 0, LUA_MAXINTEGER);
     else n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);
-    gr_status st = gr_buffer_new(ctx, n, t, where, &u->b);
-    if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, where, &u->b);
+    gr_status st = buffer_new(ctx, n, t, where, device, &u->b);
+    if (lgr_retry_after_gc(L, st)) st = buffer_new(ctx, n, t, where, device, &u->b);
     if (st == GR_OK && data) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
     if (st != GR_OK) return lgr_fail(L, st, 3, "size", 1, "values", 1, NULL);
@@ -133,8 +141,12 @@ int lgr_wrap(lua_State *L) {
     void *ptr = lua_touserdata(L, 1);
     lua_Integer n = lgr_check_integer(L, 2, "size", 0, LUA_MAXINTEGER);
     gr_dtype t = lgr_check_dtype(L, 3, NULL);
-    gr_where where = read_where(L, 4);
+    int device;
+    gr_where where = read_where(L, 4, &device);
     gr_context *ctx = lgr_ctx(L);
+    if (device && device != gr_device_default(ctx))
+        return luaL_argerror(L, 4, lua_pushfstring(L, "opts.device: gr.wrap hands over memory of the default "
+                                                   "device (%d), not of device %d", gr_device_default(ctx), device));
     lbuffer *u = lgr_new_buffer_ud(L);
     gr_status st = gr_buffer_wrap(ctx, ptr, (size_t)n, t, where, &u->b);
     if (st != GR_OK) return lgr_fail(L, st, 4, "ptr", 1, "size", 2, NULL);
@@ -163,6 +175,11 @@ static int b_dtype(lua_State *L) {
     return 1;
 }
 
+static int b_device(lua_State *L) {
+    lua_pushinteger(L, gr_buffer_device(lgr_check_buffer(L, 1)));
+    return 1;
+}
+
 static int b_where(lua_State *L) {
     lua_pushstring(L, gr_buffer_where(lgr_check_buffer(L, 1)) == GR_HOST ? "host" : "device");
     return 1;
@@ -188,20 +205,25 @@ static int b_fill(lua_State *L) {
     return 1;
 }
 
-/* b:iota(start = 0, step = 1) */
+/* The index a generator gives b[1] (argument `arg`, 1 when absent): b as a piece of a larger buffer. */
+static uint64_t check_at(lua_State *L, int arg) {
+    return lua_isnoneornil(L, arg) ? 0 : (uint64_t)(lgr_check_integer(L, arg, "at", 1, LUA_MAXINTEGER) - 1);
+}
+
+/* b:iota(start = 0, step = 1, at = 1): b[i] = start + (at + i - 2) * step */
 static int b_iota(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     gr_scalar start = {GR_SCALAR_INT, {.i = 0}}, step = {GR_SCALAR_INT, {.i = 1}};
     if (!lua_isnoneornil(L, 2)) start = lgr_check_number(L, 2, "start");
     if (!lua_isnoneornil(L, 3)) step = lgr_check_number(L, 3, "step");
-    gr_status st = gr_buffer_iota(lgr_ctx(L), b, start, step);
+    gr_status st = gr_buffer_iota_at(lgr_ctx(L), b, check_at(L, 4), start, step);
     if (st != GR_OK) return lgr_fail(L, st, 0, "start", 2, "step", 3, NULL);
     lua_settop(L, 1);
     return 1;
 }
 
-/* b:random(seed = 0, lo, hi): floats in [lo, hi) (default [0, 1)); integers in [lo, hi] (default the
- * dtype's whole range). */
+/* b:random(seed = 0, lo, hi, at = 1): floats in [lo, hi) (default [0, 1)); integers in [lo, hi] (default
+ * the dtype's whole range); b[i] gets the value of index at + i - 1 of the seed's sequence. */
 static int b_random(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     gr_dtype t = gr_buffer_dtype(b);
@@ -220,7 +242,7 @@ static int b_random(lua_State *L) {
     }
     if (!lua_isnoneornil(L, 3)) lo = lgr_check_number(L, 3, "lo");
     if (!lua_isnoneornil(L, 4)) hi = lgr_check_number(L, 4, "hi");
-    gr_status st = gr_buffer_random(lgr_ctx(L), b, (uint64_t)seed, lo, hi);
+    gr_status st = gr_buffer_random_at(lgr_ctx(L), b, check_at(L, 5), (uint64_t)seed, lo, hi);
     if (st != GR_OK) return lgr_fail(L, st, 0, "lo", 3, "hi", 4, NULL);
     lua_settop(L, 1);
     return 1;
@@ -371,7 +393,7 @@ int lgr_copy(lua_State *L) {
 }
 
 const luaL_Reg lgr_buffer_methods[] = {
-    {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
+    {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
     {"random", b_random}, {"set", b_set}, {"size", b_size}, {"slice", b_slice}, {"tobytes", b_tobytes},
     {"totable", b_totable}, {"where", b_where}, {NULL, NULL}};
 const luaL_Reg lgr_buffer_meta[] = {

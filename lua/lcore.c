@@ -140,11 +140,12 @@ gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def) {
 
 static const luaL_Reg module_funcs[] = {
     {"backend", lgr_backend}, {"bench", lgr_bench},
-    {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"copy", lgr_copy},
+    {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"comm", lgr_comm},
+    {"comm_id", lgr_comm_id}, {"copy", lgr_copy},
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault}, {"device", lgr_device},
-    {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel}, {"kernel_compile", lgr_kernel_compile},
-    {"kernel_source", lgr_kernel_source},
-    {"memory_limit", lgr_memory_limit},
+    {"devices", lgr_devices}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel},
+    {"kernel_compile", lgr_kernel_compile}, {"kernel_source", lgr_kernel_source},
+    {"memory_limit", lgr_memory_limit}, {"nccl_version", lgr_nccl_version},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
     {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
     {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
@@ -239,6 +240,7 @@ int luaopen_gpureduce_core(lua_State *L) {
     lua_pop(L, 1);
     new_type(L, STREAM_MT, lgr_stream_methods, lgr_stream_meta, ctx_idx, NULL);
     new_type(L, PENDING_MT, lgr_pending_methods, lgr_pending_meta, ctx_idx, NULL);
+    new_type(L, COMM_MT, lgr_comm_methods, lgr_comm_meta, ctx_idx, NULL);
     new_type(L, OPERATOR_MT, lgr_operator_methods, lgr_operator_meta, ctx_idx, lgr_operator_index);
     luaL_newlibtable(L, module_funcs);
     lua_pushvalue(L, ctx_idx);
@@ -246,5 +248,7 @@ int luaopen_gpureduce_core(lua_State *L) {
     add_op_functions(L, lua_gettop(L), ctx_idx);
     lua_pushstring(L, GR_VERSION);
     lua_setfield(L, -2, "version");
+    luaL_newmetatable(L, SHARDED_MT);       /* gr.sharded's; its methods are Lua (gpureduce/sharded.lua) */
+    lua_setfield(L, -2, "_Sharded");
     return 1;
 }

@@ -213,13 +213,10 @@ int lgr_backend(lua_State *L) {
     return 1;
 }
 
-int lgr_device(lua_State *L) {
-    gr_device_info d;
-    if (gr_device_info_get(lgr_ctx(L), &d) != GR_OK) {
-        lua_pushnil(L);
-        return 1;
-    }
-    lua_createtable(L, 0, 12);
+/* The facts of one GPU as a table. */
+static void push_device_info(lua_State *L, const gr_device_info *info) {
+    gr_device_info d = *info;
+    lua_createtable(L, 0, 14);
     lgr_set_str(L, "name", d.name);
     lgr_set_int(L, "sms", d.sms);
     lgr_set_int(L, "memory", (lua_Integer)d.memory);
@@ -236,6 +233,36 @@ int lgr_device(lua_State *L) {
     lua_setfield(L, -2, "cuda_runtime");
     lua_pushfstring(L, "%d.%d", d.driver_version / 1000, (d.driver_version % 1000) / 10);
     lua_setfield(L, -2, "cuda_driver");
+}
+
+int lgr_device(lua_State *L) {
+    gr_device_info d;
+    if (gr_device_info_get(lgr_ctx(L), &d) != GR_OK) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_device_info(L, &d);
+    return 1;
+}
+
+/* gr.devices(): {index =, default =, name =, ...} for each GPU; on the cpu backend one entry, the host
+ * ({index = 1, name = "cpu", backend = "cpu"}). */
+int lgr_devices(lua_State *L) {
+    gr_context *ctx = lgr_ctx(L);
+    int count = gr_device_count(ctx), cuda = gr_context_backend(ctx) == GR_BACKEND_CUDA;
+    lua_createtable(L, count, 0);
+    for (int k = 1; k <= count; k++) {
+        gr_device_info d;
+        gr_status st = gr_device_info_at(ctx, k, &d);
+        if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+        if (cuda) push_device_info(L, &d);
+        else lua_createtable(L, 0, 4);
+        lgr_set_int(L, "index", k);
+        lgr_set_bool(L, "default", k == gr_device_default(ctx));
+        lgr_set_str(L, "backend", cuda ? "cuda" : "cpu");
+        if (!cuda) lgr_set_str(L, "name", d.name);
+        lua_rawseti(L, -2, k);
+    }
     return 1;
 }
 

@@ -265,6 +265,7 @@ static int reduce_with(lua_State *L, int op) {
     lgr_reduce_opts_read(L, 2, op, 0, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
+    if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
@@ -318,7 +319,7 @@ int lgr_reduce_many(lua_State *L) {
     gr_context *ctx = lgr_ctx(L);
     gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, bufs, count, &r.o, res);
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     for (size_t i = 0; i < count; i++) {
         if (res[i].count > 1) {

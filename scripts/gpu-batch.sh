@@ -14,6 +14,9 @@
 #     and disk-cache times);
 #   exact: bench.lua's gpu_to_gpu table (the exact kernel at 2^28 beside auto, CUB and the read ceiling),
 #     then spec/exact_gpu_spec.lua and spec/determinism_spec.lua
+#   multi: the several-GPU specs (spec/multi_gpu_spec.lua), the two-process example and the multi-GPU
+#     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
+#     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -41,6 +44,13 @@ for step in $steps; do
          $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
              > "$OUT/sweep512.log" 2>&1 ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua > "$OUT/multi-spec.log" 2>&1
+           echo "multi specs: $(tail -1 "$OUT/multi-spec.log")" >> "$OUT/summary.txt"
+           export LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}"
+           $LUA experiments/multi_gpu/allreduce_demo.lua > "$OUT/multi-demo.log" 2>&1
+           echo "multi demo: exit $?" >> "$OUT/summary.txt"
+           GPUREDUCE_SHARD_N=${MULTI_SHARD_N:-} $LUA experiments/multi_gpu/bench.lua > "$OUT/multi-bench.md" 2>&1
+           echo "multi bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     fuzz) GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1

@@ -158,7 +158,7 @@ describe("options and arguments that used to be accepted silently", function()
   end)
 
   it("every options table refuses unknown keys", function()
-    expect("unknown option 'wher' (accepted: where)", gr.buffer, 4, "float32", { wher = "host" })
+    expect("unknown option 'wher' (accepted: device, where)", gr.buffer, 4, "float32", { wher = "host" })
     expect("opts.where: unknown value 'gpu' (accepted: device, host)", gr.buffer, 4, "float32", { where = "gpu" })
     expect("unknown option 'rep' (accepted: reps, warmup)", gr.bench_read, b, { rep = 3 })
     expect("unknown option 'async'", gr.bench, b, { async = true })

@@ -6,7 +6,11 @@
 local core = require "gpureduce.core"
 
 local gr = {}
-for name, value in pairs(core) do gr[name] = value end
+for name, value in pairs(core) do
+  if name:sub(1, 1) ~= "_" then gr[name] = value end     -- "_Sharded" and the like are the facade's
+end
+
+gr.sharded = require "gpureduce.sharded"
 
 --- The registry entry of a variant by name, or nil.
 function gr.variant(name)

@@ -1,0 +1,106 @@
+--- Several GPUs, measured: `lua experiments/multi_gpu/bench.lua` (the launcher starts the ranks itself).
+--   1. gr.sum over a sharded float32 buffer of 2^32 elements (GPUREDUCE_SHARD_N to change it) on 1, 2,
+--      ... GPUs, against one GPU's gr.sum of a plain buffer of the same size: the speed-up;
+--   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
+--      sizes from 8 B to 1 GiB: bus bandwidth as nccl-tests define it, algbw * 2 (k - 1) / k;
+--   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call.
+-- Parts 2 and 3 need two GPUs (one rank each); with one GPU they run with a single rank.
+local gr = require "gpureduce"
+
+local rank = tonumber(os.getenv("GPUREDUCE_RANK") or "")
+local ndev = #gr.devices()
+
+local function median(t)
+  table.sort(t)
+  return t[(#t + 1) // 2]
+end
+
+--- Median seconds of f() over reps calls after a warm-up.
+local function time(f, reps)
+  f()
+  local s = {}
+  for i = 1, reps do
+    local t0 = gr.clock()
+    f()
+    s[i] = gr.clock() - t0
+  end
+  return median(s)
+end
+
+if not rank then
+  local d = gr.device()
+  print(string.format("# multi-GPU benchmark: %d x %s, CUDA %s, NCCL %s", ndev, d and d.name or "cpu",
+    d and d.cuda_runtime or "-", tostring(gr.nccl_version())))
+  -- 1. sharded sum
+  local n = math.tointeger(tonumber(os.getenv("GPUREDUCE_SHARD_N") or "") or (1 << 32))
+  print(string.format("\n## sharded float32 sum, n = %d", n))
+  print("| GPUs | ms (median) | GB/s | speed-up over 1 GPU |")
+  print("| ---: | ---: | ---: | ---: |")
+  local one
+  do
+    local b = gr.buffer(n, "float32"):random(1)
+    one = time(function() return gr.sum(b) end, 10)
+    b:free()
+    collectgarbage()
+  end
+  print(string.format("| 1 (plain buffer) | %.3f | %.0f | 1.00 |", one * 1e3, n * 4 / one / 1e9))
+  for k = 1, ndev do
+    local devices = {}
+    for i = 1, k do devices[i] = i end
+    local s = gr.sharded(n, "float32", { devices = devices }):random(1)
+    local t = time(function() return gr.sum(s) end, 10)
+    print(string.format("| %d | %.3f | %.0f | %.2f |", k, t * 1e3, n * 4 / t / 1e9, one / t))
+    s:free()
+    collectgarbage()
+  end
+  -- 2 and 3: one child process per rank
+  local size = math.min(ndev, tonumber(os.getenv("GPUREDUCE_RANKS") or "2"))
+  local id = os.tmpname()
+  os.remove(id)
+  local children = {}
+  for r = 0, size - 1 do
+    children[r] = assert(io.popen(string.format("GPUREDUCE_RANK=%d GPUREDUCE_RANKS=%d GPUREDUCE_ID=%s %s %s 2>&1",
+      r, size, id, arg[-1] or "lua5.4", arg[0])))
+  end
+  for r = 0, size - 1 do
+    local out = children[r]:read("a")
+    if r == 0 then io.write(out) elseif out:find("%S") then io.write("[rank " .. r .. "] " .. out) end
+    children[r]:close()
+  end
+  os.remove(id)
+  return
+end
+
+local size = tonumber(os.getenv("GPUREDUCE_RANKS"))
+local device = rank + 1
+local c <close> = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 120, device = device }
+local function say(...) if rank == 0 then print(string.format(...)) end end
+
+say("\n## c:allreduce against ncclAllReduce, %d rank(s), float32 sum in place", size)
+say("| bytes | c:allreduce us | busbw GB/s | ncclAllReduce us | busbw GB/s | ratio |")
+say("| ---: | ---: | ---: | ---: | ---: | ---: |")
+local factor = size > 1 and 2 * (size - 1) / size or 1
+for log2 = 3, 30, 3 do
+  local bytes = 1 << log2
+  local b = gr.buffer(bytes // 4, "float32", { device = device }):fill(1)
+  local reps = bytes >= (1 << 27) and 20 or 200
+  c:barrier()
+  c:allreduce(b, "sum")
+  local t = time(function() c:allreduce(b, "sum") end, reps)
+  c:barrier()
+  local raw = c:_bench_raw(b, "sum", reps, true)
+  local bw = function(s) return bytes / s / 1e9 * factor end
+  say("| %d | %.1f | %.2f | %.1f | %.2f | %.3f |", bytes, t * 1e6, bw(t), raw * 1e6, bw(raw), bw(t) / bw(raw))
+  b:free()
+end
+
+say("\n## c:reduce of one value against a 1-element ncclAllReduce (each call waited for)")
+local one = gr.buffer(1, "float32", { device = device }):fill(rank + 1)
+c:barrier()
+local t = time(function() return c:reduce(one) end, 2000)
+c:barrier()
+local raw = c:_bench_raw(one, "sum", 2000, true)
+local raw_back = c:_bench_raw(one, "sum", 2000, false)
+say("| c:reduce us | ncclAllReduce us (each waited) | ncclAllReduce us (back to back) | ratio to waited |")
+say("| ---: | ---: | ---: | ---: |")
+say("| %.1f | %.1f | %.1f | %.2f |", t * 1e6, raw * 1e6, raw_back * 1e6, t / raw)

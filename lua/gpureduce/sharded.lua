@@ -1,0 +1,260 @@
+--- gr.sharded: one logical buffer split across devices.
+--
+-- A sharded buffer is a table whose `parts` field lists plain Buffers, one per entry of
+-- opts.devices, holding consecutive, balanced pieces of the array (the first n % k shards have one
+-- element more). Its methods loop over the shards: generators give each shard the indices it has in
+-- the whole array (b:random's and b:iota's `at`), so the contents equal one buffer's for the same
+-- seed. Reductions are C (lua/lsharded.c): gr.reduce and the shortcuts see the metatable.
+local core = require "gpureduce.core"
+
+local Sharded = core._Sharded          -- the metatable, registered by the core as "gpureduce.Sharded"
+local methods = {}
+
+local function shards_of(s)
+  local list = rawget(s, "parts")
+  if not list then error("gpureduce.Sharded: the sharded buffer has been freed", 3) end
+  return list
+end
+
+--- The shard that holds element i (1-based) and i's index in it, by bisection over the offsets.
+local function locate(s, i)
+  local list, first = shards_of(s), rawget(s, "first")
+  local lo, hi = 1, #list
+  while lo < hi do
+    local mid = (lo + hi + 1) // 2
+    if first[mid] <= i then lo = mid else hi = mid - 1 end
+  end
+  -- an empty shard starts where the next one does: step to the one that holds i
+  while #list[lo] == 0 or i >= first[lo] + #list[lo] do lo = lo + 1 end
+  return list[lo], i - first[lo] + 1
+end
+
+local function check_index(s, i, level)
+  if math.type(i) ~= "integer" then
+    error(string.format("bad argument #1 to 'get' (index: expected an integer, got %s)",
+      math.type(i) or type(i)), level)
+  end
+  if i < 1 or i > s.n then
+    error(string.format("bad argument #1 to 'get' (index %d out of range (1..%d))", i, s.n), level)
+  end
+end
+
+--- A sharded buffer over the given shards (Buffers in order), which it owns.
+local function wrap(list, dtype)
+  local first, n = {}, 0
+  for k, b in ipairs(list) do
+    first[k] = n + 1
+    n = n + #b
+  end
+  return setmetatable({parts = list, first = first, n = n, dtype_name = dtype}, Sharded)
+end
+
+--- gr.sharded(n, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every device.
+local function sharded(n, dtype, opts)
+  if math.type(n) ~= "integer" or n < 0 then
+    error(string.format("bad argument #1 to 'sharded' (size: expected an integer >= 0, got %s)",
+      tostring(n)), 2)
+  end
+  dtype = dtype or "float32"
+  if opts ~= nil and type(opts) ~= "table" then
+    error("bad argument #3 to 'sharded' (opts: expected a table, got " .. type(opts) .. ")", 2)
+  end
+  for key in pairs(opts or {}) do
+    if key ~= "devices" then
+      error(string.format("bad argument #3 to 'sharded' (opts.%s: unknown option (accepted: devices))",
+        tostring(key)), 2)
+    end
+  end
+  local count = #core.devices()
+  local devices = opts and opts.devices
+  if devices == nil then
+    devices = {}
+    for k = 1, count do devices[k] = k end
+  end
+  if type(devices) ~= "table" or #devices == 0 then
+    error("bad argument #3 to 'sharded' (opts.devices: expected a non-empty list of device indices)", 2)
+  end
+  for k, d in ipairs(devices) do
+    if math.type(d) ~= "integer" or d < 1 or d > count then
+      error(string.format("bad argument #3 to 'sharded' (opts.devices[%d]: %s is not a device (devices: 1 to %d))",
+        k, tostring(d), count), 2)
+    end
+  end
+  local k = #devices
+  local list = {}
+  for i, d in ipairs(devices) do
+    local size = n // k + (i <= n % k and 1 or 0)
+    local ok, b = pcall(core.buffer, size, dtype, {device = d})
+    if not ok then
+      for _, made in ipairs(list) do made:free() end
+      error((tostring(b):gsub("'buffer'", "'sharded'")), 2)
+    end
+    list[i] = b
+  end
+  return wrap(list, dtype)
+end
+
+function methods:size() return self.n end
+function methods:dtype() return self.dtype_name end
+function methods:where() return "device" end
+
+--- The devices of the shards, in order.
+function methods:devices()
+  local out = {}
+  for k, b in ipairs(shards_of(self)) do out[k] = b:device() end
+  return out
+end
+
+--- {device =, offset = (1-based index of the shard's first element), size =, buffer =} per shard.
+function methods:shards()
+  local out = {}
+  for k, b in ipairs(shards_of(self)) do
+    out[k] = {device = b:device(), offset = self.first[k], size = #b, buffer = b}
+  end
+  return out
+end
+
+function methods:fill(v)
+  for _, b in ipairs(shards_of(self)) do b:fill(v) end
+  return self
+end
+
+function methods:iota(start, step)
+  for k, b in ipairs(shards_of(self)) do b:iota(start, step, self.first[k]) end
+  return self
+end
+
+function methods:random(seed, lo, hi)
+  for k, b in ipairs(shards_of(self)) do b:random(seed, lo, hi, self.first[k]) end
+  return self
+end
+
+function methods:get(i)
+  check_index(self, i, 3)
+  local b, j = locate(self, i)
+  return b:get(j)
+end
+
+--- The element size of the dtype, in bytes (for byte strings).
+local function element_bytes(s)
+  if not s.es then
+    local probe <close> = core.buffer(1, s.dtype_name, {where = "host"})
+    rawset(s, "es", #probe:tobytes())
+  end
+  return s.es
+end
+
+--- s:set(table | bytes, offset = 1): each shard takes its part.
+function methods:set(values, offset)
+  offset = offset or 1
+  local bytes = type(values) == "string"
+  if not bytes and type(values) ~= "table" then
+    error("bad argument #1 to 'set' (expected a table or a byte string, got " .. type(values) .. ")", 2)
+  end
+  if math.type(offset) ~= "integer" or offset < 1 or offset > self.n + 1 then
+    error(string.format("bad argument #2 to 'set' (offset %s is outside 1..%d)", tostring(offset), self.n + 1), 2)
+  end
+  local es = bytes and element_bytes(self) or 1
+  if bytes and #values % es ~= 0 then
+    error(string.format("bad argument #1 to 'set' (byte string of length %d is not a whole number of %s elements)",
+      #values, self.dtype_name), 2)
+  end
+  local count = bytes and #values // es or #values
+  if count > self.n - offset + 1 then
+    error(string.format("bad argument #1 to 'set' (%d values from offset %d do not fit in a buffer of %d)",
+      count, offset, self.n), 2)
+  end
+  local last = offset + count - 1
+  for k, b in ipairs(shards_of(self)) do
+    local lo, hi = self.first[k], self.first[k] + #b - 1
+    local from, to = math.max(lo, offset), math.min(hi, last)
+    if from <= to then
+      local a, z = from - offset + 1, to - offset + 1
+      local part = bytes and values:sub((a - 1) * es + 1, z * es) or table.move(values, a, z, 1, {})
+      b:set(part, from - lo + 1)
+    end
+  end
+  return self
+end
+
+--- The pieces of [first, first + count - 1] as (shard, offset in it, count) calls of f, in order.
+local function each_piece(s, first, count, f)
+  local last = first + count - 1
+  for k, b in ipairs(shards_of(s)) do
+    local lo, hi = s.first[k], s.first[k] + #b - 1
+    local from, to = math.max(lo, first), math.min(hi, last)
+    if from <= to then f(b, from - lo + 1, to - from + 1) end
+  end
+end
+
+local function check_span(s, first, count, name)
+  first = first or 1
+  if math.type(first) ~= "integer" or first < 1 or first > s.n + 1 then
+    error(string.format("bad argument #1 to '%s' (offset %s is outside 1..%d)", name, tostring(first), s.n + 1), 3)
+  end
+  count = count or s.n - first + 1
+  if math.type(count) ~= "integer" or count < 0 or count > s.n - first + 1 then
+    error(string.format("bad argument #2 to '%s' (count %s from offset %d is outside the buffer (size %d))",
+      name, tostring(count), first, s.n), 3)
+  end
+  return first, count
+end
+
+function methods:totable(first, count)
+  first, count = check_span(self, first, count, "totable")
+  local out = {}
+  each_piece(self, first, count, function(b, at, c)
+    table.move(b:totable(at, c), 1, c, #out + 1, out)
+  end)
+  return out
+end
+
+function methods:tobytes(first, count)
+  first, count = check_span(self, first, count, "tobytes")
+  local parts = {}
+  each_piece(self, first, count, function(b, at, c) parts[#parts + 1] = b:tobytes(at, c) end)
+  return table.concat(parts)
+end
+
+--- s:slice(offset, count = rest): a plain buffer (a view of one shard) when the range lies in one
+-- shard, else a sharded view over the pieces of the shards it covers.
+function methods:slice(offset, count)
+  offset, count = check_span(self, offset, count, "slice")
+  local pieces = {}
+  each_piece(self, offset, count, function(b, at, c) pieces[#pieces + 1] = b:slice(at, c) end)
+  if #pieces == 1 then return pieces[1] end
+  if #pieces == 0 then return shards_of(self)[1]:slice(1, 0) end
+  return wrap(pieces, self.dtype_name)
+end
+
+--- Frees every shard (views of them stay valid: a shard's memory goes with its last view).
+function methods:free()
+  local list = rawget(self, "parts")
+  if list then
+    for _, b in ipairs(list) do b:free() end
+    rawset(self, "parts", nil)
+  end
+end
+
+Sharded.__name = "gpureduce.Sharded"
+Sharded.__len = function(s) return s.n end
+Sharded.__close = methods.free
+Sharded.__tostring = function(s)
+  if not rawget(s, "parts") then return "gpureduce.Sharded(freed)" end
+  return string.format("gpureduce.Sharded(%s, %d, devices {%s})", s.dtype_name, s.n,
+    table.concat(s:devices(), ", "))
+end
+Sharded.__index = function(s, key)
+  if math.type(key) == "integer" then return methods.get(s, key) end
+  return methods[key]
+end
+Sharded.__newindex = function(s, key, v)
+  if math.type(key) ~= "integer" then
+    error("gpureduce.Sharded: cannot set field '" .. tostring(key) .. "' (only elements s[1] to s[#s])", 2)
+  end
+  check_index(s, key, 3)
+  local b, j = locate(s, key)
+  b[j] = v
+end
+
+return sharded
