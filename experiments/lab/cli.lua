@@ -256,7 +256,12 @@ function M.settings(gr, args)
 
   local wanted = expand_all(args.variants, available)
   if not wanted then
-    wanted = available
+    -- the catalogue by default: user kernels registered earlier in the process come with --kernels or
+    -- --variants only
+    wanted = {}
+    for _, name in ipairs(available) do
+      if not gr.variant(name).user then wanted[#wanted + 1] = name end
+    end
     if args.quick then
       wanted = {}
       for _, name in ipairs(M.QUICK_VARIANTS) do
