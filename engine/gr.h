@@ -431,6 +431,10 @@ gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operat
  * accumulator over the 32 bytes a reduction keeps. */
 gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
                               const gr_operator_image **out);
+/* The same with the kernel of segments and reduce_many's items too (a second image per dtype, compiled
+ * on the first segmented use, so that whole-buffer reductions do not pay its compile). */
+gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+                                       const gr_operator_image **out);
 /* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);

@@ -563,17 +563,23 @@ gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char
     return GR_OK;
 }
 
-gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
-                              gr_operator_image **out) {
+/* The image of the whole-buffer kernels, or with segments set of those and gr_op_segments. */
+static gr_status compile_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
+                              int segments, gr_operator_image **out) {
     *out = NULL;
     char *source;
-    gr_status st = gr_operator_source(ctx, op, in, &source);
+    gr_status st = gr_operator_source_part(ctx, op, in, segments, &source);
     if (st != GR_OK) return st;
     char what[128];
     snprintf(what, sizeof what, "operator %s over %s elements", op->spec.name, gr_dtype_name(in));
     st = gr_image_compile(ctx, cache, source, in, arch, what, out, &op->last);
     free(source);
     return st;
+}
+
+gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
+                              gr_operator_image **out) {
+    return compile_part(ctx, cache, op, in, arch, 0, out);
 }
 
 /* ---- on the device --------------------------------------------------------------------------------------- */
@@ -612,20 +618,20 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
     return GR_OK;
 }
 
-gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int segments,
                               const gr_operator_image **out) {
     *out = NULL;
     ctx = gr_ctx_enter(ctx);    /* the operator's modules live on the context's own device */
     if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
-    if (op->ready_in == cache && op->ready[in]) {
-        *out = op->ready[in];
+    if (op->ready_in == cache && op->ready[segments][in]) {
+        *out = op->ready[segments][in];
         return GR_OK;
     }
     gr_device_info info;
     gr_status st = gr_device_info_get(ctx, &info);
     if (st != GR_OK) return st;
     gr_operator_image *img;
-    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img)) != GR_OK) return st;
+    if ((st = compile_part(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, segments, &img)) != GR_OK) return st;
     if (img->acc_size > GR_ACC_MAX)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
                            "reduction keeps", op->spec.name, img->acc_size, GR_ACC_MAX);
@@ -637,9 +643,19 @@ gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_oper
         memset(op->ready, 0, sizeof op->ready);
         op->ready_in = cache;
     }
-    op->ready[in] = img;
+    op->ready[segments][in] = img;
     *out = img;
     return GR_OK;
+}
+
+gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+                              const gr_operator_image **out) {
+    return prepare_part(ctx, cache, op, in, 0, out);
+}
+
+gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
+                                       const gr_operator_image **out) {
+    return prepare_part(ctx, cache, op, in, 1, out);
 }
 
 static void format_scalar(char *buf, size_t len, gr_scalar v) {

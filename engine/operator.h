@@ -19,7 +19,7 @@ struct gr_operator {
     gr_operator_compile_info last;  /* the operator's last gr_operator_compile */
     /* per input dtype, the image whose kernels are loaded (operator_run.c), and the cache that holds
      * it: a reduction finds its kernels here without generating the source or hashing the key */
-    gr_operator_image *ready[GR_DTYPE_COUNT];
+    gr_operator_image *ready[2][GR_DTYPE_COUNT];   /* [1]: the images with gr_op_segments */
     const gr_operator_cache *ready_in;
 };
 
@@ -91,6 +91,10 @@ gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char
 /* A map of the cache's that users may key as they like (values not owned): kernel.c remembers there
  * which image serves a user kernel for an op and dtype. */
 struct gr_kcache_mem *gr_operator_cache_memo(gr_operator_cache *c);
+
+/* gr_operator_source's text, with gr_op_segments after the rest when `segments` is set: a second image
+ * per dtype, compiled on the first segmented reduction, so that whole-buffer ones compile no more. */
+gr_status gr_operator_source_part(gr_context *ctx, const gr_operator *op, gr_dtype in, int segments, char **out);
 
 /* Whether s is empty or only white space (the spec's checks and the generated source share it). */
 int gr_operator_is_blank(const char *s);

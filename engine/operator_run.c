@@ -53,6 +53,7 @@ int gr_operator_launch_segments(gr_seg_launch *L, const gr_operator_image *img) 
     void *partials = L->partials;
     unsigned *counters = L->counters;
     void *args[] = {&a, &g, &splits, &partials, &counters};
+    if (!img->kernels.segments) return 1;      /* cudaErrorInvalidValue: prepared without them (a caller's bug) */
     int e = gr_dev_launch(img->kernels.segments, (unsigned)L->grid, (unsigned)L->block, 0, L->stream, args);
     if (e) L->site = "gr_op_segments (a user operator)";
     return e;

@@ -61,7 +61,7 @@ static void put_prologue(gr_text *t, const gr_operator *op, gr_dtype in, const c
            "// Each field's lines are numbered from 1 under its name (#line), the rest as \"generated\".\n",
         op->spec.name, gr_dtype_name(in), op->spec.acc);
     gr_text_put(t, "#include \"thread_load.cuh\"\n#include \"warp_block.cuh\"\n#include \"epilogue.cuh\"\n"
-           "#include \"pipeline.cuh\"\n#include \"segmented.cuh\"\n\n");
+           "#include \"pipeline.cuh\"\n\n");
     gr_text_nvrtc_names(t);
     if (op->spec.preamble && !gr_operator_is_blank(op->spec.preamble)) {
         gr_text_field(t, "preamble", op->spec.preamble);
@@ -165,7 +165,7 @@ static void put_main_kernels(gr_text *t, gr_dtype in) {
 /* Segments and reduce_many's items (operator.h says what gr_op_segments writes): after the tail, whose
  * gr_op_post_bits it calls. */
 static void put_segments_kernel(gr_text *t, int has_post) {
-    gr_text_put(t, "\n// Segments and reduce_many's items: result s is the accumulator itself without post, else post's\n"
+    gr_text_put(t, "\n#include \"segmented.cuh\"\n\n// Segments and reduce_many's items: result s is the accumulator itself without post, else post's\n"
            "// value as a double (gr_operator_segment_dtype), and as its 8 bytes at out1 when set.\n"
            "struct gr_op_segment_result {\n"
            "    static GR_DEV void write(const gr_op_acc &a, gr::u64 n, int, void *out0, void *out1, gr::u64 s) {\n"
@@ -239,13 +239,17 @@ gr_status gr_operator_source_head(gr_context *ctx, const gr_operator *op, gr_dty
 }
 
 gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out) {
+    return gr_operator_source_part(ctx, op, in, 0, out);
+}
+
+gr_status gr_operator_source_part(gr_context *ctx, const gr_operator *op, gr_dtype in, int segments, char **out) {
     *out = NULL;
     gr_text t = {.line = 1};
     gr_status st = gr_operator_source_head(ctx, op, in, &t);
     if (st != GR_OK) return st;
     put_main_kernels(&t, in);
     gr_operator_source_tail(&t, in);
-    put_segments_kernel(&t, op->spec.post != NULL);
+    if (segments) put_segments_kernel(&t, op->spec.post != NULL);
     if (t.failed) {
         free(t.s);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory for the operator's source");

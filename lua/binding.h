@@ -149,6 +149,7 @@ typedef struct lgr_reduce_opts {
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
     lua_State *fold_L;          /* o.fold's state: the operator's cpu.reduce at stack slot fold_fn of fold_L */
     int fold_fn, fold_acc;      /* ... and the accumulator's dtype */
+    int many;                   /* gr.reduce_many: an operator's kernels with those of segments */
 } lgr_reduce_opts;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and

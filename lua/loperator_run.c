@@ -43,7 +43,8 @@ static gr_status fold_partials(void *ud, const void *partials, size_t count, voi
 /* opts.op's operator prepared for b's dtype on the GPU: r->o.user set, or a Lua error. */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     const gr_operator_image *img;
-    gr_status st = gr_operator_prepare(lgr_ctx(L), lgr_operator_cache(L), r->user_op, gr_buffer_dtype(b), &img);
+    gr_status st = (r->segment || r->offsets || r->many ? gr_operator_prepare_segments : gr_operator_prepare)(
+        lgr_ctx(L), lgr_operator_cache(L), r->user_op, gr_buffer_dtype(b), &img);
     if (st != GR_OK) lgr_fail(L, st, 2, NULL);
     r->o.user = img;
     if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
@@ -198,6 +199,7 @@ int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
 int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count) {
     gr_context *ctx = lgr_ctx(L);
     refuse_exact(L, r);
+    r->many = 1;
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     int results = lua_gettop(L);
     int gpu = gr_context_backend(ctx) == GR_BACKEND_CUDA;
