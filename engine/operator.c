@@ -599,15 +599,14 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
         snprintf(what, sizeof what, "loading an operator's %s%s%s", img->ptx ? "PTX" : "CUBIN", *log ? ": " : "", log);
         return gr_fail_dev(ctx, e, what);
     }
-    /* gr_op_segments is an operator's own: a user kernel's image (kernel_source.c) has none */
-    struct { const char *name; void **fn; int optional; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main, 0},
-        {GR_OP_KERNEL_PARTIALS, &k->partials, 0}, {GR_OP_KERNEL_POST, &k->post, 0}, {GR_OP_KERNEL_CHECK, &k->check, 0},
-        {GR_OP_KERNEL_SEGMENTS, &k->segments, 1}};
-    for (size_t w = 0; w < sizeof wanted / sizeof wanted[0]; w++) {
+    /* gr_op_segments only where the source has it (asked for by gr_operator_prepare_segments) */
+    struct { const char *name; void **fn; } wanted[] = {{GR_OP_KERNEL_MAIN, &k->main},
+        {GR_OP_KERNEL_PARTIALS, &k->partials}, {GR_OP_KERNEL_POST, &k->post}, {GR_OP_KERNEL_CHECK, &k->check},
+        {GR_OP_KERNEL_SEGMENTS, &k->segments}};
+    size_t count = sizeof wanted / sizeof wanted[0] - (img->has_segments ? 0 : 1);
+    for (size_t w = 0; w < count; w++) {
         e = gr_dev_module_function(k->module, wanted[w].name, wanted[w].fn);
-        if (e && wanted[w].optional) {
-            *wanted[w].fn = NULL;
-        } else if (e) {
+        if (e) {
             gr_dev_module_unload(k->module);
             *k = (gr_operator_kernels){0};
             snprintf(what, sizeof what, "an operator's kernel %s", wanted[w].name);
@@ -632,6 +631,7 @@ static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     if (st != GR_OK) return st;
     gr_operator_image *img;
     if ((st = compile_part(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, segments, &img)) != GR_OK) return st;
+    img->has_segments = segments;       /* the images of the two parts have different sources */
     if (img->acc_size > GR_ACC_MAX)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
                            "reduction keeps", op->spec.name, img->acc_size, GR_ACC_MAX);

@@ -67,6 +67,7 @@ struct gr_operator_image {
     gr_operator_kernels kernels;    /* loaded on first use; unloaded with the cache */
     /* set by gr_operator_prepare from the operator (its source, and so this image, says the same) */
     int has_post;
+    int has_segments;               /* its source has gr_op_segments (gr_operator_prepare_segments) */
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
     /* set by gr_kernel_prepare for a user kernel's image (kernel.c): its registry index, and the
      * built-in op it reduces with (-1: a user operator's functor); -1 and -1 for an operator's own */

@@ -45,6 +45,14 @@ local function names(list)
   return table.concat(c, ",")
 end
 
+--- A restricted kernel, registered by whichever test needs it first (the same spec again is the same
+-- row): busted may run these tests in different processes.
+local function small_kernel()
+  return gr.kernel(spec { name = "spec_small", entry = "plain", block = { min = 64, max = 256 },
+    finishes = { "host", "device" }, ops = { "max", "sum" }, determinism = "not_guaranteed",
+    summary = "a small one" })
+end
+
 describe("gr.kernel", function()
   it("registers a user kernel: a registry row after the catalogue, marked user", function()
     assert.equal("two_stage", two_stage.name)
@@ -81,9 +89,7 @@ describe("gr.kernel", function()
   end)
 
   it("keeps the block range, finishing modes, ops and determinism it is given", function()
-    local v = gr.kernel(spec { name = "spec_small", entry = "plain", block = { min = 64, max = 256 },
-      finishes = { "host", "device" }, ops = { "max", "sum" }, determinism = "not_guaranteed",
-      summary = "a small one" })
+    local v = small_kernel()
     assert.same({ min = 64, max = 256, default = 256 }, v.block)
     assert.equal("device,host", names(v.finishes))
     assert.equal("device", v.default_finish)
@@ -307,10 +313,12 @@ describe("user kernels on the GPU", function()
     assert.equal(2.0, gr.reduce(b, { op = KAHAN, variant = "two_stage" }))
     expect("opts.finish: 'host' combines partials on the CPU, with the operator's cpu.reduce over numbers", gr.reduce, b,
       { op = KAHAN, variant = "two_stage", finish = "host" })
+    small_kernel()
     expect("opts.op: user kernel 'spec_small' lists the ops it takes", gr.reduce, b, { op = KAHAN, variant = "spec_small" })
   end)
 
   H.gpu_it("a restricted kernel takes only its ops, finishes and blocks", function()
+    small_kernel()
     local b = gr.buffer(5000, "float32"):iota(1)
     assert.equal(12502500.0, gr.sum(b, { variant = "spec_small", block = 64, finish = "host" }))
     assert.equal(5000.0, gr.max(b, { variant = "spec_small" }))
