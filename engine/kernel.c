@@ -124,6 +124,15 @@ static void definition_free(struct gr_user_kernel *k) {
     free(k);
 }
 
+/* The registry keeps user kernels for the life of the process; their definitions go when the module
+ * is unloaded (lua_close, or exit), so that leak checkers see every allocation given back. */
+__attribute__((destructor)) static void forget_definitions(void) {
+    for (int i = gr_variant_count() - 1; i >= 0; i--) {
+        const gr_variant_row *row = gr_variant_row_get(i);
+        if (row && row->user) definition_free((struct gr_user_kernel *)row->user);
+    }
+}
+
 static struct gr_user_kernel *definition_of(const gr_kernel_spec *s) {
     struct gr_user_kernel *k = calloc(1, sizeof *k);
     if (!k) return NULL;

@@ -171,9 +171,15 @@ gr_status gr_registry_add(gr_context *ctx, const gr_variant_row *row, int *index
 }
 
 /* "auto, cpu, ..., <user kernels>": one text per count of user kernels, kept for the process (a caller
- * may hold the one it got while another thread registers a kernel). */
+ * may hold the one it got while another thread registers a kernel), given back when the module goes. */
+static char *names_texts[GR_MAX_USER_VARIANTS + 1];
+
+__attribute__((destructor)) static void forget_names(void) {
+    for (int i = 0; i <= GR_MAX_USER_VARIANTS; i++) free(names_texts[i]);
+}
+
 const char *gr_variant_names(void) {
-    static char *texts[GR_MAX_USER_VARIANTS + 1];
+    char **texts = names_texts;
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     int count = gr_variant_count();
     pthread_mutex_lock(&lock);
