@@ -7,7 +7,6 @@
 -- spec/exact_gpu_spec.lua checks the other ops and the GPU's paths.
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
-local R = require "support.fuzz_reference"
 
 local expect = H.expect_error
 local ATOMIC = { atomic_shared = true, grid_stride_atomic = true }
@@ -87,26 +86,9 @@ describe("determinism", function()
 end)
 
 describe("gpu_to_gpu: the exactly rounded sum", function()
-  local grow, approx = R.lib.grow, R.lib.approx
   local where = gr.backend() == "cuda" and "host" or "device"   -- the host's computation (exact.c)
 
-  --- Whether got is the exact sum of xs rounded to nearest (ties to even) in the format of p bits (24 or
-  -- 53) whose smallest subnormal is 2^emin_sub: exact - got, formed exactly in an expansion, is at most
-  -- half an ulp of got, and a tie leaves an even last bit.
-  local function correctly_rounded(xs, got, p, emin_sub)
-    local e, m = {}, 0
-    for _, x in ipairs(xs) do m = grow(e, m, x) end
-    m = grow(e, m, -got)
-    local d = math.abs(approx(e, m))
-    local ulp = 2.0 ^ emin_sub
-    if got ~= 0 then
-      local _, ex = math.frexp(math.abs(got))           -- |got| in [2^(ex-1), 2^ex)
-      ulp = math.max(2.0 ^ (ex - p), ulp)
-    end
-    if d < ulp / 2 then return true end
-    if d == ulp / 2 then return (got / ulp) % 2 == 0 end
-    return false, string.format("off by %.3g ulp", d / ulp)
-  end
+  local correctly_rounded = require("support.exact_reference").correctly_rounded_sum
 
   local data = require "support.exact_data"
 

@@ -22,39 +22,9 @@ end
 
 -- ---- exact references ------------------------------------------------------------------------------
 
---- a * b as hi + lo exactly (Veltkamp's split and Dekker's product; |a|, |b| far below 2^996).
-local function two_prod(a, b)
-  local function split(x)
-    local c = 134217729.0 * x
-    local h = c - (c - x)
-    return h, x - h
-  end
-  local p = a * b
-  local ah, al = split(a)
-  local bh, bl = split(b)
-  return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
-end
-
-local function expansion(values, f)
-  local e, m = {}, 0
-  for _, x in ipairs(values) do m = f(e, m, x) end
-  return e, m
-end
-
-local function sum_of(xs) return expansion(xs, grow) end
-local function squares_of(xs)
-  return expansion(xs, function(e, m, x)
-    local p, q = two_prod(x, x)
-    return grow(e, grow(e, m, p), q)
-  end)
-end
-
---- The ulp of x in a format of p bits whose smallest subnormal is 2^emin.
-local function ulp(x, p, emin)
-  if x == 0 then return 2.0 ^ emin end
-  local _, ex = math.frexp(math.abs(x))
-  return math.max(2.0 ^ (ex - p), 2.0 ^ emin)
-end
+local X = require "support.exact_reference"
+local two_prod, sum_of, squares_of, ulp, correctly_rounded = X.two_prod, X.sum_of, X.squares_of, X.ulp,
+  X.correctly_rounded
 
 --- Whether got is within `ulps` ulps of the reference value ref (a double near the exact value).
 local function near(got, ref, ulps, p, emin)
@@ -65,21 +35,6 @@ local function near(got, ref, ulps, p, emin)
   local d = math.abs(got - ref)
   if d <= ulps * ulp(ref, p, emin) then return true end
   return false, string.format("%.17g against %.17g: off by %.3g ulp", got, ref, d / ulp(ref, p, emin))
-end
-
---- Whether got is the exact value of expansion (e, m) divided by `div` rounded to nearest (ties to even):
--- |exact - got * div| <= div * ulp / 2, formed exactly (div an integer below 2^53).
-local function correctly_rounded(e, m, got, div, p, emin)
-  local d = {}
-  for i = 1, m do d[i] = e[i] end
-  -- (no product for div 1: two_prod's split overflows past about 1e300)
-  local hi, lo = got, 0.0
-  if div ~= 1 then hi, lo = two_prod(got, div) end
-  local k = grow(d, grow(d, m, -hi), -lo)
-  local off, u = math.abs(approx(d, k)), ulp(got, p, emin) * div
-  if off < u / 2 then return true end
-  if off == u / 2 and (got / ulp(got, p, emin)) % 2 == 0 then return true end
-  return false, string.format("%.17g: off by %.3g ulp", got, off / u)
 end
 
 --- The exact variance's reference: (n Q - S^2) / (n (n - ddof)), the numerator an exact expansion.
