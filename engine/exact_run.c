@@ -158,7 +158,7 @@ gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
 /* ---- segments --------------------------------------------------------------------------------------- */
 
 gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t size, const gr_buffer *offsets,
-                            size_t k, gr_buffer *out) {
+                            const int64_t *bounds, size_t k, gr_buffer *out) {
     gr_dtype t = gr_buffer_dtype(b);
     gr_status st = check_op(ctx, o, t);
     if (st != GR_OK) return st;
@@ -181,20 +181,8 @@ gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         if (rc == 0) rc = sync;
         return rc ? gr_fail_dev_at(ctx, rc, "gpu_to_gpu segmented reduction", L.site) : GR_OK;
     }
-    int64_t *bounds = NULL;
-    if (!size) {
-        bounds = malloc((k + 1) * sizeof *bounds);
-        if (!bounds) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-        if ((st = gr_buffer_read(ctx, offsets, 0, bounds, k + 1)) != GR_OK) {
-            free(bounds);
-            return st;
-        }
-    }
     gr_xsum *a = malloc(sizeof *a);
-    if (!a) {
-        free(bounds);
-        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    }
+    if (!a) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     const char *base = gr_buffer_data(b);
     size_t es = gr_dtype_size(t);
     for (size_t s = 0; s < k; s++) {
@@ -206,6 +194,5 @@ gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         else ((double *)gr_buffer_data(out))[s] = v;
     }
     free(a);
-    free(bounds);
     return GR_OK;
 }

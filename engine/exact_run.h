@@ -20,8 +20,9 @@ gr_status gr_exact_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
 gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes, int streams,
                             gr_result *out);
 /* k segments of b (size, or the offsets buffer, already checked), each one's result into element s of
- * out, a buffer of the accumulator's dtype on b's side. */
+ * out, a buffer of the accumulator's dtype on b's side. Where the host reduces, bounds are the offsets
+ * the caller read and checked (NULL with size); the device reads the buffer's. */
 gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t size, const gr_buffer *offsets,
-                            size_t k, gr_buffer *out);
+                            const int64_t *bounds, size_t k, gr_buffer *out);
 
 #endif

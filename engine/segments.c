@@ -228,7 +228,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
         if (st == GR_OK)
-            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, k, out[0])
+            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0])
                                                      : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
         free(offsets);
         return st;
@@ -236,7 +236,8 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     if (!&gr_segmented || !gr_segmented.launch)
         return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
-    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, k, out[0]);
+    if (o->determinism == GR_DET_GPU_TO_GPU)
+        return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0]);
 
     gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
     size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
