@@ -73,6 +73,28 @@ local function per_call_us(f, batches)
   return med, t[1]
 end
 
+--- Paired wall times of fa and fb from a Lua loop, in us per call: after 500 warm-up calls of each,
+-- `rounds` rounds of one batch of 200 calls of each, the order alternating between rounds so that drift
+-- (clocks, other load) falls on both alike. Returns the medians of fa's and fb's batch means and the
+-- median and the quartiles of the per-round differences fb - fa: a difference of a few tenths of a us
+-- is resolved where two separate loops' medians wander by more than that.
+local function paired_per_call_us(fa, fb, rounds)
+  for _ = 1, 500 do fa(); fb() end
+  local ta, tb, d = {}, {}, {}
+  local function batch(f)
+    local t0 = gr.clock()
+    for _ = 1, 200 do f() end
+    return (gr.clock() - t0) / 200 * 1e6
+  end
+  for i = 1, rounds do
+    if i % 2 == 1 then ta[i] = batch(fa); tb[i] = batch(fb)
+    else tb[i] = batch(fb); ta[i] = batch(fa) end
+    d[i] = tb[i] - ta[i]
+  end
+  local md = median(d)                    -- sorts d
+  return median(ta), median(tb), md, d[(rounds + 3) // 4], d[(3 * rounds + 1) // 4]
+end
+
 if wanted("large") then
   print("\n## n = 2^28: auto vs cub::DeviceReduce vs the read-only kernel (device events)")
   print(string.format("%-8s %-5s %9s %9s %9s %9s %9s %8s %8s  %-5s  %s", "dtype", "op", "auto ms", "auto GB/s",
@@ -298,14 +320,19 @@ if wanted("operators") then
   end
   print("(op/sum: the operator's speed as a share of the built-in sum's, auto: warp_shuffle's plan, pipelined for int8)")
 
-  print("\n## operators: wall time per small call from a Lua loop, float32, against gr.sum")
-  print(string.format("%10s %10s %10s %10s", "n", "sum us", "op us", "op - sum"))
+  print("\n## operators: wall time per small call from a Lua loop, float32, paired with the built-in sum")
+  print("(401 rounds of 200 calls of each, alternating; op - x: the median of the rounds' differences [quartiles])")
+  print(string.format("%8s %9s %11s %9s %24s %24s", "n", "sum us", "reduce us", "op us", "op - gr.sum(b)",
+    "op - reduce{op='sum'}"))
   local op = sum_op("float32")
   for _, k in ipairs({ 10, 16 }) do
     local b = gr.buffer(1 << k, "float32"):random(3)
-    local a = per_call_us(function() return gr.sum(b) end, 21)
-    local o = per_call_us(function() return gr.reduce(b, { op = op }) end, 21)
-    print(string.format("%10d %10.2f %10.2f %+10.2f", 1 << k, a, o, o - a))
+    local o1, o2 = { op = op }, { op = "sum" }
+    local f_op = function() return gr.reduce(b, o1) end
+    local a, o, d, d1, d3 = paired_per_call_us(function() return gr.sum(b) end, f_op, 401)
+    local r, _, e, e1, e3 = paired_per_call_us(function() return gr.reduce(b, o2) end, f_op, 401)
+    print(string.format("%8d %9.2f %11.2f %9.2f %+8.2f [%+6.2f %+6.2f] %+8.2f [%+6.2f %+6.2f]", 1 << k, a, r, o,
+      d, d1, d3, e, e1, e3))
   end
 
   print("\n## operators: compile and caches")

@@ -4,7 +4,8 @@
 --   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
 --      sizes from 8 B to 1 GiB: bus bandwidth as nccl-tests define it, algbw * 2 (k - 1) / k;
 --   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call.
--- Parts 2 and 3 need two GPUs (one rank each); with one GPU they run with a single rank.
+-- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
+-- one GPU each; with one GPU they run with a single rank.
 local gr = require "gpureduce"
 
 local rank = tonumber(os.getenv("GPUREDUCE_RANK") or "")
@@ -53,19 +54,26 @@ if not rank then
     s:free()
     collectgarbage()
   end
-  -- 2 and 3: one child process per rank
-  local size = math.min(ndev, tonumber(os.getenv("GPUREDUCE_RANKS") or "2"))
-  local id = os.tmpname()
-  os.remove(id)
-  local children = {}
-  for r = 0, size - 1 do
-    children[r] = assert(io.popen(string.format("GPUREDUCE_RANK=%d GPUREDUCE_RANKS=%d GPUREDUCE_ID=%s %s %s 2>&1",
-      r, size, id, arg[-1] or "lua5.4", arg[0])))
+  -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
+  -- and every GPU)
+  local sizes, seen = {}, {}
+  for k in (os.getenv("GPUREDUCE_RANKS") or ("2," .. ndev)):gmatch("%d+") do
+    k = math.max(1, math.min(ndev, math.tointeger(tonumber(k))))
+    if not seen[k] then sizes[#sizes + 1], seen[k] = k, true end
   end
-  for r = 0, size - 1 do
-    local out = children[r]:read("a")
-    if r == 0 then io.write(out) elseif out:find("%S") then io.write("[rank " .. r .. "] " .. out) end
-    children[r]:close()
+  local id = os.tmpname()
+  for _, size in ipairs(sizes) do
+    os.remove(id)
+    local children = {}
+    for r = 0, size - 1 do
+      children[r] = assert(io.popen(string.format("GPUREDUCE_RANK=%d GPUREDUCE_RANKS=%d GPUREDUCE_ID=%s %s %s 2>&1",
+        r, size, id, arg[-1] or "lua5.4", arg[0])))
+    end
+    for r = 0, size - 1 do
+      local out = children[r]:read("a")
+      if r == 0 then io.write(out) elseif out:find("%S") then io.write("[rank " .. r .. "] " .. out) end
+      children[r]:close()
+    end
   end
   os.remove(id)
   return
