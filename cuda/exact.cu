@@ -17,7 +17,8 @@
  * (engine/exact.c) arrive at the same digits, which engine/exact_run.c rounds with exact_acc.h's code.
  *
  * The segmented kernel gives each segment to one block in turn (a grid-stride over segments) and rounds
- * its result on the device with the same header.
+ * its result on the device with the same header; a segment longer than 2^30 elements is folded in rounds
+ * with a carry step between them, as the plain kernel's inputs are split into launches (exact_pass.c).
  */
 #include <cuda_runtime.h>
 
@@ -234,14 +235,19 @@ __global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, 
 template <class In, int SUMS, bool SKIP, class Out>
 __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restrict__ in, size_t k, size_t size,
                                                              const int64_t *__restrict__ offsets, Out *out, int op,
-                                                             int ddof) {
+                                                             int ddof, size_t round) {
     __shared__ gr_xsum acc;
     for (size_t seg = blockIdx.x; seg < k; seg += gridDim.x) {
         clear_block(&acc.w[0][0], reinterpret_cast<unsigned long long *>(&acc.flags));
         const size_t lo = offsets ? size_t(offsets[seg]) : seg * size;
         const size_t hi = offsets ? size_t(offsets[seg + 1]) : lo + size;
         ExactThread<In, SUMS, SKIP> t(acc.w[0], acc.w[1]);
-        each_element(in + lo, hi - lo, threadIdx.x, blockDim.x, [&](In v) { t.fold(v); });
+        /* a long segment in rounds of `round` elements with a carry step between them: a word takes at
+         * most 2^31 additions of a digit before it could overflow */
+        for (size_t c = lo; c < hi; c += round) {
+            each_element(in + c, hi - c < round ? hi - c : round, threadIdx.x, blockDim.x, [&](In v) { t.fold(v); });
+            if (hi - c > round) carry_block(&acc.w[0][0]);
+        }
         t.finish();
         if (t.flags) atomicOr(reinterpret_cast<unsigned long long *>(&acc.flags), t.flags);
         if (t.nans) atomicAdd(reinterpret_cast<unsigned long long *>(&acc.nans), t.nans);
@@ -282,7 +288,8 @@ int launch_exact(gr_exact_launch *L) {
 }
 
 int launch_exact_segments(gr_exact_launch *L) {
-    if (!grid_fits(L->grid) || L->block != 256) return cudaErrorInvalidConfiguration;
+    if (!grid_fits(L->grid) || L->block != 256 || L->round == 0 || L->round % 16 || L->round > (size_t(1) << 30))
+        return cudaErrorInvalidConfiguration;
     return with_exact(L, [&](auto in_tag, auto sums, auto skip) {
         using In = typename decltype(in_tag)::type;
         constexpr int S = decltype(sums)::value;
@@ -290,10 +297,10 @@ int launch_exact_segments(gr_exact_launch *L) {
         const cudaStream_t stream = (cudaStream_t)L->stream;
         if (L->out_dtype == GR_FLOAT32)
             exact_segments_kernel<In, S, N, float><<<unsigned(L->grid), 256, 0, stream>>>(
-                (const In *)L->in, L->k, L->size, L->offsets, (float *)L->out, int(L->op), L->ddof);
+                (const In *)L->in, L->k, L->size, L->offsets, (float *)L->out, int(L->op), L->ddof, L->round);
         else
             exact_segments_kernel<In, S, N, double><<<unsigned(L->grid), 256, 0, stream>>>(
-                (const In *)L->in, L->k, L->size, L->offsets, (double *)L->out, int(L->op), L->ddof);
+                (const In *)L->in, L->k, L->size, L->offsets, (double *)L->out, int(L->op), L->ddof, L->round);
         return GR_CHECK_LAUNCH(L);
     });
 }

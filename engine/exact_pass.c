@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MOST_PER_BLOCK ((size_t)1 << 30)
-
 void gr_exact_result(const gr_xsum *a, const gr_plan *plan, gr_result *out) {
     memset(out, 0, sizeof *out);
     out->count = 1;
@@ -34,7 +32,7 @@ gr_status gr_exact_host(gr_context *ctx, const void *in, const gr_plan *plan, gr
 
 gr_status gr_exact_launch_into(gr_context *ctx, const void *in, size_t n, const gr_plan *plan, size_t grid,
                                void *sums, void *stream) {
-    size_t es = gr_dtype_size(plan->in_dtype), per = grid * MOST_PER_BLOCK;
+    size_t es = gr_dtype_size(plan->in_dtype), per = grid * GR_EXACT_MOST_PER_BLOCK;
     for (size_t lo = 0; lo < n; lo += per) {
         gr_exact_launch L = {
             .in = (const char *)in + lo * es, .n = n - lo < per ? n - lo : per, .in_dtype = plan->in_dtype,

@@ -9,6 +9,10 @@
 #include "exact.h"
 #include "launch.h"
 
+/* The most elements a block folds before its shared words are carried: a word takes 2^31 additions of a
+ * 32-bit digit before it could overflow (longer inputs take several launches, long segments rounds). */
+#define GR_EXACT_MOST_PER_BLOCK ((size_t)1 << 30)
+
 /* cuda/exact.cu's launcher; absent (NULL) in a build without kernels. */
 extern const gr_exact_kernel gr_exact_gpu __attribute__((weak));
 

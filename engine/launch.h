@@ -99,6 +99,7 @@ typedef struct gr_exact_launch {
     void *out;
     gr_dtype out_dtype;
     int ddof;
+    size_t round;           /* segments: the elements a block folds between two carry steps of its words */
     const char *site;
 } gr_exact_launch;
 

@@ -288,6 +288,35 @@ describe("gpu_to_gpu on the GPU: the same bits whatever the path", function()
     assert(correctly_rounded(s, m, gr.sum(d, G2G), 1, 53, -1074))
   end)
 
+  H.gpu_it("folds a long segment in rounds with carry steps between them (rounds of 64 elements, in a child)", function()
+    -- GPUREDUCE_EXACT_ROUND shortens the rounds that segments over 2^30 elements take, so that the carry
+    -- steps between them run here; the data sends nearly every element through the block's words
+    local code = [[
+local gr = require "gpureduce"
+local xs = {}
+for i = 1, 20000 do xs[i] = (i % 2 == 0 and 1 or -1) * 10.0 ^ ((i * 37) % 300 - 150) * (1 + i % 7 / 8) end
+for _, dtype in ipairs({ "float64", "float32" }) do
+  if dtype == "float32" then for i = 1, #xs do xs[i] = (i % 2 == 0 and 1 or -1) * 2.0 ^ ((i * 37) % 110 - 55) * (1 + i % 5 / 4) end end
+  local b = gr.buffer(xs, dtype)
+  local offsets = gr.buffer({ 0, 1, 65, 5000, 5001, 20000 }, "int64")
+  for _, op in ipairs({ "sum", "nansum", "mean", "sumsq", "norm", "var", "std" }) do
+    local parts = gr.reduce(b, { op = op, offsets = offsets, determinism = "gpu_to_gpu" }):totable()
+    local fixed = gr.reduce(b, { op = op, segment = 10000, determinism = "gpu_to_gpu" }):totable()
+    local line = { dtype, op }
+    for _, v in ipairs(parts) do line[#line + 1] = string.format("%a", v) end
+    for _, v in ipairs(fixed) do line[#line + 1] = string.format("%a", v) end
+    print(table.concat(line, " "))
+  end
+end
+]]
+    local ok, status, out = H.run_lua(code, "GPUREDUCE_EXACT_ROUND=64")
+    assert.is_true(ok, "the child exited with " .. tostring(status) .. ":\n" .. out)
+    local ok_cpu, _, want = H.run_lua(code, "GPUREDUCE_BACKEND=cpu")    -- the host's code (exact.c)
+    assert.is_true(ok_cpu, want)
+    assert.are.equal(want, out)
+    assert.are.equal(14, select(2, out:gsub("\n", "")))
+  end)
+
   H.gpu_it("gr.plan says the exact kernel runs, with the launch shape asked for", function()
     local b = gr.buffer(1 << 20, "float32"):random(1, -1, 1)
     local p = gr.plan(b, with { block = 128, grid = 7, variant = "neighbored" })
