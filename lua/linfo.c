@@ -43,6 +43,8 @@ int lgr_plan(lua_State *L) {
     gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     push_plan(L, &p);
+    /* a struct accumulator travels as bytes: the plan names the operator's acc instead */
+    if (r.user_op && gr_operator_acc_dtype(r.user_op) < 0) lgr_set_str(L, "acc", gr_operator_get_spec(r.user_op)->acc);
     return 1;
 }
 

@@ -94,6 +94,7 @@ describe("gr.reduce with a user operator", function()
       b:free()
     end
     assert.are.equal(0.0, gr.reduce(gr.buffer(0, "int32"), { op = mean }), "post of the identity for no element")
+    assert.are.equal("MeanAcc", gr.plan(gr.buffer(10, "int32"), { op = mean }).acc, "gr.plan names the struct")
   end)
 
   H.gpu_it("post with an integer result comes back as a Lua integer", function()
