@@ -149,6 +149,19 @@ GR_HD void gr_x_normalise(int64_t *w, int n) {
     }
 }
 
+/* The sums of more elements added into a (the shards of one buffer, the pieces of a segment): exact, so
+ * the order of the merges changes no digit. b's words are normalised first (a device's may be large),
+ * then a's after the additions, so any number of merges stays far from overflow. */
+GR_HD void gr_x_merge(gr_xsum *a, gr_xsum *b) {
+    for (int s = 0; s < 2; s++) {
+        gr_x_normalise(b->w[s], GR_XDIGITS);
+        for (int k = 0; k < GR_XDIGITS; k++) a->w[s][k] += b->w[s][k];
+        gr_x_normalise(a->w[s], GR_XDIGITS);
+    }
+    a->flags |= b->flags;
+    a->nans += b->nans;
+}
+
 /* ---- big magnitudes ------------------------------------------------------------------------------------ */
 
 /* A non-negative integer in 32-bit digits, least significant first; digits from len on are zero. */

@@ -268,6 +268,8 @@ gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segment
 /* The k + 1 boundaries of seg->offsets in host memory (*out malloc'd: the caller frees it), checked:
  * non-decreasing, from 0 up to b's size. For reductions of segments done by the caller. */
 gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out);
+/* The same for n elements (the buffer of seg->offsets may be on any device): a sharded buffer's. */
+gr_status gr_segment_bounds_read(gr_context *ctx, size_t n, const gr_segments *seg, int64_t **out);
 
 /* Many buffers at once: results[i] is the reduction of bufs[i] by the same options, in one launch per
  * dtype on the GPU. */
@@ -276,10 +278,20 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
 
 /* The shards of one logical buffer (engine/sharded.c): consecutive pieces of one array, each on its own
  * device (shard i's first element has the index of the elements before it), reduced at once on every
- * device and combined on the host in shard order. One dtype; no user operator, stream, or gpu_to_gpu
- * yet; the finish is each shard's single kernel. Integer results and min/max equal one device's. */
+ * device and combined in shard order: built-in ops on the host (integer results and min/max equal one
+ * device's, float results the same on every run), gpu_to_gpu's exact sums merged (one device's bits),
+ * a user operator (o->user, prepared on any device) by its own combine on the first shard's device. One
+ * dtype; no stream; the finish is each shard's single kernel. */
 gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                            gr_result *out);
+/* The segments of a sharded buffer (engine/sharded_segments.c), as gr_reduce_segments': segments inside
+ * one shard by that shard's segmented reduction, those that span shards piece by piece, combined as
+ * gr_reduce_shards combines. seg->offsets may be on any device or in host memory; out[i] are buffers on
+ * the first shard's device (host memory on the cpu backend). */
+gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                                    const gr_segments *seg, gr_buffer *out[2]);
+/* The number of segments seg describes over n elements (gr_segment_count's checks). */
+gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k);
 
 /* ---- communicators across processes (engine/comm.c; docs/api.md "Several GPUs") ------------------ */
 

@@ -307,6 +307,13 @@ struct gr_operator_cache {
 static void image_destroy(void *value) {
     gr_operator_image *img = value;
     if (!img) return;
+    for (gr_operator_image *c = img->elsewhere, *next; c; c = next) {
+        next = c->elsewhere;
+        gr_dev_use(c->device);              /* a module is unloaded from its own device's context */
+        gr_dev_module_unload(c->kernels.module);
+        free(c);
+    }
+    if (img->elsewhere) gr_dev_use(img->device);
     if (img->kernels.module) gr_dev_module_unload(img->kernels.module);
     free(img->image);
     free(img);
@@ -594,6 +601,7 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
         return gr_fail(ctx, GR_ENODEV, "an operator's kernels run on the cuda backend only (backend is cpu)");
     char log[1024], what[1200];
+    img->device = ctx->device;
     int e = gr_dev_module_load(img->image, &k->module, log, sizeof log);
     if (e) {
         snprintf(what, sizeof what, "loading an operator's %s%s%s", img->ptx ? "PTX" : "CUBIN", *log ? ": " : "", log);
@@ -614,6 +622,31 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
         }
     }
     *out = k;
+    return GR_OK;
+}
+
+gr_status gr_operator_image_on(gr_context *ctx, const gr_operator_image *img, const gr_operator_image **out) {
+    *out = img;
+    if (!img->kernels.module || img->device == ctx->device) return GR_OK;
+    gr_operator_image *own = (gr_operator_image *)img, **at = &own->elsewhere;
+    for (; *at; at = &(*at)->elsewhere)
+        if ((*at)->device == ctx->device) {
+            *out = *at;
+            return GR_OK;
+        }
+    gr_operator_image *c = malloc(sizeof *c);
+    if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    *c = *img;                          /* the same bytes and facts; its own module */
+    c->kernels = (gr_operator_kernels){0};
+    c->elsewhere = NULL;
+    const gr_operator_kernels *k;
+    gr_status st = gr_operator_load(ctx, c, &k);
+    if (st != GR_OK) {
+        free(c);
+        return st;
+    }
+    *at = c;
+    *out = c;
     return GR_OK;
 }
 

@@ -65,6 +65,9 @@ struct gr_operator_image {
     int result_kind;                /* a gr_scalar kind */
     double nvrtc_ms;                /* NVRTC's time, when this process compiled it; else 0 */
     gr_operator_kernels kernels;    /* loaded on first use; unloaded with the cache */
+    int device;                     /* the CUDA ordinal whose context holds kernels.module */
+    /* copies of this image loaded on other devices (gr_operator_image_on), a list owned by this one */
+    struct gr_operator_image *elsewhere;
     /* set by gr_operator_prepare from the operator (its source, and so this image, says the same) */
     int has_post;
     int has_segments;               /* its source has gr_op_segments (gr_operator_prepare_segments) */
@@ -103,6 +106,11 @@ int gr_operator_is_blank(const char *s);
 /* The image's kernels, loading its module into the device's context on first use (cuda backend only:
  * GR_ENODEV otherwise). They stay loaded as long as the cache holds the image. */
 gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_operator_kernels **out);
+
+/* The image's kernels on ctx's device: img itself where they were loaded there, else a copy whose
+ * kernels are loaded on that device on first use (a sharded reduction runs an operator on every shard's
+ * device). The copy lives as long as img. */
+gr_status gr_operator_image_on(gr_context *ctx, const gr_operator_image *img, const gr_operator_image **out);
 
 /* ---- reductions with an operator (operator_run.c) ------------------------------------------------- */
 

@@ -22,6 +22,7 @@
 #include "policy.h"
 #include "pool.h"
 #include "registry.h"
+#include "segments.h"
 #include "storage.h"
 
 #include <stdlib.h>
@@ -86,8 +87,7 @@ static gr_status bad_offset(gr_context *ctx, size_t i, int64_t v, size_t n) {
                        v < 0 ? "negative" : (uint64_t)v > n ? "past the end of the buffer" : "below the one before it", n);
 }
 
-gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k) {
-    size_t n = gr_buffer_size(b);
+gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k) {
     if (seg->size) {
         if (n % seg->size)
             return gr_fail_arg(ctx, GR_EINVAL, "segment", "%zu does not divide the buffer's size %zu", seg->size, n);
@@ -104,15 +104,21 @@ gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segment
     return GR_OK;
 }
 
+gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k) {
+    return gr_segment_count_of(ctx, gr_buffer_size(b), seg, k);
+}
+
 /* Boundaries checked where they are: on the device by a small kernel, on the host by a loop. */
+static gr_status check_bounds(gr_context *ctx, const int64_t *host, size_t k, size_t n) {
+    for (size_t i = 0; i <= k; i++)
+        if (host[i] < 0 || (uint64_t)host[i] > n || (i > 0 && host[i] < host[i - 1]))
+            return bad_offset(ctx, i, host[i], n);
+    return GR_OK;
+}
+
 static gr_status check_offsets(gr_context *ctx, const gr_buffer *b, const gr_buffer *off, const int64_t *host) {
     size_t n = gr_buffer_size(b), k = gr_buffer_size(off) - 1;
-    if (host) {
-        for (size_t i = 0; i <= k; i++)
-            if (host[i] < 0 || (uint64_t)host[i] > n || (i > 0 && host[i] < host[i - 1]))
-                return bad_offset(ctx, i, host[i], n);
-        return GR_OK;
-    }
+    if (host) return check_bounds(ctx, host, k, n);
     gr_slot *slot;
     gr_status st = gr_slot_acquire(ctx, 0, 0, &slot);
     if (st != GR_OK) return st;
@@ -129,17 +135,22 @@ static gr_status check_offsets(gr_context *ctx, const gr_buffer *b, const gr_buf
     return bad_offset(ctx, (size_t)at - 1, v, n);
 }
 
-gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out) {
+gr_status gr_segment_bounds_read(gr_context *ctx, size_t n, const gr_segments *seg, int64_t **out) {
     size_t k;
-    gr_status st = gr_segment_count(ctx, b, seg, &k);
+    *out = NULL;
+    gr_status st = gr_segment_count_of(ctx, n, seg, &k);
     if (st == GR_OK && seg->size)
         st = gr_fail_arg(ctx, GR_EINVAL, "offsets", "these segments have a size, not boundaries");
     if (st == GR_OK) st = host_offsets(ctx, seg->offsets, out);
-    if (st == GR_OK && (st = check_offsets(ctx, b, seg->offsets, *out)) != GR_OK) {
+    if (st == GR_OK && (st = check_bounds(ctx, *out, k, n)) != GR_OK) {
         free(*out);
         *out = NULL;
     }
     return st;
+}
+
+gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out) {
+    return gr_segment_bounds_read(ctx, gr_buffer_size(b), seg, out);
 }
 
 /* Whether two buffers share bytes (views of one storage whose element ranges meet). */
@@ -150,8 +161,8 @@ static int overlap(const gr_buffer *a, const gr_buffer *b) {
     return alo < bhi && blo < ahi;
 }
 
-static gr_status check_outs(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
-                            int count, const gr_dtype want[2], size_t k) {
+gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
+                                int count, const gr_dtype want[2], size_t k) {
     for (int i = 0; i < count; i++) {
         const char *arg = i ? "out2" : "out";
         if (!out[i]) return gr_fail_arg(ctx, GR_EINVAL, arg, "missing result buffer");
@@ -172,7 +183,7 @@ static gr_status check_outs(gr_context *ctx, const gr_buffer *b, const gr_buffer
 /* ---- the host path ------------------------------------------------------------------------------- */
 
 /* A result value stored as element i of a result buffer of dtype t (and/or's booleans as 0/1 bytes). */
-static gr_status put(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v) {
+gr_status gr_segment_result_store(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v) {
     if (v.kind == GR_SCALAR_BOOL) {
         int b = v.v.b;
         v.kind = GR_SCALAR_UINT;
@@ -195,7 +206,7 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
         gr_status st = gr_cpu_reduce(ctx, base + lo * es, hi - lo, 0, t, o->op, acc, 0, a);
         if (st != GR_OK) return st;
         gr_result r = gr_host_result(d, t, acc, a, hi - lo, o->ddof);
-        for (int i = 0; i < count && st == GR_OK; i++) st = put(ctx, dst[i], s, rt[i], r.value[i]);
+        for (int i = 0; i < count && st == GR_OK; i++) st = gr_segment_result_store(ctx, dst[i], s, rt[i], r.value[i]);
         if (st != GR_OK) return st;
     }
     return GR_OK;
@@ -211,7 +222,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     size_t k;
     gr_status st = resolve(ctx, o, gr_buffer_dtype(b), &acc, want, &count);
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
-    if (st == GR_OK) st = check_outs(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
+    if (st == GR_OK) st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
     if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
     for (int i = 0; i < count && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     if (st != GR_OK) return st;

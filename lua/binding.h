@@ -162,6 +162,10 @@ int lgr_reduce_many(lua_State *L);
 /* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
  * how many results the op has. */
 int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]);
+/* The same for the segments of n elements of dtype t, new buffers made in `where` memory of `device`
+ * (1-based): a sharded buffer's results go to its first shard's device. */
+int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_reduce_opts *r,
+                          gr_buffer *out[2]);
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
@@ -172,7 +176,7 @@ extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
  * are Lua, in gpureduce/sharded.lua; its shards the Buffers of its field `parts`, in order). */
 int lgr_is_sharded(lua_State *L, int idx);
 /* gr.reduce(s, opts) and the shortcuts for a sharded buffer at 1: every shard at once on its device. */
-int lgr_reduce_sharded(lua_State *L, const lgr_reduce_opts *r);
+int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r);
 
 /* ---- communicators (lcomm.c) ---------------------------------------------------------------------- */
 
@@ -193,6 +197,9 @@ gr_operator *lgr_check_operator(lua_State *L, int arg);
 int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 /* gr.reduce_many({...}, opts) with opts.op a user operator (loperator_run.c): pushes the results table. */
 int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count);
+/* The same as lgr_reduce_operator for the shards of a sharded buffer (whole, or its segments): its cpu
+ * functions over the shards in order (returns 1), or its kernels prepared (returns -1). */
+int lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count);
 /* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench); for the
  * finishes on the CPU also r->o.fold, its cpu.reduce pushed on the stack for the call's duration. */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);

@@ -64,11 +64,36 @@ void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     r->o.fold_ud = r;
 }
 
-/* The cpu functions over elements [lo, lo + n) of b, in order: acc = reduce(acc, map(x, i)) from the
- * identity (when the host can read it as a number) or from the first element's map, then post(acc, n)
- * where there is one; the value is pushed. The elements are read a few thousand at a time; i counts from
- * `first`. fmap, fred, fpost: the stack slots of the functions (fpost nil without post). */
-static void fold_on_cpu(lua_State *L, gr_operator *op, int fmap, int fred, int fpost, gr_buffer *b, size_t lo,
+/* The elements of a buffer, or of the shards of a sharded buffer in order, as one array. */
+typedef struct parts {
+    gr_buffer *const *b;
+    size_t count;
+} parts;
+
+/* len elements from index `at` of the array into dst (across shards). */
+static gr_status read_parts(gr_context *ctx, const parts *p, size_t at, unsigned char *dst, size_t len) {
+    size_t es = gr_dtype_size(gr_buffer_dtype(p->b[0]));
+    for (size_t i = 0; i < p->count && len; i++) {
+        size_t n = gr_buffer_size(p->b[i]);
+        if (at >= n) {
+            at -= n;
+            continue;
+        }
+        size_t take = n - at < len ? n - at : len;
+        gr_status st = gr_buffer_read(ctx, p->b[i], at, dst, take);
+        if (st != GR_OK) return st;
+        dst += take * es;
+        len -= take;
+        at = 0;
+    }
+    return GR_OK;
+}
+
+/* The cpu functions over elements [lo, lo + n) of the array, in order: acc = reduce(acc, map(x, i)) from
+ * the identity (when the host can read it as a number) or from the first element's map, then post(acc,
+ * n) where there is one; the value is pushed. The elements are read a few thousand at a time; i counts
+ * from `first`. fmap, fred, fpost: the stack slots of the functions (fpost nil without post). */
+static void fold_on_cpu(lua_State *L, gr_operator *op, int fmap, int fred, int fpost, const parts *src, size_t lo,
                         size_t n, size_t first) {
     gr_context *ctx = lgr_ctx(L);
     const gr_operator_spec *spec = gr_operator_get_spec(op);
@@ -76,13 +101,13 @@ static void fold_on_cpu(lua_State *L, gr_operator *op, int fmap, int fred, int f
     if (gr_operator_identity_value(op, &id)) lgr_push_scalar(L, id);
     else lua_pushnil(L);
     int acc = lua_gettop(L);
-    gr_dtype t = gr_buffer_dtype(b);
+    gr_dtype t = gr_buffer_dtype(src->b[0]);
     size_t es = gr_dtype_size(t);
     enum { PER = 4096 };
     unsigned char chunk[PER * 8];
     for (size_t at = 0; at < n; at += PER) {
         size_t len = n - at < PER ? n - at : PER;
-        gr_status st = gr_buffer_read(ctx, b, lo + at, chunk, len);
+        gr_status st = read_parts(ctx, src, lo + at, chunk, len);
         if (st != GR_OK) lgr_fail(L, st, 1, NULL);
         for (size_t k = 0; k < len; k++) {
             lua_pushvalue(L, fmap);
@@ -120,23 +145,25 @@ static int push_cpu_functions(lua_State *L, int cpu) {
 
 /* Each segment's value stored as element s of the result buffer (on the host: the cpu backend, or a
  * host buffer). */
-static int segments_on_cpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *b, int cpu) {
+static int segments_on_cpu(lua_State *L, lgr_reduce_opts *r, const parts *src, int cpu) {
     gr_context *ctx = lgr_ctx(L);
-    gr_buffer *out[2];
-    lgr_segment_outs(L, b, r, out);
+    size_t total = 0;
+    for (size_t i = 0; i < src->count; i++) total += gr_buffer_size(src->b[i]);
+    gr_buffer *out[2], *home = src->b[0];
+    lgr_segment_outs_like(L, gr_buffer_dtype(home), total, gr_buffer_where(home), gr_buffer_device(home), r, out);
     int result = lua_gettop(L);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
     int64_t *bounds = NULL;
-    gr_status st = gr_segment_count(ctx, b, &seg, &k);
-    if (st == GR_OK && !r->segment) st = gr_segment_offsets_read(ctx, b, &seg, &bounds);
+    gr_status st = gr_segment_count_of(ctx, total, &seg, &k);
+    if (st == GR_OK && !r->segment) st = gr_segment_bounds_read(ctx, total, &seg, &bounds);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     int fmap = push_cpu_functions(L, cpu);
     gr_dtype rt = gr_buffer_dtype(out[0]);
     for (size_t s = 0; s < k; s++) {
         size_t lo = r->segment ? s * r->segment : (size_t)bounds[s];
         size_t hi = r->segment ? lo + r->segment : (size_t)bounds[s + 1];
-        fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, b, lo, hi - lo, 0);
+        fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, src, lo, hi - lo, 0);
         gr_scalar v = {.kind = GR_SCALAR_UINT};
         if (lua_isboolean(L, -1)) v.v.u = (uint64_t)lua_toboolean(L, -1);     /* post's bool as 0 / 1 */
         else v = lgr_check_number(L, -1, "the operator's cpu value of a segment");
@@ -154,14 +181,16 @@ static int segments_on_cpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *b, int c
     return 1;
 }
 
-/* The whole buffer with the cpu functions (the cpu backend, host buffers). */
-static int reduce_on_cpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *b, int cpu) {
+/* The whole array with the cpu functions (the cpu backend, host buffers). */
+static int reduce_on_cpu(lua_State *L, lgr_reduce_opts *r, const parts *src, int cpu) {
     if (r->async) luaL_argerror(L, 2, "opts.async: a gr.operator's cpu functions run synchronously");
     if (r->o.variant >= 0 || r->o.block || r->o.grid || r->o.finish != GR_FINISH_AUTO || r->o.acc >= 0)
         luaL_argerror(L, 2, "opts: a gr.operator's cpu functions take no variant, block, grid, finish or acc");
-    if (r->segment || r->offsets) return segments_on_cpu(L, r, b, cpu);
+    if (r->segment || r->offsets) return segments_on_cpu(L, r, src, cpu);
+    size_t total = 0;
+    for (size_t i = 0; i < src->count; i++) total += gr_buffer_size(src->b[i]);
     int fmap = push_cpu_functions(L, cpu);
-    fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, b, 0, gr_buffer_size(b), 0);
+    fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, src, 0, total, 0);
     return 1;
 }
 
@@ -172,6 +201,21 @@ static void refuse_exact(lua_State *L, const lgr_reduce_opts *r) {
                             "user's) (accepted with operators: not_guaranteed, run_to_run)");
 }
 
+/* The operator's cpu functions over the array, when it has them (returns 1, the value pushed); on the cpu
+ * backend a clear error without them; else 0 (the GPU's turn). */
+static int run_cpu_functions(lua_State *L, lgr_reduce_opts *r, const parts *src) {
+    lua_getfield(L, 2, "op");
+    lua_getiuservalue(L, -1, 1);
+    int cpu = lua_gettop(L);
+    if (lua_istable(L, cpu)) return reduce_on_cpu(L, r, src, cpu);
+    if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+                                               "cannot run its kernels (give gr.operator a cpu table)",
+                                            gr_operator_get_spec(r->user_op)->name));
+    lua_pop(L, 2);
+    return 0;
+}
+
 int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     gr_context *ctx = lgr_ctx(L);
     refuse_exact(L, r);
@@ -180,16 +224,23 @@ int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
         lgr_operator_prepare(L, r, b);          /* nothing more to look up on a repeated call */
         return -1;
     }
-    lua_getfield(L, 2, "op");
-    lua_getiuservalue(L, -1, 1);
-    int cpu = lua_gettop(L);
-    if (lua_istable(L, cpu)) return reduce_on_cpu(L, r, b, cpu);
-    if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
-        return luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu "
-                                                      "backend cannot run its kernels (give gr.operator a cpu table)",
-                                                   gr_operator_get_spec(r->user_op)->name));
-    lua_pop(L, 2);
+    parts one = {&b, 1};
+    if (run_cpu_functions(L, r, &one)) return 1;
     lgr_operator_prepare(L, r, b);              /* a host buffer: the engine says what it cannot do */
+    return -1;
+}
+
+int lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count) {
+    refuse_exact(L, r);
+    int device = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+    for (size_t i = 0; i < count; i++) device = device && gr_buffer_where(shards[i]) == GR_DEVICE;
+    if (device) {
+        lgr_operator_prepare(L, r, shards[0]);  /* the engine loads it on the other shards' devices */
+        return -1;
+    }
+    parts all = {shards, count};
+    if (run_cpu_functions(L, r, &all)) return 1;
+    lgr_operator_prepare(L, r, shards[0]);      /* the engine says what it cannot do */
     return -1;
 }
 
@@ -235,7 +286,8 @@ int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs,
                                                            gpu ? "host buffers" : "the cpu backend"));
             cpu = push_cpu_functions(L, lua_gettop(L));
         }
-        fold_on_cpu(L, r->user_op, cpu, cpu + 1, cpu + 2, bufs[i], 0, gr_buffer_size(bufs[i]), 0);
+        parts one = {&bufs[i], 1};
+        fold_on_cpu(L, r->user_op, cpu, cpu + 1, cpu + 2, &one, 0, gr_buffer_size(bufs[i]), 0);
         lua_rawseti(L, results, (lua_Integer)i + 1);
     }
     lua_settop(L, results);

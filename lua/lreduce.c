@@ -190,9 +190,13 @@ static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     return lgr_push_result(L, &v);
 }
 
-/* The result buffers of a segmented reduction, opts.out's or new ones, left on the stack in order.
- * Returns how many results the op has. */
 int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
+    return lgr_segment_outs_like(L, gr_buffer_dtype(b), gr_buffer_size(b), gr_buffer_where(b), gr_buffer_device(b),
+                                 r, out);
+}
+
+int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_reduce_opts *r,
+                          gr_buffer *out[2]) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
     int count = 1;
@@ -203,12 +207,12 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
         if (d < 0) st = GR_EINVAL;
         dt[0] = dt[1] = (gr_dtype)d;
     } else {
-        st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
+        st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
     }
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
-    if ((st = gr_segment_count(ctx, b, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
     out[0] = out[1] = NULL;
     int base = lua_gettop(L);
     if (r->has_out) {
@@ -237,8 +241,8 @@ int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_bu
     } else {
         for (int i = 0; i < count; i++) {
             lbuffer *u = lgr_new_buffer_ud(L);
-            st = gr_buffer_new(ctx, k, dt[i], gr_buffer_where(b), &u->b);
-            if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, k, dt[i], gr_buffer_where(b), &u->b);
+            st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
+            if (lgr_retry_after_gc(L, st)) st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
             if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
             lgr_track(L, k * gr_dtype_size(dt[i]));
             out[i] = u->b;
@@ -263,9 +267,9 @@ static int reduce_with(lua_State *L, int op) {
     lgr_reduce_opts r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
     lgr_reduce_opts_read(L, 2, op, 0, &r);
+    if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
-    if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");

@@ -3,8 +3,9 @@
  *
  * A sharded buffer is a Lua table (gpureduce/init.lua makes it and writes its methods: they only loop
  * over the shards, each a plain Buffer on its device). What must be C is the reduction: the shards are
- * handed to the engine together (gr_reduce_shards), which runs them on every device at once and
- * combines them in shard order.
+ * handed to the engine together (gr_reduce_shards, gr_reduce_shards_segments), which runs them on every
+ * device at once and combines them in shard order; a gr.operator's cpu functions run in
+ * loperator_run.c.
  */
 #include "binding.h"
 
@@ -16,12 +17,19 @@ int lgr_is_sharded(lua_State *L, int idx) {
     return same;
 }
 
-int lgr_reduce_sharded(lua_State *L, const lgr_reduce_opts *r) {
-    if (r->async || r->streamed || r->segment || r->offsets || r->has_out || r->dtype >= 0)
-        return luaL_argerror(L, 2, "opts: a sharded buffer is reduced whole and synchronously (async, streamed, "
-                                   "segment, offsets, out and dtype are not taken yet)");
-    if (r->user_op)
-        return luaL_argerror(L, 2, "opts.op: a gr.operator reduces plain buffers only, not sharded ones (yet)");
+int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
+    if (r->async)
+        return luaL_argerror(L, 2, "opts.async: a sharded buffer is reduced synchronously (every shard at once, on "
+                                   "its device)");
+    if (r->streamed)
+        return luaL_argerror(L, 2, "opts.streamed: a sharded buffer is on its devices already (streamed takes host "
+                                   "data)");
+    if (r->o.stream)
+        return luaL_argerror(L, 2, "opts.stream: a sharded reduction runs on the stream of each shard's device: it "
+                                   "takes no stream");
+    if (r->dtype >= 0)
+        return luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a sharded buffer has its own "
+                                   "dtype)");
     lua_pushliteral(L, "parts");
     if (lua_rawget(L, 1) != LUA_TTABLE) return luaL_argerror(L, 1, "sharded buffer has been freed");
     size_t count = (size_t)lua_rawlen(L, -1);
@@ -35,9 +43,27 @@ int lgr_reduce_sharded(lua_State *L, const lgr_reduce_opts *r) {
         shards[i] = u->b;
         lua_pop(L, 1);
     }
+    if (count == 0) return luaL_argerror(L, 1, "sharded buffer has no shard");
+    if (r->user_op) {
+        int pushed = lgr_reduce_sharded_operator(L, r, shards, count);
+        if (pushed >= 0) return pushed;         /* its cpu functions ran; else r->o.user is set */
+    }
     gr_context *ctx = lgr_ctx(L);
+    gr_status st;
+    if (r->segment || r->offsets) {
+        size_t n = 0;
+        for (size_t i = 0; i < count; i++) n += gr_buffer_size(shards[i]);
+        gr_buffer *out[2];
+        int results = lgr_segment_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
+                                            gr_buffer_device(shards[0]), r, out);
+        gr_segments seg = {r->segment, r->offsets};
+        st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
+        if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
+        if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
+        return results;
+    }
     gr_result v;
-    gr_status st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
+    st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
     if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
     return lgr_push_result(L, &v);

@@ -159,12 +159,9 @@ describe("sharded buffers", function()
     H.expect_error("min of an empty buffer is undefined", gr.min, s)
   end)
 
-  it("refuse what they do not take yet, naming it", function()
+  it("refuse what they do not take, naming it (more in sharded_reduce_spec.lua)", function()
     local s = gr.sharded(100, "float32", { devices = { 1, 1 } })
-    H.expect_error("opts: a sharded buffer is reduced whole and synchronously", gr.sum, s, { async = true })
-    H.expect_error("opts: a sharded buffer is reduced whole", gr.sum, s, { segment = 10 })
-    H.expect_error("opts.determinism: 'gpu_to_gpu' of a sharded buffer is not built yet", gr.sum, s,
-      { determinism = "gpu_to_gpu" })
+    H.expect_error("opts.async: a sharded buffer is reduced synchronously", gr.sum, s, { async = true })
     H.expect_error("opts.finish: each shard is finished in one kernel", gr.sum, s, { finish = "host" })
     H.expect_error("opts.devices[2]: " .. (ndev + 1) .. " is not a device (devices: 1 to " .. ndev,
       gr.sharded, 4, "float32", { devices = { 1, ndev + 1 } })
