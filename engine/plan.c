@@ -106,6 +106,14 @@ static gr_status check_kernel(gr_context *ctx, const gr_options *o, int vi, gr_d
     return GR_OK;
 }
 
+/* A user kernel's image (o->kernel) for a plan on ctx's device: the one prepared, or its copy loaded there
+ * (the binding prepares on the default device; a buffer may live on another). NULL for a catalogue row. */
+static gr_status kernel_on(gr_context *ctx, const gr_variant_row *row, const gr_options *o,
+                           const gr_operator_image **out) {
+    *out = NULL;
+    return row->user && o->kernel ? gr_operator_image_on(ctx, o->kernel, out) : GR_OK;
+}
+
 /* A plan with a user operator (o->user): the shape its generated kernel has (engine/operator.c) --
  * pipelined's for 1-byte elements, warp_shuffle's for the others, as auto gives the built-in ops -- or
  * a user kernel's that takes every op (run with the operator: o->kernel), on device buffers, with the
@@ -151,14 +159,17 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
+    const gr_operator_image *img, *kernel;      /* the kernels loaded on the buffer's device */
+    if ((st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
+    if ((st = kernel_on(ctx, row, o, &kernel)) != GR_OK) return st;
     plan->variant = vi;
     plan->op = o->op;
-    plan->user = o->user;
+    plan->user = img;
     if (finish != GR_FINISH_SINGLE && finish != GR_FINISH_DEVICE) {
         plan->fold = o->fold;
         plan->fold_ud = o->fold_ud;
     }
-    plan->kernel = row->user ? o->kernel : NULL;
+    plan->kernel = kernel;
     plan->finish = finish;
     plan->in_dtype = t;
     plan->acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;   /* a struct: bytes */
@@ -202,9 +213,11 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (acc < 0) return GR_EINVAL;
     if ((st = check_kernel(ctx, o, vi, t, (int)o->op, acc)) != GR_OK) return st;
+    const gr_operator_image *kernel;
+    if ((st = kernel_on(ctx, row, o, &kernel)) != GR_OK) return st;
 
     plan->variant = vi;
-    plan->kernel = row->user ? o->kernel : NULL;
+    plan->kernel = kernel;
     plan->op = o->op;
     plan->finish = finish;
     plan->in_dtype = t;

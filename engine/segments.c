@@ -250,6 +250,8 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     if (o->determinism == GR_DET_GPU_TO_GPU)
         return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0]);
 
+    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
+    if (o->user && (st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
     gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
     size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
@@ -266,7 +268,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
     };
     if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = o->user ? gr_operator_launch_segments(&L, o->user) : gr_segmented.launch(&L);
+    if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
     int sync = gr_dev_stream_sync(ctx->stream);
     if (rc == 0) rc = sync;
     gr_slot_release(ctx, slot);
@@ -326,6 +328,11 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         }
         return GR_OK;
     }
+    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffers' device */
+    if (o->user) {
+        gr_status st = gr_operator_image_on(ctx, o->user, &img);
+        if (st != GR_OK) return st;
+    }
     /* large buffers on their own; the others, one launch per dtype: the buffers of that dtype as the
      * items of a segmented reduction */
     size_t alone = gr_policy_many_item_bytes();
@@ -368,7 +375,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
             .stream = ctx->stream,
         };
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-        if (rc == 0) rc = o->user ? gr_operator_launch_segments(&L, o->user) : gr_segmented.launch(&L);
+        if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
         int sync = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = sync;
         if (rc == 0) {

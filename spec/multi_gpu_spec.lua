@@ -274,6 +274,37 @@ describe("several GPUs", function()
     assert.are.equal(gr.sum(a), p:wait())
   end)
 
+  multi_it("run user operators and user kernels on a buffer of device 2 (their kernels loaded there)", function()
+    local op = gr.operator { name = "dev2sum", map = "x", reduce = "a + b", identity = "0", acc = "int64" }
+    local mean = gr.operator {
+      name = "dev2mean", preamble = "struct M2 { double s; unsigned long long n; };",
+      map = "M2{double(x), 1ull}", reduce = "M2{a.s + b.s, a.n + b.n}", identity = "M2{0.0, 0ull}",
+      post = "a.n ? a.s / double(a.n) : 0.0", acc = "M2" }
+    local a = gr.buffer(1000003, "int32", { device = 2 }):random(5, -1000, 1000)
+    local b = gr.buffer(1000003, "int32", { device = 1 }):random(5, -1000, 1000)
+    local want = gr.sum(b)
+    assert.are.equal(want, gr.reduce(a, { op = op }))
+    assert.are.equal(want, gr.reduce(b, { op = op }), "device 1 after device 2")
+    assert.are.equal(want, gr.reduce(a, { op = op, async = true }):wait(), "async")
+    assert.are.equal(gr.reduce(b, { op = mean }), gr.reduce(a, { op = mean }), "a struct accumulator")
+    local seg_a = gr.reduce(a, { op = op, segment = 1000003 })
+    assert.are.equal(2, seg_a:device())
+    assert.are.equal(want, seg_a:totable()[1], "segments")
+    assert.are.same({ want, want }, gr.reduce_many({ a, a }, { op = op }), "reduce_many")
+    local k = gr.kernel { name = "dev2_kernel", source = [[
+template <class Op, class In>
+__device__ typename Op::acc_t dev2_kernel(const In *in, size_t n, unsigned long long first) {
+    typename Op::acc_t acc = Op::identity();
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+        acc = Op::combine(acc, gr::load_at<Op>(in[i], first + i));
+    return gr::block_reduce<Op>(acc);
+}
+]] }
+    assert.are.equal(want, gr.sum(a, { variant = "dev2_kernel" }), "a user kernel")
+    assert.are.equal(want, gr.sum(b, { variant = "dev2_kernel" }), "a user kernel, device 1")
+    assert.are.equal(want, gr.reduce(a, { op = op, variant = "dev2_kernel" }), "an operator through a user kernel")
+  end)
+
   multi_it("refuse to mix devices where a reduction cannot, naming the argument", function()
     local a = gr.buffer(1000, "float32", { device = 2 }):random(1)
     local b = gr.buffer(1000, "float32", { device = 1 }):random(1)
