@@ -1,8 +1,7 @@
 --- Running the lab's scripts (experiments/*.lua) from a spec: in a sub-process of this interpreter, with
--- this checkout's facade and the module busted loaded; temporary folders for their results, and readers
--- of what they write (JSON, CSV).
+-- this checkout's facade and module (build/, else busted's cpath); temporary folders for their results,
+-- and readers of what they write (JSON, CSV).
 local json = require "dkjson"
-local helpers = require "support.helpers"
 
 local M = {}
 
@@ -22,7 +21,7 @@ if type(arg) == "table" then
 end
 
 local env = "LUA_PATH=" .. q(M.root .. "/lua/?.lua;" .. M.root .. "/lua/?/init.lua;" .. package.path)
-  .. " LUA_CPATH=" .. q(helpers.build_dir() .. "/?.so;" .. package.cpath)
+  .. " LUA_CPATH=" .. q(M.root .. "/build/?.so;" .. package.cpath)
 
 --- Runs experiments/SCRIPT with the argument text `args`; returns the exit code, stdout and stderr.
 function M.run(script, args, extra_env)
