@@ -10,6 +10,7 @@
 #   make check-asan      the specs against a CPU-only module built with ASan + UBSan (in build-asan/)
 #   make check-valgrind  the host programs under valgrind, on the CPU backend
 #   make bench           the GPU benchmarks against CUB
+#   make accuracy        the accuracy lab: every variant's error against the exact result (ACCURACY_ARGS)
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
 # embedded as well. make CUDA_ARCH=90 builds one; make CUDA_ARCH="80 90" a portable fat binary.
@@ -133,7 +134,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module run demo test check-asan check-valgrind bench clean deps install readme
+.PHONY: all module run demo test check-asan check-valgrind bench accuracy clean deps install readme
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module $(HOST_PROGRAMS)
@@ -219,6 +220,10 @@ run: deps all
 
 demo: deps all
 	$(LUA_ENV) $(LUA) experiments/demo.lua
+
+# The accuracy lab (experiments/accuracy.lua): errors against the exact result, bits across variants.
+accuracy: deps all
+	$(LUA_ENV) $(LUA) experiments/accuracy.lua $(ACCURACY_ARGS)
 
 # The specs in SPEC_SHARDS busted processes (1 or 2) side by side: the first runs the tests whose names
 # match the Lua pattern SPEC_SPLIT, the second all the others, so every test runs exactly once whatever

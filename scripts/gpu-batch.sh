@@ -14,6 +14,8 @@
 #     and disk-cache times);
 #   exact: bench.lua's gpu_to_gpu table (the exact kernel at 2^28 beside auto, CUB and the read ceiling),
 #     then spec/exact_gpu_spec.lua and spec/determinism_spec.lua
+#   accuracy: experiments/accuracy.lua (every variant, level and accumulator against the exact result, float32
+#     and float64, all its ops, 2^20 and 2^24; ACCURACY_ARGS adds options), then spec/accuracy_lab_spec.lua
 #   multi: the several-GPU specs (spec/multi_gpu_spec.lua), the two-process example and the multi-GPU
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
@@ -83,6 +85,10 @@ for step in $steps; do
          $LUA $BUSTED -o spec/support/summary_output.lua spec/exact_gpu_spec.lua spec/determinism_spec.lua \
              > "$OUT/exact-specs.log" 2>&1
          echo "exact: bench exit $s1; specs $(tail -1 "$OUT/exact-specs.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    accuracy) $LUA experiments/accuracy.lua --ops all --out "$OUT/accuracy" ${ACCURACY_ARGS:-} > "$OUT/accuracy.log" 2>&1
+         s1=$?
+         $LUA $BUSTED -o spec/support/summary_output.lua spec/accuracy_lab_spec.lua > "$OUT/accuracy-spec.log" 2>&1
+         echo "accuracy: lab exit $s1; spec $(tail -1 "$OUT/accuracy-spec.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     operators) BENCH_ONLY=operators BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/operators.log" 2>&1
          echo "operators: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     segments) $LUA experiments/segments.lua > "$OUT/segments.log" 2>&1
@@ -103,5 +109,8 @@ done
 [ -f "$OUT/compare.log" ] && cat "$OUT/compare.log"
 [ -f "$OUT/ops.log" ] && cat "$OUT/ops.log"
 [ -f "$OUT/segments.log" ] && cat "$OUT/segments.log"
+# the accuracy lab's sum tables at 2^24 and its failures (the whole log and JSON are under $OUT)
+[ -f "$OUT/accuracy.log" ] && awk '/^== float(32|64) sum, n = 2\^24/ {p = 1} /^$/ {p = 0} p || /^accuracy: / || /^# accuracy/' \
+    "$OUT/accuracy.log"
 echo "== $(cat "$OUT/gpu.txt")"
 cat "$OUT/summary.txt"

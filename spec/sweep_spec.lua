@@ -3,91 +3,17 @@
 local gr = require "gpureduce"
 local json = require "dkjson"
 
-local root = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$")) or "."
-package.path = root .. "/experiments/?.lua;" .. package.path
+local L = require "support.lab_script"          -- puts experiments/ on the path
 local cli = require "lab.cli"
 local matrix = require "lab.matrix"
 local output = require "lab.output"
 local validate = require "lab.validate"
 
-local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
-
--- the interpreter running busted is the most negative index of arg
-local lua = "lua5.4"
-if type(arg) == "table" then
-  local i = -1
-  while arg[i - 1] do i = i - 1 end
-  lua = arg[i] or lua
-end
-
-local env = "LUA_PATH=" .. q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path)
-  .. " LUA_CPATH=" .. q(root .. "/build/?.so;" .. package.cpath)
+local root, q = L.root, L.q
+local tmpdir, write_file, read, decode, csv_split = L.tmpdir, L.write_file, L.read, L.decode, L.csv_split
 
 --- Runs sweep.lua; returns the exit code, stdout and stderr.
-local function sweep(args, extra_env)
-  local err = os.tmpname()
-  local cmd = string.format("%s %s %s %s %s 2>%s", env, extra_env or "", q(lua),
-    q(root .. "/experiments/sweep.lua"), args, q(err))
-  local f = assert(io.popen(cmd))
-  local out = f:read("a")
-  local _, _, code = f:close()
-  local ef = assert(io.open(err))
-  local stderr = ef:read("a")
-  ef:close()
-  os.remove(err)
-  return code, out, stderr
-end
-
-local tmpdirs = {}
-local function tmpdir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p " .. q(d)))
-  tmpdirs[#tmpdirs + 1] = d
-  return d
-end
-
-local function write_file(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function decode(path)
-  local doc, _, err = json.decode(read(path), 1, json.null)
-  assert(doc, err)
-  return doc
-end
-
---- Splits one CSV line (fields may be double-quoted with "" inside).
-local function csv_split(line)
-  local fields, i = {}, 1
-  while i <= #line + 1 do
-    if line:sub(i, i) == '"' then
-      local j, buf = i + 1, {}
-      while true do
-        local c = line:sub(j, j)
-        if c == '"' and line:sub(j + 1, j + 1) == '"' then buf[#buf + 1], j = '"', j + 2
-        elseif c == '"' or c == "" then break
-        else buf[#buf + 1], j = c, j + 1 end
-      end
-      fields[#fields + 1] = table.concat(buf)
-      i = j + 2
-    else
-      local j = line:find(",", i, true) or #line + 1
-      fields[#fields + 1] = line:sub(i, j - 1)
-      i = j + 1
-    end
-  end
-  return fields
-end
+local function sweep(args, extra_env) return L.run("sweep.lua", args, extra_env) end
 
 local function parse(argv)
   local args, err = cli.parse(gr, argv)
@@ -247,7 +173,7 @@ end)
 
 describe("sweep runs", function()
   teardown(function()
-    for _, d in ipairs(tmpdirs) do os.execute("rm -rf " .. q(d)) end
+    L.cleanup()
   end)
 
   it("write JSON and CSV with the documented header and fields", function()

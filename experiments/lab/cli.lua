@@ -77,6 +77,9 @@ local function count_of(option, min)
   end
 end
 
+-- for the other scripts' parsers (lab/accuracy_cli.lua)
+M.set_of, M.list_of, M.names_of, M.count_of = set_of, list_of, names_of, count_of
+
 local function block_item(item)
   if item == "default" then return item end
   local n = math.tointeger(tonumber(item))
@@ -225,6 +228,34 @@ local function dedupe(list)
   end
   return out
 end
+M.dedupe = dedupe
+
+--- The variants to run of the names `wanted`: the available ones (and the names in `keep`, e.g. auto) in
+-- order, the unavailable ones apart, and on the GPU the user kernels of --kernels added (swept beside the
+-- others). Appends to `notes` what was skipped. Returns variants, unavailable, kernels (nil: none used).
+function M.resolve_variants(gr, wanted, kernels, notes, keep)
+  local backend, is_available = gr.backend(), set_of(gr.variant_names())
+  local variants, unavailable = {}, {}
+  for _, name in ipairs(dedupe(wanted)) do
+    local list = (is_available[name] or (keep and keep[name])) and variants or unavailable
+    list[#list + 1] = name
+  end
+  if kernels and backend == "cuda" then
+    local chosen = set_of(variants)
+    for _, name in ipairs(kernels) do
+      if not chosen[name] then variants[#variants + 1] = name end
+    end
+  elseif kernels then
+    notes[#notes + 1] = "skipping --kernels: user kernels run on the GPU only (registered: "
+      .. table.concat(kernels, ", ") .. ")"
+    kernels = nil
+  end
+  if #unavailable > 0 then
+    notes[#notes + 1] = string.format("skipping %s: not available on the %s backend",
+      table.concat(unavailable, ", "), backend)
+  end
+  return variants, unavailable, kernels
+end
 
 --- Parsed options -> settings: defaults filled in for this backend, unavailable variants dropped.
 -- Returns the settings and a list of notes for stderr.
@@ -269,28 +300,10 @@ function M.settings(gr, args)
       end
     end
   end
-  s.variants, s.unavailable = {}, {}
-  for _, name in ipairs(dedupe(wanted)) do
-    local list = is_available[name] and s.variants or s.unavailable
-    list[#list + 1] = name
-  end
-  if args.kernels and backend == "cuda" then
-    s.kernels = args.kernels                    -- swept beside the variants chosen above
-    local chosen = set_of(s.variants)
-    for _, name in ipairs(args.kernels) do
-      if not chosen[name] then s.variants[#s.variants + 1] = name end
-    end
-  elseif args.kernels then
-    notes[#notes + 1] = "skipping --kernels: user kernels run on the GPU only (registered: "
-      .. table.concat(args.kernels, ", ") .. ")"
-  end
+  s.variants, s.unavailable, s.kernels = M.resolve_variants(gr, wanted, args.kernels, notes)
   if args.operators and backend ~= "cuda" then
     notes[#notes + 1] = "skipping --operators: user operators are timed on the GPU only (their cpu functions "
       .. "are Lua, for correctness)"
-  end
-  if #s.unavailable > 0 then
-    notes[#notes + 1] = string.format("skipping %s: not available on the %s backend",
-      table.concat(s.unavailable, ", "), backend)
   end
 
   if args.sizes then

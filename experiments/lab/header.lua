@@ -25,11 +25,12 @@ function M.git_revision(dir)
   return rev .. (status:match("%S") and "+dirty" or "")
 end
 
---- The header fields for this process: device facts (nil on the CPU backend), versions, date.
-function M.build(gr, dir)
+--- The header fields for this process: device facts (nil on the CPU backend), versions, date. `tool`
+-- names the script (default the sweep).
+function M.build(gr, dir, tool)
   local dev = gr.device()
   local h = {
-    tool = "gpureduce experiments/sweep.lua",
+    tool = tool or "gpureduce experiments/sweep.lua",
     version = gr.version,
     backend = gr.backend(),
     device = dev and dev.name or "none (CPU backend, no CUDA device)",

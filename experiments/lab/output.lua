@@ -1,5 +1,7 @@
 --- Results on disk: JSON (dkjson) and CSV with the same header and fields. experiments/README.md
--- documents the schema; the key lists below are its single source.
+-- documents the schema; the key lists below are its single source. A schema names the header's keys and
+-- the document's lists of records with theirs (M.SWEEP is the sweep's; the accuracy lab has its own):
+-- JSON holds them all, CSV the header and the first list.
 local json = require "dkjson"
 local header = require "lab.header"
 
@@ -16,6 +18,8 @@ M.RESULT_KEYS = {
   "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bytes",
   "timer", "buffers", "seed", "error",
 }
+
+M.SWEEP = { header = M.HEADER_KEYS, lists = { { "results", M.RESULT_KEYS } } }
 
 -- dkjson writes numbers with tostring (14 digits): a float that would not read back the same is
 -- written with 17, so values and references keep every bit
@@ -65,60 +69,69 @@ local function write_file(path, text)
   return path
 end
 
---- {header=, results=} as JSON text: keys in schema order, absent values as null; the header
--- indented, one result per line (easy to grep and diff).
-function M.encode_json(doc)
+--- {header=, results=, ...} as JSON text: keys in schema order (default M.SWEEP), absent values as
+-- null; the header indented, one record per line (easy to grep and diff).
+function M.encode_json(doc, schema)
+  schema = schema or M.SWEEP
   local lines = {
-    '{"header": ' .. json.encode(complete(doc.header, M.HEADER_KEYS),
-      { indent = true, keyorder = M.HEADER_KEYS }) .. ",",
-    '"results": [',
+    '{"header": ' .. json.encode(complete(doc.header, schema.header),
+      { indent = true, keyorder = schema.header }) .. ",",
   }
-  for i, r in ipairs(doc.results) do
-    lines[#lines + 1] = json.encode(complete(r, M.RESULT_KEYS), { keyorder = M.RESULT_KEYS })
-      .. (i < #doc.results and "," or "")
+  for li, list in ipairs(schema.lists) do
+    local name, keys = list[1], list[2]
+    local records = doc[name] or {}
+    lines[#lines + 1] = '"' .. name .. '": ['
+    for i, r in ipairs(records) do
+      lines[#lines + 1] = json.encode(complete(r, keys), { keyorder = keys }) .. (i < #records and "," or "")
+    end
+    lines[#lines + 1] = li < #schema.lists and "]," or "]}"
   end
-  lines[#lines + 1] = "]}"
   return table.concat(lines, "\n") .. "\n"
 end
 
--- results keep every bit (%.17g); timings and ratios 7 significant digits, far below their noise
+-- results keep every bit (%.17g: a schema's `bits` keys, the sweep's value and reference); timings and
+-- ratios 7 significant digits, far below their noise
 local BITS = { value = true, reference = true }
 
-local function csv_field(v, key)
+local function csv_field(v, key, bits)
   if v == nil or v == json.null then return "" end
   if type(v) == "table" then v = json.encode(v) end
   if math.type(v) == "float" then
-    v = v ~= v and "nan" or string.format(BITS[key] and "%.17g" or "%.7g", v)
+    v = v ~= v and "nan" or string.format(bits[key] and "%.17g" or "%.7g", v)
   end
   v = tostring(v)
   if v:find('[,"\n]') then v = '"' .. v:gsub('"', '""') .. '"' end
   return v
 end
 
---- The CSV text: "# key=value" per header field (tables as JSON), the column row, one row per result.
-function M.encode_csv(doc)
+--- The CSV text: "# key=value" per header field (tables as JSON), the column row, one row per record of
+-- the schema's first list (default M.SWEEP: the results).
+function M.encode_csv(doc, schema)
+  schema = schema or M.SWEEP
+  local name, keys = schema.lists[1][1], schema.lists[1][2]
   local lines = {}
-  for _, k in ipairs(M.HEADER_KEYS) do
+  for _, k in ipairs(schema.header) do
     local v = doc.header[k]
     if type(v) == "table" then v = json.encode(v) end
     lines[#lines + 1] = "# " .. k .. "=" .. (v == nil and "" or tostring(v)):gsub("\n", " ")
   end
-  lines[#lines + 1] = table.concat(M.RESULT_KEYS, ",")
-  for _, r in ipairs(doc.results) do
+  lines[#lines + 1] = table.concat(keys, ",")
+  for _, r in ipairs(doc[name] or {}) do
     local row = {}
-    for i, k in ipairs(M.RESULT_KEYS) do row[i] = csv_field(r[k], k) end
+    for i, k in ipairs(keys) do row[i] = csv_field(r[k], k, schema.bits or BITS) end
     lines[#lines + 1] = table.concat(row, ",")
   end
   return table.concat(lines, "\n") .. "\n"
 end
 
---- Writes DIR/BASE.json and DIR/BASE.csv; returns the two paths, or nil and a message.
-function M.write(doc, dir, base)
+--- Writes DIR/BASE.json and DIR/BASE.csv (schema: default M.SWEEP); returns the two paths, or nil and a
+-- message.
+function M.write(doc, dir, base, schema)
   local ok, err = M.mkdir(dir)
   if not ok then return nil, err end
-  local jpath, jerr = write_file(dir .. "/" .. base .. ".json", M.encode_json(doc))
+  local jpath, jerr = write_file(dir .. "/" .. base .. ".json", M.encode_json(doc, schema))
   if not jpath then return nil, jerr end
-  local cpath, cerr = write_file(dir .. "/" .. base .. ".csv", M.encode_csv(doc))
+  local cpath, cerr = write_file(dir .. "/" .. base .. ".csv", M.encode_csv(doc, schema))
   if not cpath then return nil, cerr end
   return jpath, cpath
 end

@@ -1,8 +1,15 @@
--- Exact references for the gpu_to_gpu specs (determinism_spec, exact_gpu_spec): error-free
--- transformations over Shewchuk expansions (fuzz_reference's grow and approx), and the test that a
--- result is the exact value rounded once to nearest, ties to even.
+-- Exact references for the gpu_to_gpu specs (determinism_spec, exact_gpu_spec), by two independent
+-- methods: error-free transformations over Shewchuk expansions (fuzz_reference's grow and approx) for
+-- products, squares and quotients, and the accuracy lab's accumulator of Lua integers
+-- (experiments/lab/exact.lua) for sums and the ulp. spec/accuracy_lab_spec.lua checks each against the
+-- other.
 local R = require "support.fuzz_reference"
 local grow, approx = R.lib.grow, R.lib.approx
+
+-- the lab's modules, from this checkout (the folder above spec/)
+local dir = debug.getinfo(1, "S").source:match("^@(.*)spec/support/[^/]*$") or ""
+package.path = dir .. "experiments/?.lua;" .. package.path
+local exact = require "lab.exact"
 
 local M = {}
 
@@ -34,11 +41,7 @@ function M.squares_of(xs)
 end
 
 --- The ulp of x in a format of p bits whose smallest subnormal is 2^emin.
-function M.ulp(x, p, emin)
-  if x == 0 then return 2.0 ^ emin end
-  local _, ex = math.frexp(math.abs(x))
-  return math.max(2.0 ^ (ex - p), 2.0 ^ emin)
-end
+M.ulp = exact.ulp
 
 --- Whether got is the exact value of expansion (e, m) divided by `div` rounded to nearest (ties to even):
 -- |exact - got * div| <= div * ulp / 2, formed exactly (div an integer below 2^53).
@@ -55,10 +58,14 @@ function M.correctly_rounded(e, m, got, div, p, emin)
   return false, string.format("%.17g: off by %.3g ulp", got, off / u)
 end
 
---- Whether got is the exact sum of the numbers xs rounded once (p bits, smallest subnormal 2^emin).
+--- Whether got is the exact sum of the numbers xs rounded once (p bits, smallest subnormal 2^emin): the
+-- lab's accumulator holds the sum exactly and rounds it.
 function M.correctly_rounded_sum(xs, got, p, emin)
-  local e, m = M.sum_of(xs)
-  return M.correctly_rounded(e, m, got, 1, p, emin)
+  local acc = exact.new()
+  for _, x in ipairs(xs) do acc:add(x) end
+  local want = acc:round({ p = p, emin = emin, emax = p == 24 and 127 or 1023 })
+  if got == want and (got ~= 0 or 1 / got == 1 / want) then return true end
+  return false, string.format("%.17g: the correctly rounded sum is %.17g", got, want)
 end
 
 return M
