@@ -16,7 +16,7 @@
 #     then spec/exact_gpu_spec.lua and spec/determinism_spec.lua
 #   accuracy: experiments/accuracy.lua (every variant, level and accumulator against the exact result, float32
 #     and float64, all its ops, 2^20 and 2^24; ACCURACY_ARGS adds options), then spec/accuracy_lab_spec.lua
-#   multi: the several-GPU specs (spec/multi_gpu_spec.lua), the two-process example and the multi-GPU
+#   multi: the several-GPU specs (multi_gpu_spec, sharded_reduce_spec), the two-process example and the multi-GPU
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
@@ -46,7 +46,8 @@ for step in $steps; do
          $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
              > "$OUT/sweep512.log" 2>&1 ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
-    multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua > "$OUT/multi-spec.log" 2>&1
+    multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
+               > "$OUT/multi-spec.log" 2>&1
            echo "multi specs: $(tail -1 "$OUT/multi-spec.log")" >> "$OUT/summary.txt"
            export LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}"
            $LUA experiments/multi_gpu/allreduce_demo.lua > "$OUT/multi-demo.log" 2>&1
