@@ -1,6 +1,8 @@
 --- Compares two or more logs of experiments/bench.lua taken in the same GPU run: a build before a change
 -- (A) and after it (B), ideally alternated (A B A B) so that drift hits both. For each row it takes the
--- best of each side's logs (the minimum time: noise only adds) and prints B against A:
+-- best of each side's logs (the minimum time: noise only adds) and prints B against A, and where there
+-- are several rounds, the median over rounds of B_i against A_i (A1 with B1, ...: a round's drift falls on
+-- both of its logs; see COMPARE_ROUNDS in scripts/gpu-batch.sh):
 --   the 2^28 table: auto's ms, B / A (within 1% means 0.99..1.01);
 --   small n: wall us per gr.sum call, B - A;
 --   streamed: GB/s, B / A;
@@ -68,23 +70,45 @@ local function keys(section)
   return list
 end
 
-local worst = 0
-print("## n = 2^28, auto: ms (best of each side), B / A")
-print(string.format("%-16s %9s %9s %8s", "dtype op", "A ms", "B ms", "B/A"))
+--- The median over rounds of f(A_i, B_i) for a row (rounds where both logs have it), and how many.
+local function paired(section, key, f)
+  local d = {}
+  for i = 1, math.min(#A, #B) do
+    local a, b = A[i][section][key], B[i][section][key]
+    if a and b then d[#d + 1] = f(a, b) end
+  end
+  if #d == 0 then return nil, 0 end
+  table.sort(d)
+  local m = #d % 2 == 1 and d[(#d + 1) // 2] or 0.5 * (d[#d // 2] + d[#d // 2 + 1])
+  return m, #d
+end
+local ratio = function(a, b) return b / a end
+local diff = function(a, b) return b - a end
+local rounds = math.min(#A, #B)
+
+local worst, worst_paired = 0, 0
+print(string.format("## n = 2^28, auto: ms (best of each side), B / A%s", rounds > 1 and
+  string.format("; median of %d rounds' B_i / A_i", rounds) or ""))
+print(string.format("%-16s %9s %9s %8s %8s", "dtype op", "A ms", "B ms", "B/A", "paired"))
 for _, k in ipairs(keys("large")) do
   local a, b = best(A, "large", k, lower), best(B, "large", k, lower)
   if a and b then
-    print(string.format("%-16s %9.4f %9.4f %8.4f", k, a, b, b / a))
+    local m = paired("large", k, ratio)
+    print(string.format("%-16s %9.4f %9.4f %8.4f %8.4f", k, a, b, b / a, m or 0 / 0))
     worst = math.max(worst, b / a)
+    worst_paired = math.max(worst_paired, m or 0)
   end
 end
-print(string.format("worst B/A: %.4f", worst))
+print(string.format("worst B/A: %.4f (best of each side), %.4f (paired median)", worst, worst_paired))
 
-print("\n## small n: wall us per gr.sum call (best of each side), B - A")
-print(string.format("%10s %9s %9s %8s", "n", "A us", "B us", "B-A"))
+print(string.format("\n## small n: wall us per gr.sum call (best of each side), B - A%s", rounds > 1 and
+  string.format("; median of %d rounds' B_i - A_i", rounds) or ""))
+print(string.format("%10s %9s %9s %8s %8s", "n", "A us", "B us", "B-A", "paired"))
 for _, k in ipairs(keys("small")) do
   local a, b = best(A, "small", k, lower), best(B, "small", k, lower)
-  if a and b then print(string.format("%10d %9.2f %9.2f %+8.2f", k, a, b, b - a)) end
+  if a and b then
+    print(string.format("%10d %9.2f %9.2f %+8.2f %+8.2f", k, a, b, b - a, paired("small", k, diff) or 0 / 0))
+  end
 end
 
 print("\n## streamed: GB/s (best of each side), B / A")

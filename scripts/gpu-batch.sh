@@ -7,8 +7,8 @@
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
-#     and bench.lua's large, small, streamed and 2^28 wall tables run A B A B (baseline, this tree), then
-#     experiments/compare_bench.lua over them;
+#     and bench.lua's large, small, streamed and 2^28 wall tables (COMPARE_ONLY to choose) run A B A B
+#     (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over them;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -68,15 +68,16 @@ for step in $steps; do
                   > "$OUT/baseline-build.log" 2>&1; then
               echo "compare: the baseline did not build" >> "$OUT/summary.txt"
           else
-              for i in 1 2; do
+              for i in $(seq "${COMPARE_ROUNDS:-2}"); do
                   for side in A B; do
                       tree=.; [ $side = A ] && tree=.baseline
                       LUA_CPATH="$tree/build/?.so;$LUA_CPATH" LUA_PATH="$tree/lua/?.lua;$tree/lua/?/init.lua;$LUA_PATH" \
-                          BENCH_ONLY=large,small,streamed,wall \
+                          BENCH_ONLY=${COMPARE_ONLY:-large,small,streamed,wall} \
                           BENCH_REPS=${BENCH_REPS:-30} $LUA experiments/bench.lua > "$OUT/compare-$side$i.log" 2>&1
                   done
               done
-              $LUA experiments/compare_bench.lua "$OUT"/compare-A?.log -- "$OUT"/compare-B?.log > "$OUT/compare.log" 2>&1
+              $LUA experiments/compare_bench.lua $(ls "$OUT"/compare-A*.log | sort -V) -- $(ls "$OUT"/compare-B*.log | sort -V) \
+                  > "$OUT/compare.log" 2>&1
               echo "compare: ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
           fi ;;
     ops) BENCH_ONLY=ops,many $LUA experiments/bench.lua > "$OUT/ops.log" 2>&1
