@@ -601,6 +601,9 @@ gr_status gr_operator_load(gr_context *ctx, gr_operator_image *img, const gr_ope
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
         return gr_fail(ctx, GR_ENODEV, "an operator's kernels run on the cuda backend only (backend is cpu)");
     char log[1024], what[1200];
+    /* a module loads into the current device's context: make it ctx's, which the image then names (the
+     * last reduction may have left another device current) */
+    ctx = gr_ctx_enter(ctx);
     img->device = ctx->device;
     int e = gr_dev_module_load(img->image, &k->module, log, sizeof log);
     if (e) {
