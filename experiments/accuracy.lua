@@ -168,9 +168,9 @@ for _, n in ipairs(s.sizes) do
 end
 
 --- The bits records of a group: per (level, acc) and data set, the distinct results of the variants.
-local bit_records, bits_by = {}, {}
+local bit_records = {}
 for _, g in ipairs(order) do
-  g.bit_keys = {}
+  g.bit_keys, g.bits = {}, {}     -- g.bits: the group's own records, by level|acc|data set
   local seen = {}
   for _, c in ipairs(g.configs) do
     local id = c.level .. "|" .. c.acc
@@ -208,7 +208,7 @@ for _, g in ipairs(order) do
           g.dtype, sizes.format(g.n), name, key.acc, rec.distinct))
       end
       bit_records[#bit_records + 1] = rec
-      bits_by[key.id .. "|" .. name] = rec
+      g.bits[key.id .. "|" .. name] = rec
     end
   end
 end
@@ -219,7 +219,7 @@ for _, name in ipairs(s.datasets) do print(string.format("#   %-11s %s", name, d
 for _, g in ipairs(order) do
   print()
   print(report.table(g, g.facts))
-  print(report.bits(g, bits_by))
+  print(report.bits(g, g.bits))
 end
 print()
 print(report.LEGEND)

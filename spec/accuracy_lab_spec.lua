@@ -301,6 +301,23 @@ describe("accuracy lab runs", function()
       assert.are.equal(b.variants, #b.agree_with_auto + #b.differ_from_auto)
     end
 
+    -- each table's bits lines are that table's own (not another op's with the same level and accumulator)
+    for _, group in ipairs({ { "sum", "float32" }, { "sumsq", "float64" } }) do
+      local op, dtype = group[1], group[2]
+      local section = out:match("== " .. dtype .. " " .. op .. ", n = 2%^14.-\n(.-)\n==")
+      local line = section:match("\n(%s+run_to_run%s+" .. dtype .. "%s+|[^\n]*)")
+      local want = {}
+      for _, b in ipairs(doc.bits) do
+        if b.op == op and b.dtype == dtype and b.level == "run_to_run" and b.acc == dtype then
+          want[#want + 1] = string.format("%d / %d (%d=auto)", b.distinct, b.variants, #b.agree_with_auto)
+        end
+      end
+      local cells = {}
+      for cell in (line .. "|"):gmatch("|%s*([^|]-)%s*%f[|]") do cells[#cells + 1] = cell end
+      assert.are.equal(#datasets.NAMES, #want)
+      assert.are.same(want, cells, line)
+    end
+
     local lines = {}
     for line in L.read(dir .. "/accuracy.csv"):gmatch("[^\n]+") do
       if not line:match("^#") then lines[#lines + 1] = line end
