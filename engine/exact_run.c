@@ -20,6 +20,7 @@
 #include "policy.h"
 #include "pool.h"
 #include "registry.h"
+#include "segments.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ gr_status gr_exact_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
 /* ---- segments --------------------------------------------------------------------------------------- */
 
 gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t size, const gr_buffer *offsets,
-                            const int64_t *bounds, size_t k, gr_buffer *out) {
+                            const int64_t *bounds, size_t k, gr_buffer *out, gr_seg_wait *w) {
     gr_dtype t = gr_buffer_dtype(b);
     gr_status st = check_op(ctx, o, t);
     if (st != GR_OK) return st;
@@ -181,6 +182,10 @@ gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         L.grid = k < full ? k : full;
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
         if (rc == 0) rc = gr_exact_gpu.segments(&L);
+        if (w) {                            /* the caller waits (a failure too: drained first) */
+            *w = (gr_seg_wait){ctx, NULL, rc, "gpu_to_gpu segmented reduction", L.site};
+            return GR_OK;
+        }
         int sync = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = sync;
         return rc ? gr_fail_dev_at(ctx, rc, "gpu_to_gpu segmented reduction", L.site) : GR_OK;

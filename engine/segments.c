@@ -216,6 +216,26 @@ static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_
 
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]) {
+    gr_seg_wait w;
+    gr_status st = gr_segments_queue(ctx, b, o, seg, out, &w);
+    gr_status done = gr_segments_wait(&w);
+    return st != GR_OK ? st : done;
+}
+
+gr_status gr_segments_wait(gr_seg_wait *w) {
+    if (!w->ctx) return GR_OK;
+    gr_context *ctx = gr_ctx_enter(w->ctx);
+    int sync = gr_dev_stream_sync(ctx->stream);
+    int rc = w->rc ? w->rc : sync;
+    if (w->slot) gr_slot_release(ctx, w->slot);
+    w->ctx = NULL;
+    w->slot = NULL;
+    return rc ? gr_fail_dev_at(ctx, rc, w->what, w->site) : GR_OK;
+}
+
+gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], gr_seg_wait *w) {
+    memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
     gr_dtype acc, want[2];
     int count;
@@ -239,7 +259,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
         if (st == GR_OK)
-            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0])
+            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0], NULL)
                                                      : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
         free(offsets);
         return st;
@@ -248,7 +268,7 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
         return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
     if (o->determinism == GR_DET_GPU_TO_GPU)
-        return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0]);
+        return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0], w);
 
     const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
     if (o->user && (st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
@@ -269,10 +289,8 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
     };
     if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
-    int sync = gr_dev_stream_sync(ctx->stream);
-    if (rc == 0) rc = sync;
-    gr_slot_release(ctx, slot);
-    return rc ? gr_fail_dev_at(ctx, rc, "segmented reduction", L.site) : GR_OK;
+    *w = (gr_seg_wait){ctx, slot, rc, "segmented reduction", L.site};    /* a failure too: drained first */
+    return GR_OK;
 }
 
 /* A result read back from the result elements of one item: the same values gr_reduce would give. */

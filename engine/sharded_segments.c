@@ -5,8 +5,9 @@
  * the last shard with elements), so every shard owns a run of consecutive segments. A shard's run,
  * less a last segment that spills into the shards after it, is one segmented reduction on its device
  * (segments.c: the policy's kernel, gpu_to_gpu's exact one, an operator's gr_op_segments) over its own
- * boundaries, into buffers on that device that are then copied into place in the results (peer to
- * peer where the GPUs allow it). A segment that spans shards is reduced piece by piece, each piece on
+ * boundaries, into buffers on that device; every shard's is queued before any is waited for, so the
+ * devices work at once, and each is then copied into place in the results (peer to peer where the GPUs
+ * allow it). A segment that spans shards is reduced piece by piece, each piece on
  * its shard's device with its offset in the segment as first index, and combined in piece order
  * (sharded.c): the CPU finish, the exact sums merged, or the operator's combine; its value is written
  * into place. Every result lands on the first shard's device.
@@ -77,34 +78,50 @@ static gr_status spanning(gr_context *ctx, const layout *l, size_t i, size_t s, 
     return st;
 }
 
-/* Segments [a, e) of shard i, all inside it, by its own segmented reduction; the results copied into
- * elements a .. e - 1 of out. */
-static gr_status inside(gr_context *ctx, const layout *l, size_t i, size_t a, size_t e, const gr_options *o,
-                        gr_buffer *out[2], int nres, const gr_dtype want[2]) {
-    gr_buffer *shard = l->shards[i], *bounds = NULL, *tmp[2] = {NULL, NULL};
+/* A shard's run of segments that lie inside it: its boundaries and results on its device, in flight. */
+typedef struct inner {
+    size_t a, k;                /* the run: segments a .. a + k - 1 */
+    gr_buffer *bounds, *tmp[2];
+    gr_seg_wait wait;
+} inner;
+
+/* Segments [a, e) of shard i, all inside it: its own segmented reduction over local boundaries, into
+ * buffers on its device, queued on that device's stream (not waited for: every shard's runs at once). */
+static gr_status inside_queue(gr_context *ctx, const layout *l, size_t i, size_t a, size_t e, const gr_options *o,
+                              int nres, const gr_dtype want[2], inner *r) {
+    gr_buffer *shard = l->shards[i];
     gr_where where = gr_buffer_where(shard);
     int device = gr_buffer_device(shard);
-    size_t k = e - a;
-    int64_t *local = malloc((k + 1) * sizeof *local);
+    r->a = a;
+    r->k = e - a;
+    int64_t *local = malloc((r->k + 1) * sizeof *local);
     if (!local) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     for (size_t s = a; s < e; s++) local[s - a] = (int64_t)(seg_lo(l, s) - l->first[i]);
-    local[k] = (int64_t)(seg_hi(l, e - 1) - l->first[i]);
-    gr_status st = gr_buffer_new_on(ctx, k + 1, GR_INT64, where, device, &bounds);
-    if (st == GR_OK) st = gr_buffer_write(ctx, bounds, 0, local, k + 1);
+    local[r->k] = (int64_t)(seg_hi(l, e - 1) - l->first[i]);
+    gr_status st = gr_buffer_new_on(ctx, r->k + 1, GR_INT64, where, device, &r->bounds);
+    if (st == GR_OK) st = gr_buffer_write(ctx, r->bounds, 0, local, r->k + 1);
     free(local);
-    for (int j = 0; j < nres && st == GR_OK; j++) st = gr_buffer_new_on(ctx, k, want[j], where, device, &tmp[j]);
+    for (int j = 0; j < nres && st == GR_OK; j++) st = gr_buffer_new_on(ctx, r->k, want[j], where, device, &r->tmp[j]);
     gr_options co = *o;
     if (st == GR_OK && o->user) st = gr_operator_image_on(gr_ctx_for(ctx, shard), o->user, &co.user);
-    gr_segments seg = {0, bounds};
-    if (st == GR_OK) st = gr_reduce_segments(ctx, shard, &co, &seg, tmp);
-    for (int j = 0; j < nres && st == GR_OK; j++) {
+    gr_segments seg = {0, r->bounds};
+    if (st == GR_OK) st = gr_segments_queue(ctx, shard, &co, &seg, r->tmp, &r->wait);
+    return st;
+}
+
+/* A queued run waited for, its results copied into elements a .. a + k - 1 of out (peer to peer), its
+ * buffers freed; st is the status so far (after a failure the run is only waited for and freed). */
+static gr_status inside_finish(gr_context *ctx, inner *r, gr_buffer *out[2], int nres, gr_status st) {
+    gr_status done = gr_segments_wait(&r->wait);
+    if (st == GR_OK) st = done;
+    for (int j = 0; j < nres && st == GR_OK && r->tmp[j]; j++) {
         gr_buffer *view = NULL;
-        st = gr_buffer_slice(ctx, out[j], a, k, &view);
-        if (st == GR_OK) st = gr_buffer_copy(ctx, view, tmp[j]);
+        st = gr_buffer_slice(ctx, out[j], r->a, r->k, &view);
+        if (st == GR_OK) st = gr_buffer_copy(ctx, view, r->tmp[j]);
         gr_buffer_free(ctx, view);
     }
-    gr_buffer_free(ctx, bounds);
-    for (int j = 0; j < nres; j++) gr_buffer_free(ctx, tmp[j]);
+    gr_buffer_free(ctx, r->bounds);
+    for (int j = 0; j < 2; j++) gr_buffer_free(ctx, r->tmp[j]);
     return st;
 }
 
@@ -152,14 +169,23 @@ gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, s
     if (st == GR_OK && l.k && !(start = malloc((count + 1) * sizeof *start)))
         st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
     if (st == GR_OK && l.k) owners(&l, start);
-    for (size_t i = 0; i < count && st == GR_OK && l.k; i++) {
+    inner *runs = st == GR_OK && l.k ? calloc(count, sizeof *runs) : NULL;
+    if (st == GR_OK && l.k && !runs) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    /* every shard's inner run queued on its device, then the spanning segments (their pieces at once on
+     * their devices), then the runs waited for and copied into place */
+    for (size_t i = 0; i < count && st == GR_OK && runs; i++) {
         size_t a = start[i], b = start[i + 1];
         if (a == b) continue;
         int spills = seg_hi(&l, b - 1) > shard_end(&l, i);
-        if (b - spills > a) st = inside(ctx, &l, i, a, b - spills, o, out, nres, want);
-        if (st == GR_OK && spills) st = spanning(ctx, &l, i, b - 1, o, out, nres, want);
+        if (b - spills > a) st = inside_queue(ctx, &l, i, a, b - spills, o, nres, want, &runs[i]);
     }
+    for (size_t i = 0; i < count && st == GR_OK && runs; i++) {
+        size_t a = start[i], b = start[i + 1];
+        if (a != b && seg_hi(&l, b - 1) > shard_end(&l, i)) st = spanning(ctx, &l, i, b - 1, o, out, nres, want);
+    }
+    for (size_t i = 0; i < count && runs; i++) st = inside_finish(ctx, &runs[i], out, nres, st);
     gr_ctx_enter(ctx);
+    free(runs);
     free(start);
     free(bounds);
     free(l.first);

@@ -3,7 +3,8 @@
 --      ... GPUs, against one GPU's gr.sum of a plain buffer of the same size: the speed-up;
 --   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
 --      sizes from 8 B to 1 GiB: bus bandwidth as nccl-tests define it, algbw * 2 (k - 1) / k;
---   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call.
+--   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call;
+--   and (1b) the sharded buffer's segmented sum, segments of 2^20 elements, against one GPU's.
 -- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
 -- one GPU each; with one GPU they run with a single rank.
 local gr = require "gpureduce"
@@ -32,27 +33,41 @@ if not rank then
   local d = gr.device()
   print(string.format("# multi-GPU benchmark: %d x %s, CUDA %s, NCCL %s", ndev, d and d.name or "cpu",
     d and d.cuda_runtime or "-", tostring(gr.nccl_version())))
-  -- 1. sharded sum
   local n = math.tointeger(tonumber(os.getenv("GPUREDUCE_SHARD_N") or "") or (1 << 32))
-  print(string.format("\n## sharded float32 sum, n = %d", n))
-  print("| GPUs | ms (median) | GB/s | speed-up over 1 GPU |")
-  print("| ---: | ---: | ---: | ---: |")
-  local one
-  do
-    local b = gr.buffer(n, "float32"):random(1)
-    one = time(function() return gr.sum(b) end, 10)
-    b:free()
-    collectgarbage()
+
+  --- One table of speed-ups: reduce(b) on a plain float32 buffer of n elements, then on sharded ones
+  -- over 1, 2, ... GPUs (the same values), each the median of 10 calls.
+  local function scaling(title, reduce)
+    print("\n## " .. title)
+    print("| GPUs | ms (median) | GB/s | speed-up over 1 GPU |")
+    print("| ---: | ---: | ---: | ---: |")
+    local one
+    do
+      local b = gr.buffer(n, "float32"):random(1)
+      one = time(function() return reduce(b) end, 10)
+      b:free()
+      collectgarbage()
+    end
+    print(string.format("| 1 (plain buffer) | %.3f | %.0f | 1.00 |", one * 1e3, n * 4 / one / 1e9))
+    for k = 1, ndev do
+      local devices = {}
+      for i = 1, k do devices[i] = i end
+      local s = gr.sharded(n, "float32", { devices = devices }):random(1)
+      local t = time(function() return reduce(s) end, 10)
+      print(string.format("| %d | %.3f | %.0f | %.2f |", k, t * 1e3, n * 4 / t / 1e9, one / t))
+      s:free()
+      collectgarbage()
+    end
   end
-  print(string.format("| 1 (plain buffer) | %.3f | %.0f | 1.00 |", one * 1e3, n * 4 / one / 1e9))
-  for k = 1, ndev do
-    local devices = {}
-    for i = 1, k do devices[i] = i end
-    local s = gr.sharded(n, "float32", { devices = devices }):random(1)
-    local t = time(function() return gr.sum(s) end, 10)
-    print(string.format("| %d | %.3f | %.0f | %.2f |", k, t * 1e3, n * 4 / t / 1e9, one / t))
-    s:free()
-    collectgarbage()
+
+  -- 1. sharded sum
+  scaling(string.format("sharded float32 sum, n = %d", n), gr.sum)
+  -- 1b. sharded segments: segments of 2^20 elements, one result each, into a buffer on device 1
+  local m = 1 << 20
+  if n % m == 0 then
+    local out = gr.buffer(n // m, "float32")
+    scaling(string.format("sharded float32 segmented sum, n = %d, segments of %d (%d results)", n, m, n // m),
+      function(b) return gr.reduce(b, { op = "sum", segment = m, out = out }) end)
   end
   -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
   -- and every GPU)
