@@ -50,28 +50,39 @@ GR_DEV Span<In> segment_span(const In *in, u64 size, const long long *offsets, c
     return {static_cast<const In *>(items[s].ptr), items[s].n};
 }
 
-/* The part of span sp that lane `lane` of `lanes` takes, folded into the thread's accumulator: the
- * elements before the span's first 16-byte boundary one by one, then 16-byte vectors lane, lane + lanes,
- * ..., then the elements after the last vector one by one (a segment that starts anywhere -- CSR offsets,
- * a shard's local boundaries -- still reads whole vectors). Element j of the span has index first + j
+/* The part of span sp that lane `lane` of `lanes` takes, folded into the thread's accumulator: 16-byte
+ * vectors lane, lane + lanes, ... where the span starts on a 16-byte boundary, then the elements after
+ * the last vector one by one. A span that starts off a boundary (CSR offsets, a shard's local boundaries)
+ * and is long enough for it peels the elements before its first boundary one by one and reads whole
+ * vectors after them; a short one is read element by element (the aligned path and the short one, which
+ * tiny segments take, stay as they were before the peel). Element j of the span has index first + j
  * (an index counts from its segment's start). */
 template <class Op, class In>
 GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes, u64 first = 0) {
     using T = ThreadAcc<Op, In>;
     typename T::type acc = T::init();
-    u64 done = 0;                       /* the elements before the tail */
     if constexpr (vectorizable_v<In>) {
         using V = Vec16<In>;
         constexpr int kV = V::kCount;
-        u64 head = ((16 - (reinterpret_cast<uptr>(sp.p) & 15)) & 15) / sizeof(In);
-        if (head > sp.n) head = sp.n;
-        for (u64 i = lane; i < head; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
-        const V *v = reinterpret_cast<const V *>(sp.p + head);
-        const u64 nvec = (sp.n - head) / kV;
-        for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + head + i * kV);
-        done = head + nvec * kV;
+        const unsigned off = unsigned(reinterpret_cast<uptr>(sp.p) & 15);
+        if (off == 0) {
+            const V *v = reinterpret_cast<const V *>(sp.p);
+            const u64 nvec = sp.n / kV;
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + i * kV);
+            for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            return T::value(acc);
+        }
+        if (sp.n >= u64(4 * kV)) {
+            const u64 head = (16 - off) / sizeof(In);
+            for (u64 i = lane; i < head; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            const V *v = reinterpret_cast<const V *>(sp.p + head);
+            const u64 nvec = (sp.n - head) / kV;
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + head + i * kV);
+            for (u64 i = head + nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            return T::value(acc);
+        }
     }
-    for (u64 i = done + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+    for (u64 i = lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
     return T::value(acc);
 }
 
