@@ -90,9 +90,11 @@ static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_r
 
 /* A user kernel's row (gr.kernel) runs the kernels gr_kernel_prepare made for this very reduction
  * (o->kernel: its variant, dtype, and op and accumulator, or -1 for a user operator); no other row
- * takes them. */
-static gr_status check_kernel(gr_context *ctx, const gr_options *o, int vi, gr_dtype t, int op, int acc) {
-    const gr_variant_row *row = gr_variant_row_get(vi);
+ * takes them. *out: those kernels as loaded on ctx's device (the binding prepares them on the default
+ * device; a buffer may live on another), NULL for a catalogue row. */
+static gr_status user_kernel(gr_context *ctx, const gr_options *o, const gr_variant_row *row, int vi, gr_dtype t,
+                             int op, int acc, const gr_operator_image **out) {
+    *out = NULL;
     const struct gr_operator_image *k = o->kernel;
     if (!row->user)
         return k ? gr_fail_arg(ctx, GR_EINVAL, "kernel", "is set, but variant '%s' is not a user kernel", row->name)
@@ -103,15 +105,7 @@ static gr_status check_kernel(gr_context *ctx, const gr_options *o, int vi, gr_d
     if (k->variant != vi || k->in != t || k->op != op || (op >= 0 && k->acc_dtype != acc))
         return gr_fail_arg(ctx, GR_EINVAL, "kernel", "was prepared for another reduction (variant, op, dtype or "
                            "accumulator) than this one, with variant '%s' over %s", row->name, gr_dtype_name(t));
-    return GR_OK;
-}
-
-/* A user kernel's image (o->kernel) for a plan on ctx's device: the one prepared, or its copy loaded there
- * (the binding prepares on the default device; a buffer may live on another). NULL for a catalogue row. */
-static gr_status kernel_on(gr_context *ctx, const gr_variant_row *row, const gr_options *o,
-                           const gr_operator_image **out) {
-    *out = NULL;
-    return row->user && o->kernel ? gr_operator_image_on(ctx, o->kernel, out) : GR_OK;
+    return gr_operator_image_on(ctx, k, out);
 }
 
 /* A plan with a user operator (o->user): the shape its generated kernel has (engine/operator.c) --
@@ -120,12 +114,10 @@ static gr_status kernel_on(gr_context *ctx, const gr_variant_row *row, const gr_
  * finishes that end on the device. An empty buffer still runs one block, whose epilogue writes the
  * identity (and post then sees it). */
 static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_plan *plan) {
-    static int shapes[2] = {-1, -1};    /* the registry is fixed: looked up once */
-    if (shapes[0] < 0) {
-        shapes[0] = gr_variant_find("warp_shuffle");
-        shapes[1] = gr_variant_find("pipelined");
-    }
-    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant : shapes[gr_dtype_size(t) == 1];
+    static int warp_shuffle = -1, pipelined = -1;
+    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant
+           : gr_dtype_size(t) == 1 ? gr_catalogue_index("pipelined", &pipelined)
+                                   : gr_catalogue_index("warp_shuffle", &warp_shuffle);
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)
@@ -142,7 +134,8 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     if (row->user && v->ops != GR_OPS_ALL)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "user kernel '%s' lists the ops it takes: a user operator needs one "
                            "that takes every op (gr.kernel without ops)", v->name);
-    gr_status kst = check_kernel(ctx, o, vi, t, -1, -1);
+    const gr_operator_image *kernel;
+    gr_status kst = user_kernel(ctx, o, row, vi, t, -1, -1, &kernel);
     if (kst != GR_OK) return kst;
     if (o->acc >= 0)
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
@@ -159,9 +152,8 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
-    const gr_operator_image *img, *kernel;      /* the kernels loaded on the buffer's device */
+    const gr_operator_image *img;       /* the operator's kernels loaded on the buffer's device */
     if ((st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
-    if ((st = kernel_on(ctx, row, o, &kernel)) != GR_OK) return st;
     plan->variant = vi;
     plan->op = o->op;
     plan->user = img;
@@ -212,9 +204,8 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((st = gr_check_finish(ctx, v, finish)) != GR_OK) return st;
     int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (acc < 0) return GR_EINVAL;
-    if ((st = check_kernel(ctx, o, vi, t, (int)o->op, acc)) != GR_OK) return st;
     const gr_operator_image *kernel;
-    if ((st = kernel_on(ctx, row, o, &kernel)) != GR_OK) return st;
+    if ((st = user_kernel(ctx, o, row, vi, t, (int)o->op, acc, &kernel)) != GR_OK) return st;
 
     plan->variant = vi;
     plan->kernel = kernel;

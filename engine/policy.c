@@ -15,15 +15,17 @@
  * Pinned host data, and everything on the cpu backend, is reduced where it is, by the host backend. */
 int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n) {
     (void)n;
+    static int cpu = -1;
     if (ctx->backend == GR_BACKEND_CUDA && where == GR_DEVICE) return gr_policy_streamed_variant(t, op);
-    return gr_variant_find("cpu");
+    return gr_catalogue_index("cpu", &cpu);
 }
 
 /* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
  * that pipelined does not take (GR_OPS_PIPELINED) runs on warp_shuffle, which takes every op. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
+    static int pipelined = -1, warp_shuffle = -1;
     int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op));
-    return gr_variant_find(bytes ? "pipelined" : "warp_shuffle");
+    return bytes ? gr_catalogue_index("pipelined", &pipelined) : gr_catalogue_index("warp_shuffle", &warp_shuffle);
 }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every

@@ -43,6 +43,14 @@ typedef struct gr_variant_row {
 } gr_variant_row;
 
 const gr_variant_row *gr_variant_row_get(int i);
+/* A catalogue variant's index by name, found once into *memo (-1 before): the catalogue's rows never
+ * move (user kernels are appended after them), so a hot path need not compare names on every call.
+ * Threads that race here find and store the same index. */
+static inline int gr_catalogue_index(const char *name, int *memo) {
+    int i = __atomic_load_n(memo, __ATOMIC_RELAXED);
+    if (i < 0) __atomic_store_n(memo, i = gr_variant_find(name), __ATOMIC_RELAXED);
+    return i;
+}
 /* Appends a user kernel's row after the catalogue's (kernel.c): its index in *index, its ordinal 100 +
  * the number registered before it. The row is copied and stays until the process ends (what it points
  * to must too). GR_EINVAL naming "name" when a

@@ -112,8 +112,9 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     int vi = -1;
     if ((st = check_streamed(ctx, h, o, &vi)) != GR_OK) return st;
     if (ctx->backend != GR_BACKEND_CUDA) {           /* the data is already where the CPU reduces it */
+        static int cpu_variant = -1;
         gr_options cpu = *o;
-        cpu.variant = gr_variant_find("cpu");
+        cpu.variant = gr_catalogue_index("cpu", &cpu_variant);
         cpu.finish = GR_FINISH_AUTO;
         cpu.block = 0;
         return gr_reduce(ctx, h, &cpu, out);

@@ -164,8 +164,9 @@ int lgr_kernel_compile(lua_State *L) {
 }
 
 void lgr_kernel_prepare(lua_State *L, lgr_reduce_opts *r, gr_dtype t) {
+    if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user) return;     /* every call passes here */
     gr_context *ctx = lgr_ctx(L);
-    if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user || gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
+    if (gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
     const gr_operator_image *img;
     gr_status st = gr_kernel_prepare(ctx, lgr_operator_cache(L), r->o.variant, r->o.op, r->o.acc, r->user_op, t, &img);
     /* a compile error names the source, an operator's field or nothing (a generated line) */
