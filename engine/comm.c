@@ -17,6 +17,7 @@
 #include "device.h"
 #include "devices.h"
 #include "error.h"
+#include "library.h"
 #include "memory.h"
 #include "storage.h"
 
@@ -95,22 +96,15 @@ static int nc_open(const char *path) {
 }
 
 static void nc_load(void) {
-    const char *env = getenv("GPUREDUCE_NCCL");
-    if (env && *env) {
-        snprintf(nc.why, sizeof nc.why, "no NCCL at GPUREDUCE_NCCL=%.300s (the only place tried while it is set)",
-                 env);
-        nc.loaded = nc_open(env);
-        return;
-    }
-    snprintf(nc.why, sizeof nc.why, "no NCCL (install it, or set GPUREDUCE_NCCL to the path of libnccl.so.2)");
     static const char *const candidates[] = {
 #ifdef GR_NCCL_DEFAULT
         GR_NCCL_DEFAULT,    /* the toolkit the module was built against */
 #endif
         "libnccl.so.2", "libnccl.so",
     };
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !nc.loaded; i++)
-        nc.loaded = nc_open(candidates[i]);
+    nc.loaded = gr_library_search("NCCL", "GPUREDUCE_NCCL", "install it, or set GPUREDUCE_NCCL to the path of "
+                                  "libnccl.so.2", candidates, sizeof candidates / sizeof candidates[0], nc_open,
+                                  nc.why, sizeof nc.why);
 }
 
 /* NCCL, or GR_ENODEV saying why not (also on the cpu backend: NCCL moves device memory). */

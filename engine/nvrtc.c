@@ -9,6 +9,7 @@
  */
 #include "nvrtc.h"
 #include "error.h"
+#include "library.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -87,23 +88,14 @@ static int nv_open(const char *path) {
 }
 
 static void nv_load(void) {
-    const char *env = getenv("GPUREDUCE_NVRTC");
-    if (env && *env) {
-        /* the user named it: a wrong path is reported, not papered over by another library */
-        snprintf(nv.why, sizeof nv.why, "no NVRTC at GPUREDUCE_NVRTC=%.300s (the only place tried while it "
-                 "is set)", env);
-        nv.loaded = nv_open(env);
-        return;
-    }
-    snprintf(nv.why, sizeof nv.why, "no NVRTC (set GPUREDUCE_NVRTC to the path of libnvrtc.so)");
     static const char *const candidates[] = {
 #ifdef GR_NVRTC_DEFAULT
         GR_NVRTC_DEFAULT,   /* the toolkit the module was built against */
 #endif
         "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
     };
-    for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !nv.loaded; i++)
-        nv.loaded = nv_open(candidates[i]);
+    nv.loaded = gr_library_search("NVRTC", "GPUREDUCE_NVRTC", "set GPUREDUCE_NVRTC to the path of libnvrtc.so",
+                                  candidates, sizeof candidates / sizeof candidates[0], nv_open, nv.why, sizeof nv.why);
 }
 
 int gr_nvrtc_available(char *why, size_t whylen) {
