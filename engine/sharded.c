@@ -91,16 +91,15 @@ static gr_status pieces_on_host(gr_context *ctx, const gr_shard_piece *p, size_t
 /* ---- on the devices ---------------------------------------------------------------------------------- */
 
 /* The one-pass plan of a piece on its device's context c: the exact kernel's, or the single finish of
- * a variant (the streamed chunks' default) or of the operator's kernel loaded on that device. */
+ * a variant (the streamed chunks' default) or of the operator's kernel (the plan takes its copy loaded
+ * on that device). */
 static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_options *o, gr_plan *plan) {
     gr_dtype t = p->shard->dtype;
     if (exact(o)) return gr_exact_plan(c, p->n, t, GR_DEVICE, o, plan);
     gr_options co = *o;
     co.finish = GR_FINISH_SINGLE;
-    gr_status st = GR_OK;
-    if (o->user) st = gr_operator_image_on(c, o->user, &co.user);
-    else if (co.variant < 0) co.variant = gr_policy_streamed_variant(t, o->op);
-    if (st == GR_OK) st = gr_plan_for(c, p->n, t, GR_DEVICE, &co, plan);
+    if (!o->user && co.variant < 0) co.variant = gr_policy_streamed_variant(t, o->op);
+    gr_status st = gr_plan_for(c, p->n, t, GR_DEVICE, &co, plan);
     if (st == GR_OK && (plan->npasses != 1 || plan->pass[0].on_host))
         st = gr_fail_arg(c, GR_EINVAL, "variant", "sharded reductions need a device variant with the 'single' "
                          "finish");
@@ -237,11 +236,8 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
         gr_plan plan;
         if ((st = gr_plan_make(ctx, shards[0], o, &plan)) != GR_OK) return st;
     }
-    if (n == 0 && o->user && !on_host) {       /* the operator's identity, through its post */
-        gr_options co = *o;
-        if ((st = gr_operator_image_on(gr_ctx_for(ctx, shards[0]), o->user, &co.user)) != GR_OK) return st;
-        return gr_reduce(ctx, shards[0], &co, out);
-    }
+    if (n == 0 && o->user && !on_host)          /* the operator's identity, through its post */
+        return gr_reduce(ctx, shards[0], o, out);
     if (n == 0 && !o->user) {
         int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
         return acc < 0 ? GR_EINVAL : gr_op_empty_result(ctx, o->op, t, (gr_dtype)acc, out);

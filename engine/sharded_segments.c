@@ -20,7 +20,6 @@
 #include "sharded.h"
 #include "devices.h"
 #include "error.h"
-#include "operator.h"
 #include "plan.h"
 #include "segments.h"
 #include "storage.h"
@@ -102,10 +101,8 @@ static gr_status inside_queue(gr_context *ctx, const layout *l, size_t i, size_t
     if (st == GR_OK) st = gr_buffer_write(ctx, r->bounds, 0, local, r->k + 1);
     free(local);
     for (int j = 0; j < nres && st == GR_OK; j++) st = gr_buffer_new_on(ctx, r->k, want[j], where, device, &r->tmp[j]);
-    gr_options co = *o;
-    if (st == GR_OK && o->user) st = gr_operator_image_on(gr_ctx_for(ctx, shard), o->user, &co.user);
-    gr_segments seg = {0, r->bounds};
-    if (st == GR_OK) st = gr_segments_queue(ctx, shard, &co, &seg, r->tmp, &r->wait);
+    gr_segments seg = {0, r->bounds};          /* an operator's kernels: segments.c loads them there */
+    if (st == GR_OK) st = gr_segments_queue(ctx, shard, o, &seg, r->tmp, &r->wait);
     return st;
 }
 
