@@ -69,8 +69,12 @@ template <class Op, class In> struct Result<res_mean, Op, In> {
     }
 };
 
-/* Rounded once: the high word's part is exact while it is below 2^53 (engine/host_ops.c, the same). */
-GR_DEV double u128_double(U128 v) { return double(v.hi) * 0x1p64 + double(v.lo); }
+/* Rounded once: the high word's part is exact while it is below 2^53 (engine/host_ops.c, the same).
+ * The products and sums here and in moments_m2 are written with the _rn intrinsics: a plain a * b + c
+ * may be fused into one fma by nvcc or ptxas, which rounds once where the host rounds twice, and the
+ * results of segments computed here must equal those the host finishes (a sharded buffer's spanning
+ * segments, the cpu backend) bit for bit. */
+GR_DEV double u128_double(U128 v) { return __dadd_rn(__dmul_rn(double(v.hi), 0x1p64), double(v.lo)); }
 
 
 /* The sum of squared deviations of n integers from their exact sums (engine/host_ops.c, moments_m2,
@@ -98,7 +102,7 @@ template <class In> GR_DEV double moments_m2(const MomentsAcc &a) {
     U128 t = mul_wide(uq, r);
     t = {t.lo << 1, t.hi << 1 | t.lo >> 63};
     m = neg ? add128(m, t) : sub128(m, t);
-    const double dev = u128_double(m) - double(r) * (double(r) / double(n));
+    const double dev = __dsub_rn(u128_double(m), __dmul_rn(double(r), double(r) / double(n)));
     return dev > 0 ? dev : 0.0;
 }
 

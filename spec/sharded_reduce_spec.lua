@@ -227,6 +227,32 @@ describe("sharded segments", function()
     end
   end)
 
+  -- var, std, norm and mean of integers of up to 32 bits are formed once from exact integer sums (docs/
+  -- api.md), so a segment that spans shards (finished on the host) must give the bits of the same segment
+  -- of one buffer (finished by the device's segmented kernel). Found on an H100: a product and a
+  -- difference of moments_m2 fused into one fma on the device, rounded twice on the host.
+  it("give one buffer's bits for var, std, norm and mean of integers, over whole-range data", function()
+    local n, k = 2183, 164
+    local bounds = { 0 }
+    for s = 1, k - 1 do bounds[s + 1] = (s * 7919 * 31) % n end
+    bounds[k + 1] = n
+    table.sort(bounds)
+    for _, devices in ipairs({ { 1, 1, 1 }, LAYOUTS[#LAYOUTS] }) do
+      for _, dtype in ipairs({ "int8", "uint8", "int32", "uint32" }) do
+        local s, b = pair(n, dtype, devices, nil, 20261125 + #dtype)
+        for _, op in ipairs({ "var", "std", "norm", "mean", "sumsq", "sum" }) do
+          for _, c in ipairs({ { bounds = bounds }, { segment = 37 } }) do
+            local label = string.format("%s %s %s %s", layout_name(devices), dtype, op,
+              c.segment and "segment=37" or "offsets")
+            local want = results(b, case_opts(c, op))
+            assert_segments(results(s, case_opts(c, op)), want, true, label)
+            assert_segments(results(s, case_opts(c, op, "host")), want, true, label .. " (offsets on the host)")
+          end
+        end
+      end
+    end
+  end)
+
   it("handle fewer elements than shards, empty shards and an empty buffer", function()
     for _, dtype in ipairs({ "int32", "float64" }) do
       local s, b = pair(2, dtype, { 1, 1, 1, 1, 1 }, { 7, -3 })
