@@ -173,14 +173,7 @@ static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
-    if (st == GR_OK && r->user_op) {
-        int pushed = lgr_reduce_operator(L, r, u->b);      /* its cpu functions, or its kernels prepared */
-        if (pushed >= 0) {
-            gr_buffer_free(ctx, u->b);
-            u->b = NULL;
-            return pushed;
-        }
-    }
+    if (st == GR_OK && r->user_op) lgr_reduce_operator(L, r, u->b);    /* its kernels, or its cpu functions */
     gr_result v;
     if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
@@ -200,15 +193,7 @@ int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
     int count = 1;
-    gr_status st = GR_OK;
-    if (r->user_op && !r->o.user) {         /* an operator's cpu functions: nothing compiled to ask */
-        int d = gr_operator_segment_dtype(ctx, gr_operator_get_spec(r->user_op)->post != NULL,
-                                          gr_operator_acc_dtype(r->user_op));
-        if (d < 0) st = GR_EINVAL;
-        dt[0] = dt[1] = (gr_dtype)d;
-    } else {
-        st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
-    }
+    gr_status st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
@@ -273,10 +258,7 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.user_op) {
-        int pushed = lgr_reduce_operator(L, &r, b);
-        if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
-    }
+    if (r.user_op) lgr_reduce_operator(L, &r, b);     /* its kernels, or its cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     if (r.async) return push_pending(L, b, &r);
