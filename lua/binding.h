@@ -90,6 +90,10 @@ static inline void lgr_set_bool(lua_State *L, const char *k, int v) {
     lua_pushboolean(L, v);
     lua_setfield(L, -2, k);
 }
+/* The length of the list at arg as # gives it (its __len too; read its elements with lua_geti, which
+ * honours __index), refusing holes: a raw integer key past that length raises "<prefix>a list with
+ * holes (no element k of n)". */
+lua_Integer lgr_list_len(lua_State *L, int arg, const char *prefix);
 /* An integer argument within [min, max]; raises naming `what` and the value given. */
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max);
 gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def);
@@ -148,6 +152,7 @@ typedef struct lgr_reduce_opts {
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
+    int op_given;               /* opts.op was given (gr.reduce needs it) */
     /* the operator's cpu table as the engine's functions (loperator_run.c; o.cpu, o.fold point here):
      * its map, reduce, post, identity at stack slots cpu_fn.. of cpu_L, two accumulator slots from
      * cpu_slots, the accumulator's dtype (-1: a struct) */

@@ -16,8 +16,9 @@
 /* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
 static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
+    lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
+    r->op_given = 1;
     if (luaL_testudata(L, -1, OPERATOR_MT)) {
-        lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
         r->user_op = lgr_check_operator(L, -1);
         return;
     }
@@ -203,12 +204,12 @@ int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     if (r->has_out) {
         lua_getfield(L, 2, "out");
         if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-            if ((int)lua_rawlen(L, -1) != count)
+            if (lgr_list_len(L, base + 1, "opts.out: ") != count)
                 return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
                                                               count, count > 1 ? "s" : "", count > 1 ?
                                                               "a table of two buffers" : "one buffer"));
             for (int i = 0; i < count; i++) {
-                lua_rawgeti(L, base + 1, i + 1);
+                lua_geti(L, base + 1, i + 1);
                 lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
                 if (!u || !u->b)
                     return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
@@ -248,10 +249,18 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
     return count;
 }
 
+/* opts.op of gr.reduce and reduce_many: a misspelt variable there is nil, which must not mean sum. */
+static void require_op(lua_State *L, const lgr_reduce_opts *r) {
+    if (!r->op_given)
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: required: an op's name (accepted: %s) or a gr.operator "
+                                               "(gr.sum and the like name theirs)", gr_op_names()));
+}
+
 static int reduce_with(lua_State *L, int op) {
     lgr_reduce_opts r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
     lgr_reduce_opts_read(L, 2, op, 0, &r);
+    if (op < 0) require_op(L, &r);
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
@@ -289,11 +298,14 @@ int lgr_reduce_many(lua_State *L) {
     if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
         return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
                                    "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");
-    size_t count = (size_t)lua_rawlen(L, 1);
+    lua_Integer len = lgr_list_len(L, 1, "");
+    if (len < 0 || (lua_Unsigned)len > SIZE_MAX / sizeof(gr_result))
+        return luaL_argerror(L, 1, lua_pushfstring(L, "a list of %I buffers", len));
+    size_t count = (size_t)len;
     gr_buffer **bufs = lua_newuserdatauv(L, (count ? count : 1) * sizeof *bufs, 0);
     gr_result *res = lua_newuserdatauv(L, (count ? count : 1) * sizeof *res, 0);
     for (size_t i = 0; i < count; i++) {
-        lua_rawgeti(L, 1, (lua_Integer)i + 1);
+        lua_geti(L, 1, (lua_Integer)i + 1);
         lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
         if (!u || !u->b)
             return luaL_argerror(L, 1, lua_pushfstring(L, "element %I: expected a gpureduce.Buffer, got %s",
@@ -301,6 +313,7 @@ int lgr_reduce_many(lua_State *L) {
         bufs[i] = u->b;
         lua_pop(L, 1);
     }
+    require_op(L, &r);
     if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
     gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);

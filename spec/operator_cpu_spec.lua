@@ -2,7 +2,7 @@
 -- for host buffers, over whole buffers, segments, reduce_many's lists and sharded buffers. What the
 -- hardening issue found there, one block per finding; each failed before its fix: callbacks that free
 -- what the reduction reads or writes (a crash under ASan), opts.out unchecked, callback results
--- unchecked, results that differ from the GPU's.
+-- unchecked, results that differ from the GPU's, lists read raw.
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 
@@ -260,7 +260,7 @@ describe("gr.operator's cpu table", function()
   end)
 end)
 
-describe("options and sharded buffers", function()
+describe("options, sharded buffers and lists", function()
   it("reduce_many with an operator refuses what its cpu functions ignore, as gr.reduce does", function()
     local b = gr.buffer(10, "int32", { where = WHERE })
     local op = sum_op("int64")
@@ -281,6 +281,27 @@ describe("options and sharded buffers", function()
     rawget(s, "parts")[2] = gr.buffer({ 3, 4 }, "int32")
     expect("shard 2 is int32, shard 1 float64 (a sharded buffer has one dtype)", gr.reduce, s, { op = sum_op("float64") })
     expect("shard 2 is int32, shard 1 float64", gr.reduce, s, { op = sum_op("float64"), segment = 2 })
+  end)
+
+  it("opts.devices with holes is refused, a proxy list is read through its metamethods", function()
+    expect("opts.devices: a list with holes (no element 2 of 3)", gr.sharded, 4, "float64", { devices = { 1, nil, 1 } })
+    expect("opts.devices: a list with holes", gr.sharded, 4, "float64", { devices = { [1] = 1, [3] = 1 } })
+    local proxy = setmetatable({}, { __len = function() return 2 end, __index = function(_, k) return 1 end })
+    local s = gr.sharded(4, "float64", { devices = proxy })
+    assert.are.equal(2, #s:shards())
+  end)
+
+  it("reduce_many reads a proxy list through its metamethods and refuses holes", function()
+    local a = gr.buffer({ 1, 2 }, "int32", { where = WHERE })
+    local c = gr.buffer({ 5 }, "int32", { where = WHERE })
+    local list = { a, c }
+    local proxy = setmetatable({}, { __len = function() return 2 end, __index = function(_, k) return list[k] end })
+    assert.are.same({ 3, 5 }, gr.reduce_many(proxy, { op = "sum" }))
+    assert.are.same({ 3, 5 }, gr.reduce_many(proxy, { op = sum_op("int64") }))
+    expect("(element 2: expected a gpureduce.Buffer, got nil)", gr.reduce_many,
+      { a, nil, c }, { op = "sum" })
+    expect("(a list with holes (no element 2 of 3))", gr.reduce_many,
+      { [1] = a, [3] = c }, { op = "sum" })
   end)
 end)
 
@@ -340,6 +361,36 @@ describe("the cpu functions compute what the GPU computes", function()
       assert.are.same(want, got, case[1])
       if type(want) == "number" then assert.are.equal(math.type(want), math.type(got), case[1]) end
     end
+  end)
+end)
+
+describe("b[i] and gr.reduce's op", function()
+  it("b[i] outside 1..#b reads nil, as a table does: ipairs stops at the end", function()
+    local b = gr.buffer({ 5, 6, 7 }, "int32")
+    local seen = {}
+    for i, v in ipairs(b) do seen[i] = v end
+    assert.are.same({ 5, 6, 7 }, seen)
+    assert.is_nil(b[0])
+    assert.is_nil(b[4])
+    assert.is_nil(b[1.5])
+    assert.are.equal(6, b[2.0])
+    expect("(index 4 out of range (1..3))", function() return b:get(4) end)
+    b:free()
+    expect("buffer has been freed", function() return b[1] end)
+    local sh = gr.sharded(3, "int32", { devices = { 1, 1 } }):iota(5, 1)
+    seen = {}
+    for i, v in ipairs(sh) do seen[i] = v end
+    assert.are.same({ 5, 6, 7 }, seen)
+    assert.is_nil(sh[4])
+  end)
+
+  it("gr.reduce needs opts.op; the shortcuts name theirs", function()
+    local b = gr.buffer({ 1, 2 }, "int32")
+    expect("(opts.op: required: an op's name (accepted: sum, ", gr.reduce, b, { op = nil })
+    expect("opts.op: required", gr.reduce, b)
+    expect("opts.op: required", gr.reduce_many, { b }, {})
+    assert.are.equal(3, gr.sum(b))
+    assert.are.equal(3, gr.reduce(b, { op = "sum" }))
   end)
 end)
 
