@@ -198,8 +198,8 @@ extern const luaL_Reg lgr_comm_methods[], lgr_comm_meta[];
 
 /* ---- user operators (loperator.c) ----------------------------------------------------------------- */
 
-/* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
- * is user value 1 of the userdata (nil when it has none). */
+/* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =,
+ * identity =} is user value 1 of the userdata (nil when it has none). */
 gr_operator *lgr_check_operator(lua_State *L, int arg);
 /* A reduction of b (the buffer at 1, whole or its segments) with opts.op (at 2) a user operator, made
  * ready for the engine (loperator_run.c): on the GPU its kernels prepared (r->o.user); on the cpu
