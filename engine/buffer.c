@@ -148,6 +148,27 @@ void gr_buffer_free(gr_context *ctx, gr_buffer *b) {
     free(b);
 }
 
+gr_status gr_buffers_hold(gr_context *ctx, gr_buffer *const *bufs, size_t count, gr_buffer ***out) {
+    gr_buffer **held = *out = calloc(count ? count : 1, sizeof *held);
+    if (!held) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    for (size_t i = 0; i < count; i++) {
+        gr_status s = bufs[i] ? gr_buffer_slice(ctx, bufs[i], 0, bufs[i]->n, &held[i]) : GR_OK;
+        if (s != GR_OK) {
+            gr_buffers_release(ctx, held, i);
+            *out = NULL;
+            return s;
+        }
+    }
+    return GR_OK;
+}
+
+void gr_buffers_release(gr_context *ctx, gr_buffer **held, size_t count) {
+    if (!held) return;
+    for (size_t i = 0; i < count; i++) gr_buffer_free(ctx, held[i]);
+    free(held);
+    gr_ctx_enter(ctx);          /* each free made its buffer's device current */
+}
+
 size_t gr_buffer_size(const gr_buffer *b) { return b->n; }
 gr_dtype gr_buffer_dtype(const gr_buffer *b) { return b->dtype; }
 gr_where gr_buffer_where(const gr_buffer *b) { return b->st->where; }

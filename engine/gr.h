@@ -217,6 +217,10 @@ typedef struct gr_options {
     const struct gr_operator_image *user;
     gr_user_fold fold;      /* with user: the CPU's combine, for finishes hybrid and host (synchronous calls) */
     void *fold_ud;
+    /* a user operator's functions on the host (gr_operator_cpu, below), in place of op where the host
+     * reads the data: the cpu backend and host buffers (with user set too, device buffers take the
+     * kernels); NULL = none */
+    const struct gr_operator_cpu *cpu;
     int determinism;        /* a gr_determinism asked for; -1 = the variant's own (run_to_run but for atomics) */
     /* when variant is a user kernel (gr_kernel_register): its kernels for this op, dtype and accumulator
      * (gr_kernel_prepare), which the passes run; NULL otherwise */
@@ -368,7 +372,9 @@ typedef struct gr_operator_spec {
 /* Checks the spec (GR_EINVAL naming the field: "map", "acc", ...) and copies its strings; nothing is
  * compiled yet. */
 gr_status gr_operator_create(gr_context *ctx, const gr_operator_spec *spec, gr_operator **out);
-void gr_operator_free(gr_operator *op);        /* NULL is a no-op */
+/* Releases the caller's handle (NULL is a no-op); a reduction running the operator's functions
+ * (gr_operator_cpu) keeps it until it returns. */
+void gr_operator_free(gr_operator *op);
 /* The operator's own copies of the fields (post and preamble NULL when not given). */
 const gr_operator_spec *gr_operator_get_spec(const gr_operator *op);
 /* 1 when map uses the index i. */
@@ -450,6 +456,60 @@ gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache
 /* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
+
+/* ---- a user operator's functions on the host (engine/operator_cpu.c) ------------------------------ */
+
+/* The cpu backend and host memory cannot run an operator's kernels: the host application gives the
+ * operator as functions (the Lua binding: gr.operator's cpu table), set as gr_options.cpu, and the
+ * engine runs them where the kernels would run the expressions -- every reduction path, in element
+ * order, each fold from the identity, with the kernels' conversions:
+ *   - where acc is a dtype, each element is converted to it before map, and every value that map,
+ *     reduce or identity gives is stored in it as the generated CUDA stores it: an integer wraps to the
+ *     accumulator's width (two's complement), a float rounds to its precision, a float becomes an
+ *     integer by truncation toward zero. NaN, or a float that truncates outside an integer
+ *     accumulator's range, is an error (the device's conversion is undefined there);
+ *   - post, where the operator has one, makes the result of the combined accumulator and the element
+ *     count: a number or a bool, kept in its kind (segments' float64 results take it converted);
+ *     without post the result is the accumulator.
+ *
+ * Accumulators. Where acc is a dtype the engine holds them: gr_cpu_acc.value is a number of the acc
+ * dtype's kind (GR_SCALAR_INT, _UINT or _FLOAT) going in; coming out the function writes any number
+ * there (_INT, _UINT or _FLOAT; _BOOL is refused) and the engine converts it. Where acc is a struct
+ * only the host can hold one: the engine names a slot, gr_cpu_acc.slot (below GR_CPU_ACC_SLOTS), which
+ * the host keeps for the duration of the call; a function reads its inputs from their slots and writes
+ * its value into out's slot (which may be an input's: read the inputs first). `value` is then unused.
+ *
+ * Each function returns GR_OK, or a failure with the context's message set (gr_set_error, naming the
+ * function: "the operator's cpu.map failed: ..."), which ends the reduction with that status; it must
+ * return, never jump out of the engine's frames. The engine calls them on the caller's thread, one at
+ * a time, and they may call the engine. They may free the operator and any buffer the reduction reads
+ * or writes (the input, its shards, the other buffers of a reduce_many list, the offsets, the results):
+ * the engine holds references of its own until the call returns, when the memory goes. */
+#define GR_CPU_ACC_SLOTS 2
+typedef struct gr_cpu_acc {
+    gr_scalar value;
+    unsigned slot;
+} gr_cpu_acc;
+
+typedef struct gr_operator_cpu {
+    gr_operator *op;        /* whose functions these are: its acc, identity and post say what is needed */
+    /* x: an element, converted to acc where acc is a dtype (for a struct, of its own dtype); i: its
+     * 0-based index in the buffer (in its segment, for segments) */
+    gr_status (*map)(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out);
+    gr_status (*reduce)(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out);
+    /* required where the operator has post, else never called: its value of a and n into *out */
+    gr_status (*post)(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *out);
+    /* required where the host cannot read the operator's identity (gr_operator_identity_value: a struct,
+     * an expression), else never called */
+    gr_status (*identity)(void *ud, gr_cpu_acc *out);
+    void *ud;
+} gr_operator_cpu;
+
+/* gr_options.fold by these functions, for the finishes hybrid and host of an operator whose acc is the
+ * dtype `acc` (cpu->op is not read): count accumulators at partials folded in order by cpu->reduce, each
+ * value converted as above, into out. */
+gr_status gr_operator_cpu_fold(gr_context *ctx, const gr_operator_cpu *cpu, gr_dtype acc, const void *partials,
+                               size_t count, void *out);
 
 /* ---- user kernel variants (engine/kernel.c; docs/api.md "User kernels") --------------------------- */
 

@@ -96,8 +96,10 @@ static char *copy_of(const char *s) {
     return c;
 }
 
+void gr_operator_hold(gr_operator *op) { op->refs++; }
+
 void gr_operator_free(gr_operator *op) {
-    if (!op) return;
+    if (!op || --op->refs > 0) return;
     free((char *)op->spec.name);
     free((char *)op->spec.map);
     free((char *)op->spec.reduce);
@@ -124,6 +126,7 @@ gr_status gr_operator_create(gr_context *ctx, const gr_operator_spec *spec, gr_o
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
     op->acc_dtype = acc_dtype;
+    op->refs = 1;
     op->indexed = gr_source_has_token(op->spec.map, "i", 1);
     *out = op;
     return GR_OK;

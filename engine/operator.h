@@ -21,7 +21,13 @@ struct gr_operator {
      * it: a reduction finds its kernels here without generating the source or hashing the key */
     gr_operator_image *ready[2][GR_DTYPE_COUNT];   /* [1]: the images with gr_op_segments */
     const gr_operator_cache *ready_in;
+    /* the caller's handle, and one per reduction running its cpu functions (operator_cpu.c), which may
+     * free the caller's: the operator goes with the last (gr_operator_free) */
+    int refs;
 };
+
+/* One more reference on op, let go by gr_operator_free. */
+void gr_operator_hold(gr_operator *op);
 
 /* The kernels of a generated source, by their extern "C" names (the source's layout is operator.c's;
  * Acc is the accumulator, In the input dtype's type):

@@ -11,6 +11,7 @@
 #include "exact_run.h"
 #include "graphs.h"
 #include "memory.h"
+#include "operator_cpu.h"
 #include "ops.h"
 #include "plan.h"
 #include "policy.h"
@@ -69,6 +70,7 @@ static void *stream_of(gr_context *ctx, const gr_options *o) {
 
 gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
     ctx = gr_ctx_for(ctx, b);
+    if (gr_operator_cpu_takes(ctx, o, b)) return gr_operator_cpu_reduce(ctx, o, &b, 1, out);
     if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
     if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_reduce(ctx, b, o, out);
     gr_plan plan;
@@ -92,6 +94,8 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_resul
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
     *out = NULL;
     ctx = gr_ctx_for(ctx, b);
+    if (gr_operator_cpu_takes(ctx, o, b))
+        return gr_fail_arg(ctx, GR_EINVAL, "async", "a user operator's cpu functions run synchronously");
     if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");

@@ -17,6 +17,7 @@
 #include "launch.h"
 #include "memory.h"
 #include "operator.h"
+#include "operator_cpu.h"
 #include "ops.h"
 #include "plan.h"
 #include "policy.h"
@@ -35,7 +36,7 @@ extern const gr_seg_kernel gr_segmented __attribute__((weak));
 /* The op, the accumulator and the result dtypes of a segmented reduction of dtype t. */
 static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dtype *acc, gr_dtype out[2], int *count) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
-    if (!d && !o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
+    if (!d && !o->user && !o->cpu) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
     const char *way = gr_options_way(o);
     if (way)
         return gr_fail_arg(ctx, GR_EINVAL, way, "segmented reductions choose their own kernel and shape (the "
@@ -45,12 +46,14 @@ static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dt
     if (o->stream)
         return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
                            "stream, synchronously (leave opts.stream out)");
-    if (o->user) {                  /* a user operator: its own accumulator, one result per segment */
+    if (o->user || o->cpu) {        /* a user operator: its own accumulator, one result per segment */
         if (o->acc >= 0)
             return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
-        int r = gr_operator_segment_dtype(ctx, o->user->has_post, o->user->acc_dtype);
+        int has_post = o->user ? o->user->has_post : gr_operator_get_spec(o->cpu->op)->post != NULL;
+        int acc_dtype = o->user ? o->user->acc_dtype : gr_operator_acc_dtype(o->cpu->op);
+        int r = gr_operator_segment_dtype(ctx, has_post, acc_dtype);
         if (r < 0) return GR_EINVAL;
-        *acc = o->user->acc_dtype >= 0 ? (gr_dtype)o->user->acc_dtype : GR_UINT8;
+        *acc = acc_dtype >= 0 ? (gr_dtype)acc_dtype : GR_UINT8;
         *count = 1;
         out[0] = out[1] = (gr_dtype)r;
         return GR_OK;
@@ -251,14 +254,16 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     if (k == 0) return GR_OK;
 
     int on_device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
-    if (!on_device && o->user)          /* the binding runs an operator's cpu functions itself */
+    int by_cpu = gr_operator_cpu_takes(ctx, o, b);
+    if (!on_device && o->user && !by_cpu)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
                            "(give the operator cpu functions for host data and the cpu backend)");
-    if (!on_device) {
+    if (!on_device || by_cpu) {
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
-        if (st == GR_OK)
+        if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
+        else if (st == GR_OK)
             st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0], NULL)
                                                      : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
         free(offsets);
@@ -319,8 +324,7 @@ static int batched(const gr_buffer *b, int t, size_t alone) {
     return gr_buffer_dtype(b) == (gr_dtype)t && !is_alone(b, alone);
 }
 
-gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
-                         gr_result *results) {
+static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o, gr_result *results) {
     for (size_t i = 1; i < count; i++) {
         gr_status dst = gr_same_device(ctx, bufs[0], bufs[i], "bufs");
         if (dst != GR_OK) return dst;
@@ -406,4 +410,16 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);
     }
     return GR_OK;
+}
+
+gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
+                         gr_result *results) {
+    if (o->cpu && !o->user) return gr_operator_cpu_many(ctx, o, bufs, count, results);
+    if (!o->cpu && !o->fold) return many(ctx, bufs, count, o, results);
+    /* a user's functions run between the buffers' reductions and may free them: the engine's own handles */
+    gr_buffer **held;
+    gr_status st = gr_buffers_hold(ctx, bufs, count, &held);
+    if (st == GR_OK) st = many(ctx, held, count, o, results);
+    gr_buffers_release(ctx, held, count);
+    return st;
 }

@@ -28,6 +28,7 @@
 #include "launch.h"
 #include "memory.h"
 #include "operator.h"
+#include "operator_cpu.h"
 #include "ops.h"
 #include "policy.h"
 #include "pool.h"
@@ -219,8 +220,16 @@ gr_status gr_shard_pieces_reduce(gr_context *ctx, const gr_shard_piece *pieces, 
 
 /* ---- whole sharded buffers ------------------------------------------------------------------------------ */
 
+int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o) {
+    int on_host = ctx->backend != GR_BACKEND_CUDA;
+    for (size_t i = 0; i < count; i++)
+        if (gr_buffer_where(shards[i]) == GR_HOST) on_host = 1;
+    return o->cpu && (!o->user || on_host);
+}
+
 gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                            gr_result *out) {
+    if (gr_shards_by_cpu(ctx, shards, count, o)) return gr_operator_cpu_reduce(ctx, o, shards, count, out);
     gr_status st = gr_shards_check(ctx, shards, count, o);
     if (st != GR_OK) return st;
     gr_dtype t = shards[0]->dtype;

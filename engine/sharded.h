@@ -19,6 +19,9 @@ typedef struct gr_shard_piece {
 /* What every reduction of shards refuses, naming the option: no shard or more than GR_MAX_SLOTS, mixed
  * dtypes, opts.stream, finishes other than auto and single, an unknown op. */
 gr_status gr_shards_check(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o);
+/* Whether the operator's functions (o->cpu) reduce the shards: the host reads them (the cpu backend, a
+ * shard in host memory), or o has no kernels (o->user) for the devices. */
+int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o);
 
 /* The pieces (at least one with elements; empty ones are skipped) reduced at once, each on its shard's
  * device into its accumulator, then combined in piece order into the result of `total` elements: the

@@ -20,6 +20,7 @@
 #include "sharded.h"
 #include "devices.h"
 #include "error.h"
+#include "operator_cpu.h"
 #include "plan.h"
 #include "segments.h"
 #include "storage.h"
@@ -162,6 +163,13 @@ gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, s
     }
     if (st == GR_OK) st = check_outs(ctx, &l, seg, out, nres, want);
     if (st == GR_OK && !seg->size) st = gr_segment_bounds_read(ctx, n, seg, &bounds);
+    if (st == GR_OK && gr_shards_by_cpu(ctx, shards, count, o)) {
+        /* the operator's functions over the shards as one array */
+        st = gr_operator_cpu_segments(ctx, o, shards, count, seg->size, bounds, l.k, out[0]);
+        free(bounds);
+        free(l.first);
+        return st;
+    }
     l.bounds = bounds;
     if (st == GR_OK && l.k && !(start = malloc((count + 1) * sizeof *start)))
         st = gr_fail(ctx, GR_ENOMEM, "out of host memory");

@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "pool.h"
 #include "operator.h"
+#include "operator_cpu.h"
 #include "registry.h"
 
 #include <stdio.h>
@@ -108,6 +109,8 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     ctx = gr_ctx_for(ctx, h);
     gr_status st = check_source(ctx, h, chunk_bytes, streams);
     if (st != GR_OK) return st;
+    /* an operator's functions reduce host data where it is (its kernels, where prepared, stream it) */
+    if (o->cpu && (!o->user || ctx->backend != GR_BACKEND_CUDA)) return gr_operator_cpu_reduce(ctx, o, &h, 1, out);
     if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_streamed(ctx, h, o, chunk_bytes, streams, out);
     int vi = -1;
     if ((st = check_streamed(ctx, h, o, &vi)) != GR_OK) return st;

@@ -7,7 +7,8 @@
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
  *   lopts.c     the table-driven parser of every options table
  *   loperator.c user operators: gr.operator and the Operator userdata
- *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions run
+ *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions handed
+ *               to the engine
  *   lkernel.c   user kernel variants: gr.kernel, and their kernels prepared for a reduction
  *   lsharded.c  reductions of sharded buffers (gr.sharded; their methods are gpureduce/sharded.lua)
  *   lcomm.c     gr.comm and the Comm userdata: NCCL communicators across processes
@@ -89,6 +90,10 @@ static inline void lgr_set_bool(lua_State *L, const char *k, int v) {
     lua_pushboolean(L, v);
     lua_setfield(L, -2, k);
 }
+/* The length of the list at arg as # gives it (its __len too; read its elements with lua_geti, which
+ * honours __index), refusing holes: a raw integer key past that length raises "<prefix>a list with
+ * holes (no element k of n)". */
+lua_Integer lgr_list_len(lua_State *L, int arg, const char *prefix);
 /* An integer argument within [min, max]; raises naming `what` and the value given. */
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max);
 gr_dtype lgr_check_dtype(lua_State *L, int arg, const char *def);
@@ -147,8 +152,14 @@ typedef struct lgr_reduce_opts {
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
-    lua_State *fold_L;          /* o.fold's state: the operator's cpu.reduce at stack slot fold_fn of fold_L */
-    int fold_fn, fold_acc;      /* ... and the accumulator's dtype */
+    int op_given;               /* opts.op was given (gr.reduce needs it) */
+    /* the operator's cpu table as the engine's functions (loperator_run.c; o.cpu, o.fold point here):
+     * its map, reduce, post, identity at stack slots cpu_fn.. of cpu_L, two accumulator slots from
+     * cpu_slots, the accumulator's dtype (-1: a struct) */
+    gr_operator_cpu cpu;
+    lua_State *cpu_L;
+    gr_context *cpu_ctx;
+    int cpu_fn, cpu_slots, cpu_acc;
     int many;                   /* gr.reduce_many: an operator's kernels with those of segments */
 } lgr_reduce_opts;
 
@@ -187,21 +198,20 @@ extern const luaL_Reg lgr_comm_methods[], lgr_comm_meta[];
 
 /* ---- user operators (loperator.c) ----------------------------------------------------------------- */
 
-/* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =}
- * is user value 1 of the userdata (nil when it has none). */
+/* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =,
+ * identity =} is user value 1 of the userdata (nil when it has none). */
 gr_operator *lgr_check_operator(lua_State *L, int arg);
-/* A whole-buffer reduction with opts.op a user operator, of b (the buffer at 1) with the options at 2
- * (loperator_run.c): on the cpu backend and for host buffers its cpu functions run here and the
- * result is pushed (returns 1); otherwise its kernels are prepared, r->o.user set for the engine's
- * passes, and nothing pushed (returns -1). */
-int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
+/* A reduction of b (the buffer at 1, whole or its segments) with opts.op (at 2) a user operator, made
+ * ready for the engine (loperator_run.c): on the GPU its kernels prepared (r->o.user); on the cpu
+ * backend and for host buffers its cpu table as the engine's functions (r->o.cpu, the functions pushed
+ * on the stack for the call's duration); a clear error where neither can run. */
+void lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 /* gr.reduce_many({...}, opts) with opts.op a user operator (loperator_run.c): pushes the results table. */
 int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count);
-/* The same as lgr_reduce_operator for the shards of a sharded buffer (whole, or its segments): its cpu
- * functions over the shards in order (returns 1), or its kernels prepared (returns -1). */
-int lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count);
+/* The same as lgr_reduce_operator for the shards of a sharded buffer. */
+void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count);
 /* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench); for the
- * finishes on the CPU also r->o.fold, its cpu.reduce pushed on the stack for the call's duration. */
+ * finishes on the CPU also r->o.fold, by its cpu.reduce (pushed on the stack for the call's duration). */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */

@@ -109,6 +109,22 @@ int lgr_push_result(lua_State *L, const gr_result *r) {
     return r->count;
 }
 
+lua_Integer lgr_list_len(lua_State *L, int arg, const char *prefix) {
+    lua_Integer n = luaL_len(L, arg), last = n;
+    lua_pushnil(L);
+    while (lua_next(L, arg)) {
+        lua_pop(L, 1);
+        if (lua_isinteger(L, -1) && lua_tointeger(L, -1) > last) last = lua_tointeger(L, -1);
+    }
+    for (lua_Integer k = 1; k <= last && last > n; k++) {
+        int absent = lua_geti(L, arg, k) == LUA_TNIL;
+        lua_pop(L, 1);
+        if (absent)
+            luaL_argerror(L, arg, lua_pushfstring(L, "%sa list with holes (no element %I of %I)", prefix, k, last));
+    }
+    return n;
+}
+
 lua_Integer lgr_check_integer(lua_State *L, int arg, const char *what, lua_Integer min, lua_Integer max) {
     int isint;
     lua_Integer v = lua_tointegerx(L, arg, &isint);
@@ -189,9 +205,16 @@ static void new_type(lua_State *L, const char *name, const luaL_Reg *methods, co
     lua_pop(L, 1);
 }
 
-/* b[i] reads element i (1-based); b.name finds a method. An integer outside 1..#b raises, like b:get. */
+/* b[i] reads element i (1-based); b.name finds a method. As for a table, any other number (0, past the
+ * end, 1.5) reads nil, so that ipairs(b) stops at the end; b:get(i) raises there. */
 static int buffer_index(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
+        gr_buffer *b = lgr_check_buffer(L, 1);
+        int whole;
+        lua_Integer i = lua_tointegerx(L, 2, &whole);
+        if (!whole || i < 1 || (lua_Unsigned)i > gr_buffer_size(b)) return 0;
+        lua_pushinteger(L, i);
+        lua_replace(L, 2);
         lua_getfield(L, lua_upvalueindex(2), "get");
         lua_insert(L, 1);
         lua_call(L, 2, 1);

@@ -7,8 +7,10 @@
  * identity is then checked against reduce: on the GPU by the generated check kernel, on the cpu
  * backend by the cpu functions when they are given and the identity is a literal the host can read.
  *
- * An Operator keeps its cpu table {map =, reduce =, post =} as user value 1 (nil without one), for the
- * cpu backend's reductions. The disk cache's one warning goes to stderr, once per process.
+ * The cpu table must compute what the kernels compute (engine/operator_cpu.c runs it): post exactly where
+ * the operator has post, identity where the host cannot read the operator's. An Operator keeps it
+ * {map =, reduce =, post =, identity =} as user value 1 (nil without one), for the cpu backend's
+ * reductions. The disk cache's one warning goes to stderr, once per process.
  */
 #include "binding.h"
 
@@ -17,7 +19,7 @@
 
 static const char *const operator_keys[] = {"acc", "cpu", "identity", "map", "name", "post", "preamble", "reduce",
                                             NULL};
-static const char *const cpu_keys[] = {"map", "post", "reduce", NULL};
+static const char *const cpu_keys[] = {"identity", "map", "post", "reduce", NULL};
 
 /* ---- the accessor and the release ---------------------------------------------------------------- */
 
@@ -80,7 +82,8 @@ static const char *string_field(lua_State *L, int t, const char *key) {
                                        strcmp(key, "preamble") == 0 ? " (C declarations)" : " (a C expression)");
 }
 
-/* The cpu table: functions map and reduce, post optional. Leaves it (or nil) on the stack. */
+/* The cpu table: functions map and reduce, post and identity checked later (they depend on the
+ * operator). Leaves it (or nil) on the stack. */
 static int cpu_field(lua_State *L, int t) {
     int type = lua_getfield(L, t, "cpu");
     if (type == LUA_TNIL) return 0;
@@ -90,6 +93,7 @@ static int cpu_field(lua_State *L, int t) {
     int cpu = lua_gettop(L);
     lgr_refuse_unknown(L, cpu, cpu_keys, "cpu.");
     for (int i = 0; cpu_keys[i]; i++) {
+        if (strcmp(cpu_keys[i], "identity") == 0) continue;
         int got = lua_getfield(L, cpu, cpu_keys[i]);
         int optional = strcmp(cpu_keys[i], "post") == 0;
         if (got != LUA_TFUNCTION && !(optional && got == LUA_TNIL))
@@ -98,6 +102,42 @@ static int cpu_field(lua_State *L, int t) {
         lua_pop(L, 1);
     }
     return 1;
+}
+
+/* What the cpu functions need to compute what the kernels compute: post exactly where the operator has
+ * one, and an identity where the host cannot read the operator's (a struct's, an expression) -- a value
+ * of the accumulator, or a function that returns one -- equal to the operator's where it can. */
+static void check_cpu_shape(lua_State *L, const gr_operator *op, int cpu) {
+    const gr_operator_spec *s = gr_operator_get_spec(op);
+    int has_post = lua_getfield(L, cpu, "post") != LUA_TNIL;
+    if (s->post && !has_post)
+        luaL_argerror(L, 1, lua_pushfstring(L, "cpu.post: required: the operator has post '%s' (the cpu functions "
+                                               "compute what its kernels compute)", s->post));
+    if (!s->post && has_post)
+        luaL_argerror(L, 1, "cpu.post: the operator has no post (its result is the accumulator itself): leave it out");
+    int acc = gr_operator_acc_dtype(op);
+    gr_scalar e;
+    int readable = gr_operator_identity_value(op, &e);
+    int type = lua_getfield(L, cpu, "identity");
+    if (type == LUA_TNIL && !readable)
+        luaL_argerror(L, 1, lua_pushfstring(L, "cpu.identity: required: the host cannot read identity '%s' (give "
+                                               "the accumulator's identity as a Lua value, or a function that "
+                                               "returns one)", s->identity));
+    if (type == LUA_TNIL || acc < 0 || type == LUA_TFUNCTION) {
+        lua_pop(L, 2);
+        return;
+    }
+    if (type != LUA_TNUMBER)
+        luaL_argerror(L, 1, lua_pushfstring(L, "cpu.identity: expected a number or a function that returns one (acc "
+                                               "is %s), got %s", s->acc, luaL_typename(L, -1)));
+    if (readable) {
+        lgr_push_scalar(L, e);
+        if (!lua_compare(L, -1, -2, LUA_OPEQ) && !(e.kind == GR_SCALAR_FLOAT && e.v.f != e.v.f))
+            luaL_argerror(L, 1, lua_pushfstring(L, "cpu.identity: %s is not identity '%s' (acc %s)",
+                                                luaL_tolstring(L, -2, NULL), s->identity, s->acc));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
 }
 
 /* ---- checks at creation --------------------------------------------------------------------------- */
@@ -208,6 +248,7 @@ int lgr_operator(lua_State *L) {
     if (st == GR_EINVAL) return luaL_argerror(L, 1, gr_errmsg(ctx));
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
 
+    if (has_cpu) check_cpu_shape(L, u->op, cpu);
     int compiled = compile_now(L, u->op);
     if (gr_context_backend(ctx) == GR_BACKEND_CUDA && compiled) {
         st = gr_operator_check(ctx, lgr_operator_cache(L), u->op, default_dtype(u->op));

@@ -1,44 +1,179 @@
 /*
- * loperator_run.c -- gr.reduce(b, {op = operator}): a user operator's kernels on the GPU (the engine's
- * plan and passes, engine/operator_run.c), or its cpu functions, called from here, on the cpu backend
- * and for host buffers.
+ * loperator_run.c -- gr.reduce(b, {op = operator}): a user operator's kernels prepared for the GPU (the
+ * engine's plan and passes, engine/operator_run.c), or its cpu table handed to the engine as functions
+ * (gr_options.cpu; engine/operator_cpu.c runs them on the cpu backend and for host buffers).
+ *
+ * The functions here only translate: an accumulator or an element to a Lua value, the table's function
+ * called under lua_pcall, its result checked for type and handed back. They never raise -- the engine's
+ * frames are below them -- so every failure becomes the context's error, naming the function. The cpu
+ * table's functions and two accumulator slots (struct accumulators live there) are on the stack for the
+ * call's duration.
  */
 #include "binding.h"
 
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
-/* gr_options.fold: the partials folded by the operator's cpu.reduce, from the first, as numbers of the
- * accumulator's dtype (a Lua error in it becomes the reduction's error). */
-static gr_status fold_partials(void *ud, const void *partials, size_t count, void *out) {
-    lgr_reduce_opts *r = ud;
-    lua_State *L = r->fold_L;
-    gr_context *ctx = lgr_ctx(L);
-    gr_dtype acc = (gr_dtype)r->fold_acc;
-    size_t es = gr_dtype_size(acc);
-    lgr_push_scalar(L, gr_scalar_load(partials, acc));
-    for (size_t i = 1; i < count; i++) {
-        lua_pushvalue(L, r->fold_fn);
-        lua_rotate(L, -2, 1);                   /* reduce, acc */
-        lgr_push_scalar(L, gr_scalar_load((const char *)partials + i * es, acc));
-        if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-            const char *msg = lua_pushfstring(L, "the operator's cpu.reduce failed: %s", lua_tostring(L, -1));
-            gr_status st = gr_set_error(ctx, GR_EINVAL, "op", msg);
-            lua_pop(L, 2);
-            return st;
-        }
+enum { F_MAP, F_REDUCE, F_POST, F_IDENTITY };
+static const char *const fn_names[] = {"cpu.map", "cpu.reduce", "cpu.post", "cpu.identity"};
+
+/* ---- the engine's calls into the cpu table --------------------------------------------------------- */
+
+static gr_status fail(lgr_reduce_opts *r, const char *fmt, const char *fn, const char *what, const char *more) {
+    char msg[480];
+    snprintf(msg, sizeof msg, fmt, fn, what, more);
+    return gr_set_error(r->cpu_ctx, GR_EINVAL, "op", msg);
+}
+
+/* What a function gave, for messages: "nothing", "nil", "a table", ... (no allocation). */
+static const char *given(lua_State *L, int none) {
+    static const char *const names[] = {"nil", "a boolean", "a userdata", "a number", "a string", "a table",
+                                        "a function", "a userdata", "a thread"};
+    int t = lua_type(L, -1);
+    return none ? "nothing" : t >= 0 && t < (int)(sizeof names / sizeof *names) ? names[t] : "a value";
+}
+
+/* Function `which` of the cpu table pushed (use_cpu_functions made room for it and its arguments);
+ * returns the top it was pushed above. */
+static int push_fn(lgr_reduce_opts *r, int which) {
+    int base = lua_gettop(r->cpu_L);
+    lua_pushvalue(r->cpu_L, r->cpu_fn + which);
+    return base;
+}
+
+/* Calls function `which`, pushed above `base` with its nargs arguments: GR_OK with its first result
+ * alone at base + 1 (nil where it returned nothing, *none set), or the context's error, the stack back
+ * at base. */
+static gr_status call(lgr_reduce_opts *r, int which, int base, int nargs, int *none) {
+    lua_State *L = r->cpu_L;
+    if (lua_pcall(L, nargs, LUA_MULTRET, 0) != LUA_OK) {
+        char why[64];
+        const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : why;
+        if (msg == why) snprintf(why, sizeof why, "%s error value", given(L, 0));
+        gr_status st = fail(r, "the operator's %s failed: %s%s", fn_names[which], msg, "");
+        lua_settop(L, base);
+        return st;
     }
-    gr_status st;
-    if (lua_type(L, -1) == LUA_TNUMBER) {
-        st = gr_scalar_store(ctx, lgr_check_number(L, -1, "cpu.reduce"), acc, out, "cpu.reduce's value");
+    int top = lua_gettop(L);
+    *none = top == base;
+    if (top != base + 1) lua_settop(L, base + 1);
+    return GR_OK;
+}
+
+/* The result on the top, popped, as an accumulator: a number the engine converts where acc is a dtype,
+ * else any value but nil, kept in out's slot. */
+static gr_status take_acc(lgr_reduce_opts *r, int which, int none, gr_cpu_acc *out) {
+    lua_State *L = r->cpu_L;
+    gr_status st = GR_OK;
+    if (r->cpu_acc < 0 && !lua_isnil(L, -1)) {
+        lua_replace(L, r->cpu_slots + (int)out->slot);
+        return GR_OK;
+    }
+    if (r->cpu_acc >= 0 && lua_isinteger(L, -1)) {
+        out->value.kind = GR_SCALAR_INT;
+        out->value.v.i = (int64_t)lua_tointeger(L, -1);
+    } else if (r->cpu_acc >= 0 && lua_type(L, -1) == LUA_TNUMBER) {
+        out->value.kind = GR_SCALAR_FLOAT;
+        out->value.v.f = (double)lua_tonumber(L, -1);
+    } else if (r->cpu_acc >= 0) {
+        st = fail(r, "the operator's %s returned %s, not a number (its accumulator is %s)", fn_names[which],
+                  given(L, none), gr_dtype_name((gr_dtype)r->cpu_acc));
     } else {
-        const char *msg = lua_pushfstring(L, "the operator's cpu.reduce gave %s, not a number", luaL_typename(L, -1));
-        st = gr_set_error(ctx, GR_EINVAL, "op", msg);
-        lua_pop(L, 1);
+        st = fail(r, "the operator's %s returned %s, not an accumulator%s", fn_names[which], given(L, none), "");
+    }
+    lua_settop(L, -2);
+    return st;
+}
+
+static void push_acc(lgr_reduce_opts *r, const gr_cpu_acc *a) {
+    if (r->cpu_acc < 0) lua_pushvalue(r->cpu_L, r->cpu_slots + (int)a->slot);
+    else lgr_push_scalar(r->cpu_L, a->value);
+}
+
+static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
+    lgr_reduce_opts *r = ud;
+    int base = push_fn(r, F_MAP), none;
+    lgr_push_scalar(r->cpu_L, x);
+    lua_pushinteger(r->cpu_L, (lua_Integer)i);
+    gr_status st = call(r, F_MAP, base, 2, &none);
+    return st == GR_OK ? take_acc(r, F_MAP, none, out) : st;
+}
+
+static gr_status cpu_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out) {
+    lgr_reduce_opts *r = ud;
+    int base = push_fn(r, F_REDUCE), none;
+    push_acc(r, a);
+    push_acc(r, b);
+    gr_status st = call(r, F_REDUCE, base, 2, &none);
+    return st == GR_OK ? take_acc(r, F_REDUCE, none, out) : st;
+}
+
+static gr_status cpu_post(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *out) {
+    lgr_reduce_opts *r = ud;
+    lua_State *L = r->cpu_L;
+    int base = push_fn(r, F_POST), none;
+    push_acc(r, a);
+    lua_pushinteger(L, (lua_Integer)n);
+    gr_status st = call(r, F_POST, base, 2, &none);
+    if (st != GR_OK) return st;
+    if (lua_isboolean(L, -1)) {
+        out->kind = GR_SCALAR_BOOL;
+        out->v.b = lua_toboolean(L, -1);
+    } else if (lua_isinteger(L, -1)) {
+        out->kind = GR_SCALAR_INT;
+        out->v.i = (int64_t)lua_tointeger(L, -1);
+    } else if (lua_type(L, -1) == LUA_TNUMBER) {
+        out->kind = GR_SCALAR_FLOAT;
+        out->v.f = (double)lua_tonumber(L, -1);
+    } else {
+        st = fail(r, "the operator's %s returned %s, not a number or a boolean%s", fn_names[F_POST], given(L, none), "");
     }
     lua_pop(L, 1);
     return st;
 }
+
+static gr_status cpu_identity(void *ud, gr_cpu_acc *out) {
+    lgr_reduce_opts *r = ud;
+    int base = push_fn(r, F_IDENTITY), none = 0;
+    /* an identity that is not a function is its own value */
+    gr_status st = lua_isfunction(r->cpu_L, -1) ? call(r, F_IDENTITY, base, 0, &none) : GR_OK;
+    return st == GR_OK ? take_acc(r, F_IDENTITY, none, out) : st;
+}
+
+/* gr_options.fold: the partials of a CPU finish folded by cpu.reduce (engine/operator_cpu.c). */
+static gr_status fold_partials(void *ud, const void *partials, size_t count, void *out) {
+    lgr_reduce_opts *r = ud;
+    return gr_operator_cpu_fold(r->cpu_ctx, &r->cpu, (gr_dtype)r->cpu_acc, partials, count, out);
+}
+
+/* opts.op's cpu table made the engine's functions: its map, reduce, post and identity and two
+ * accumulator slots pushed, r->cpu filled and r->o.cpu set. 0 (nothing pushed) without a cpu table. */
+static int use_cpu_functions(lua_State *L, lgr_reduce_opts *r) {
+    if (r->o.cpu) return 1;
+    lua_getfield(L, 2, "op");
+    if (lua_getiuservalue(L, -1, 1) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return 0;
+    }
+    int cpu = lua_gettop(L);
+    /* the functions and slots, then room for the calls: the engine calls them with a few values more
+     * on the stack than now, and a C function's room lasts until it returns */
+    luaL_checkstack(L, 6 + LUA_MINSTACK, "the operator's cpu functions");
+    for (int k = F_MAP; k <= F_IDENTITY; k++) lua_getfield(L, cpu, fn_names[k] + 4);
+    lua_pushnil(L);
+    lua_pushnil(L);
+    r->cpu_L = L;
+    r->cpu_ctx = lgr_ctx(L);
+    r->cpu_fn = cpu + 1;
+    r->cpu_slots = cpu + 5;
+    r->cpu_acc = gr_operator_acc_dtype(r->user_op);
+    r->cpu = (gr_operator_cpu){r->user_op, cpu_map, cpu_reduce, lua_isnil(L, r->cpu_fn + F_POST) ? NULL : cpu_post,
+                               lua_isnil(L, r->cpu_fn + F_IDENTITY) ? NULL : cpu_identity, r};
+    r->o.cpu = &r->cpu;
+    return 1;
+}
+
+/* ---- choosing the kernels or the cpu functions ---------------------------------------------------- */
 
 /* opts.op's operator prepared for b's dtype on the GPU: r->o.user set, or a Lua error. */
 void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
@@ -48,215 +183,84 @@ void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     if (st != GR_OK) lgr_fail(L, st, 2, NULL);
     r->o.user = img;
     if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
-    lua_getfield(L, 2, "op");
-    lua_getiuservalue(L, -1, 1);
-    if (!lua_istable(L, -1)) {
-        lua_pop(L, 2);
-        return;                                 /* the planner says what is missing */
-    }
-    lua_getfield(L, -1, "reduce");
-    lua_replace(L, -3);
-    lua_pop(L, 1);
-    r->fold_L = L;
-    r->fold_fn = lua_gettop(L);
-    r->fold_acc = gr_operator_acc_dtype(r->user_op);
+    if (!use_cpu_functions(L, r)) return;       /* the planner says what is missing */
     r->o.fold = fold_partials;
     r->o.fold_ud = r;
 }
 
-/* The elements of a buffer, or of the shards of a sharded buffer in order, as one array. */
-typedef struct parts {
-    gr_buffer *const *b;
-    size_t count;
-} parts;
-
-/* len elements from index `at` of the array into dst (across shards). */
-static gr_status read_parts(gr_context *ctx, const parts *p, size_t at, unsigned char *dst, size_t len) {
-    size_t es = gr_dtype_size(gr_buffer_dtype(p->b[0]));
-    for (size_t i = 0; i < p->count && len; i++) {
-        size_t n = gr_buffer_size(p->b[i]);
-        if (at >= n) {
-            at -= n;
-            continue;
-        }
-        size_t take = n - at < len ? n - at : len;
-        gr_status st = gr_buffer_read(ctx, p->b[i], at, dst, take);
-        if (st != GR_OK) return st;
-        dst += take * es;
-        len -= take;
-        at = 0;
-    }
-    return GR_OK;
-}
-
-/* The cpu functions over elements [lo, lo + n) of the array, in order: acc = reduce(acc, map(x, i)) from
- * the identity (when the host can read it as a number) or from the first element's map, then post(acc,
- * n) where there is one; the value is pushed. The elements are read a few thousand at a time; i counts
- * from `first`. fmap, fred, fpost: the stack slots of the functions (fpost nil without post). */
-static void fold_on_cpu(lua_State *L, gr_operator *op, int fmap, int fred, int fpost, const parts *src, size_t lo,
-                        size_t n, size_t first) {
-    gr_context *ctx = lgr_ctx(L);
-    const gr_operator_spec *spec = gr_operator_get_spec(op);
-    gr_scalar id;
-    if (gr_operator_identity_value(op, &id)) lgr_push_scalar(L, id);
-    else lua_pushnil(L);
-    int acc = lua_gettop(L);
-    gr_dtype t = gr_buffer_dtype(src->b[0]);
-    size_t es = gr_dtype_size(t);
-    enum { PER = 4096 };
-    unsigned char chunk[PER * 8];
-    for (size_t at = 0; at < n; at += PER) {
-        size_t len = n - at < PER ? n - at : PER;
-        gr_status st = read_parts(ctx, src, lo + at, chunk, len);
-        if (st != GR_OK) lgr_fail(L, st, 1, NULL);
-        for (size_t k = 0; k < len; k++) {
-            lua_pushvalue(L, fmap);
-            lgr_push_scalar(L, gr_scalar_load(chunk + k * es, t));
-            lua_pushinteger(L, (lua_Integer)(first + at + k));
-            lua_call(L, 2, 1);
-            if (lua_isnil(L, acc)) {
-                lua_replace(L, acc);
-                continue;
-            }
-            lua_pushvalue(L, fred);
-            lua_pushvalue(L, acc);
-            lua_rotate(L, -3, -1);             /* map's value, reduce, acc -> reduce, acc, map's value */
-            lua_call(L, 2, 1);
-            lua_replace(L, acc);
-        }
-    }
-    if (n == 0 && lua_isnil(L, acc))
-        luaL_argerror(L, 1, lua_pushfstring(L, "operator %s over no element: its identity '%s' is not a number the "
-                                               "host can read, and there is no element", spec->name, spec->identity));
-    if (lua_isnil(L, fpost)) return;
-    lua_pushvalue(L, fpost);
-    lua_rotate(L, acc, 1);                      /* post, acc */
-    lua_pushinteger(L, (lua_Integer)n);
-    lua_call(L, 2, 1);
-}
-
-/* The cpu table's functions pushed: map, reduce, post (nil without). Returns map's slot. */
-static int push_cpu_functions(lua_State *L, int cpu) {
-    lua_getfield(L, cpu, "map");
-    lua_getfield(L, cpu, "reduce");
-    lua_getfield(L, cpu, "post");
-    return lua_gettop(L) - 2;
-}
-
-/* Each segment's value stored as element s of the result buffer (on the host: the cpu backend, or a
- * host buffer). */
-static int segments_on_cpu(lua_State *L, lgr_reduce_opts *r, const parts *src, int cpu) {
-    gr_context *ctx = lgr_ctx(L);
-    size_t total = 0;
-    for (size_t i = 0; i < src->count; i++) total += gr_buffer_size(src->b[i]);
-    gr_buffer *out[2], *home = src->b[0];
-    lgr_segment_outs_like(L, gr_buffer_dtype(home), total, gr_buffer_where(home), gr_buffer_device(home), r, out);
-    int result = lua_gettop(L);
-    gr_segments seg = {r->segment, r->offsets};
-    size_t k;
-    int64_t *bounds = NULL;
-    gr_status st = gr_segment_count_of(ctx, total, &seg, &k);
-    if (st == GR_OK && !r->segment) st = gr_segment_bounds_read(ctx, total, &seg, &bounds);
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    int fmap = push_cpu_functions(L, cpu);
-    gr_dtype rt = gr_buffer_dtype(out[0]);
-    for (size_t s = 0; s < k; s++) {
-        size_t lo = r->segment ? s * r->segment : (size_t)bounds[s];
-        size_t hi = r->segment ? lo + r->segment : (size_t)bounds[s + 1];
-        fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, src, lo, hi - lo, 0);
-        gr_scalar v = {.kind = GR_SCALAR_UINT};
-        if (lua_isboolean(L, -1)) v.v.u = (uint64_t)lua_toboolean(L, -1);     /* post's bool as 0 / 1 */
-        else v = lgr_check_number(L, -1, "the operator's cpu value of a segment");
-        lua_pop(L, 1);
-        unsigned char bytes[8];
-        st = gr_scalar_store(ctx, v, rt, bytes, "result");
-        if (st == GR_OK) st = gr_buffer_write(ctx, out[0], s, bytes, 1);
-        if (st != GR_OK) {
-            free(bounds);
-            return lgr_fail(L, st, 2, NULL);
-        }
-    }
-    free(bounds);
-    lua_settop(L, result);
-    return 1;
-}
-
-/* The whole array with the cpu functions (the cpu backend, host buffers). */
-static int reduce_on_cpu(lua_State *L, lgr_reduce_opts *r, const parts *src, int cpu) {
-    if (r->async) luaL_argerror(L, 2, "opts.async: a gr.operator's cpu functions run synchronously");
-    if (r->o.variant >= 0 || r->o.block || r->o.grid || r->o.finish != GR_FINISH_AUTO || r->o.acc >= 0)
-        luaL_argerror(L, 2, "opts: a gr.operator's cpu functions take no variant, block, grid, finish or acc");
-    if (r->segment || r->offsets) return segments_on_cpu(L, r, src, cpu);
-    size_t total = 0;
-    for (size_t i = 0; i < src->count; i++) total += gr_buffer_size(src->b[i]);
-    int fmap = push_cpu_functions(L, cpu);
-    fold_on_cpu(L, r->user_op, fmap, fmap + 1, fmap + 2, src, 0, total, 0);
-    return 1;
-}
-
-/* gpu_to_gpu has no form for an operator: refused before its cpu functions could run. */
+/* gpu_to_gpu has no form for an operator: refused before anything runs. */
 static void refuse_exact(lua_State *L, const lgr_reduce_opts *r) {
     if (r->o.determinism == GR_DET_GPU_TO_GPU)
         luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
                             "user's) (accepted with operators: not_guaranteed, run_to_run)");
 }
 
-/* The operator's cpu functions over the array, when it has them (returns 1, the value pushed); on the cpu
- * backend a clear error without them; else 0 (the GPU's turn). */
-static int run_cpu_functions(lua_State *L, lgr_reduce_opts *r, const parts *src) {
-    lua_getfield(L, 2, "op");
-    lua_getiuservalue(L, -1, 1);
-    int cpu = lua_gettop(L);
-    if (lua_istable(L, cpu)) return reduce_on_cpu(L, r, src, cpu);
+/* Where the GPU does not reduce: the cpu functions, or on the cpu backend a clear error without them;
+ * else the kernels prepared for `home`, and the engine says what they cannot do. */
+static void off_the_gpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *home) {
+    if (use_cpu_functions(L, r)) return;
     if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
         luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
                                                "cannot run its kernels (give gr.operator a cpu table)",
                                             gr_operator_get_spec(r->user_op)->name));
-    lua_pop(L, 2);
-    return 0;
+    lgr_operator_prepare(L, r, home);
 }
 
-int lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
-    gr_context *ctx = lgr_ctx(L);
+void lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
     refuse_exact(L, r);
     /* the GPU reduces device buffers, and host data it streams */
-    if (gr_context_backend(ctx) == GR_BACKEND_CUDA && (gr_buffer_where(b) == GR_DEVICE || r->streamed)) {
+    if (gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA && (gr_buffer_where(b) == GR_DEVICE || r->streamed))
         lgr_operator_prepare(L, r, b);          /* nothing more to look up on a repeated call */
-        return -1;
-    }
-    parts one = {&b, 1};
-    if (run_cpu_functions(L, r, &one)) return 1;
-    lgr_operator_prepare(L, r, b);              /* a host buffer: the engine says what it cannot do */
-    return -1;
+    else
+        off_the_gpu(L, r, b);
 }
 
-int lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count) {
+void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count) {
     refuse_exact(L, r);
     int device = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
     for (size_t i = 0; i < count; i++) device = device && gr_buffer_where(shards[i]) == GR_DEVICE;
-    if (device) {
-        lgr_operator_prepare(L, r, shards[0]);  /* the engine loads it on the other shards' devices */
-        return -1;
+    if (device) lgr_operator_prepare(L, r, shards[0]);  /* the engine loads it on the other shards' devices */
+    else off_the_gpu(L, r, shards[0]);
+}
+
+/* ---- reduce_many ----------------------------------------------------------------------------------- */
+
+/* bufs[where[j]] for j < m reduced with r's options (the cpu functions, or one dtype's kernels), the
+ * values stored at those places of the results table. */
+static void reduce_group(lua_State *L, lgr_reduce_opts *r, gr_buffer **group, const size_t *where, size_t m,
+                         gr_result *res, int results) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st = gr_reduce_many(ctx, group, m, &r->o, res);
+    if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, group, m, &r->o, res);
+    if (st != GR_OK) lgr_fail(L, st, 2, "bufs", 1, NULL);
+    for (size_t j = 0; j < m; j++) {
+        lgr_push_scalar(L, res[j].value[0]);
+        lua_rawseti(L, results, (lua_Integer)where[j] + 1);
     }
-    parts all = {shards, count};
-    if (run_cpu_functions(L, r, &all)) return 1;
-    lgr_operator_prepare(L, r, shards[0]);      /* the engine says what it cannot do */
-    return -1;
 }
 
 /* gr.reduce_many with opts.op an operator: on the GPU the device buffers of each dtype in one launch of
  * the operator's kernels for that dtype; host data, and everything on the cpu backend, through its cpu
- * functions one buffer at a time. Pushes the table of results. */
+ * functions. Pushes the table of results. */
 int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count) {
-    gr_context *ctx = lgr_ctx(L);
     refuse_exact(L, r);
     r->many = 1;
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     int results = lua_gettop(L);
-    int gpu = gr_context_backend(ctx) == GR_BACKEND_CUDA;
-    gr_buffer **group = lua_newuserdatauv(L, (count ? count : 1) * sizeof *group, 0);
-    size_t *where = lua_newuserdatauv(L, (count ? count : 1) * sizeof *where, 0);
-    gr_result *res = lua_newuserdatauv(L, (count ? count : 1) * sizeof *res, 0);
+    int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+    size_t n = count ? count : 1;
+    gr_buffer **group = lua_newuserdatauv(L, n * sizeof *group, 0);
+    size_t *where = lua_newuserdatauv(L, n * sizeof *where, 0);
+    gr_result *res = lua_newuserdatauv(L, n * sizeof *res, 0);
+    /* every dtype's kernels first: a CPU finish runs cpu.reduce, which may free the operator */
+    const gr_operator_image *img[GR_DTYPE_COUNT] = {NULL};
+    for (size_t i = 0; i < count && gpu; i++) {
+        gr_dtype t = gr_buffer_dtype(bufs[i]);
+        if (gr_buffer_where(bufs[i]) == GR_DEVICE && !img[t]) {
+            lgr_operator_prepare(L, r, bufs[i]);
+            img[t] = r->o.user;
+        }
+    }
     for (int t = 0; t < GR_DTYPE_COUNT && gpu; t++) {
         size_t m = 0;
         for (size_t i = 0; i < count; i++)
@@ -264,32 +268,22 @@ int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs,
                 where[m] = i;
                 group[m++] = bufs[i];
             }
-        if (m == 0) continue;
-        lgr_operator_prepare(L, r, group[0]);
-        gr_status st = gr_reduce_many(ctx, group, m, &r->o, res);
-        if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, group, m, &r->o, res);
-        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-        for (size_t j = 0; j < m; j++) {
-            lgr_push_scalar(L, res[j].value[0]);
-            lua_rawseti(L, results, (lua_Integer)where[j] + 1);
-        }
+        r->o.user = img[t];
+        if (m) reduce_group(L, r, group, where, m, res, results);
     }
-    int cpu = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (gpu && gr_buffer_where(bufs[i]) == GR_DEVICE) continue;
-        if (!cpu) {
-            lua_getfield(L, 2, "op");
-            lua_getiuservalue(L, -1, 1);
-            if (!lua_istable(L, -1))
-                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give "
-                                                              "gr.operator a cpu table)", gr_operator_get_spec(r->user_op)->name,
-                                                           gpu ? "host buffers" : "the cpu backend"));
-            cpu = push_cpu_functions(L, lua_gettop(L));
+    size_t m = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!gpu || gr_buffer_where(bufs[i]) != GR_DEVICE) {
+            where[m] = i;
+            group[m++] = bufs[i];
         }
-        parts one = {&bufs[i], 1};
-        fold_on_cpu(L, r->user_op, cpu, cpu + 1, cpu + 2, &one, 0, gr_buffer_size(bufs[i]), 0);
-        lua_rawseti(L, results, (lua_Integer)i + 1);
-    }
+    if ((m || !gpu) && !use_cpu_functions(L, r))
+        return luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give "
+                                                      "gr.operator a cpu table)", gr_operator_get_spec(r->user_op)->name,
+                                                   gpu ? "host buffers" : "the cpu backend"));
+    r->o.user = NULL;                           /* the engine runs the cpu functions over them all */
+    r->o.fold = NULL;
+    if (m || !gpu) reduce_group(L, r, group, where, m, res, results);
     lua_settop(L, results);
     return 1;
 }

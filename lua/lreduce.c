@@ -16,8 +16,9 @@
 /* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
 static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
+    lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
+    r->op_given = 1;
     if (luaL_testudata(L, -1, OPERATOR_MT)) {
-        lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
         r->user_op = lgr_check_operator(L, -1);
         return;
     }
@@ -173,14 +174,7 @@ static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
-    if (st == GR_OK && r->user_op) {
-        int pushed = lgr_reduce_operator(L, r, u->b);      /* its cpu functions, or its kernels prepared */
-        if (pushed >= 0) {
-            gr_buffer_free(ctx, u->b);
-            u->b = NULL;
-            return pushed;
-        }
-    }
+    if (st == GR_OK && r->user_op) lgr_reduce_operator(L, r, u->b);    /* its kernels, or its cpu functions */
     gr_result v;
     if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
     if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
@@ -200,15 +194,7 @@ int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     gr_context *ctx = lgr_ctx(L);
     gr_dtype dt[2];
     int count = 1;
-    gr_status st = GR_OK;
-    if (r->user_op && !r->o.user) {         /* an operator's cpu functions: nothing compiled to ask */
-        int d = gr_operator_segment_dtype(ctx, gr_operator_get_spec(r->user_op)->post != NULL,
-                                          gr_operator_acc_dtype(r->user_op));
-        if (d < 0) st = GR_EINVAL;
-        dt[0] = dt[1] = (gr_dtype)d;
-    } else {
-        st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
-    }
+    gr_status st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
@@ -218,12 +204,12 @@ int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     if (r->has_out) {
         lua_getfield(L, 2, "out");
         if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-            if ((int)lua_rawlen(L, -1) != count)
+            if (lgr_list_len(L, base + 1, "opts.out: ") != count)
                 return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
                                                               count, count > 1 ? "s" : "", count > 1 ?
                                                               "a table of two buffers" : "one buffer"));
             for (int i = 0; i < count; i++) {
-                lua_rawgeti(L, base + 1, i + 1);
+                lua_geti(L, base + 1, i + 1);
                 lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
                 if (!u || !u->b)
                     return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
@@ -263,20 +249,25 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
     return count;
 }
 
+/* opts.op of gr.reduce and reduce_many: a misspelt variable there is nil, which must not mean sum. */
+static void require_op(lua_State *L, const lgr_reduce_opts *r) {
+    if (!r->op_given)
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: required: an op's name (accepted: %s) or a gr.operator "
+                                               "(gr.sum and the like name theirs)", gr_op_names()));
+}
+
 static int reduce_with(lua_State *L, int op) {
     lgr_reduce_opts r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
     lgr_reduce_opts_read(L, 2, op, 0, &r);
+    if (op < 0) require_op(L, &r);
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.user_op) {
-        int pushed = lgr_reduce_operator(L, &r, b);
-        if (pushed >= 0) return pushed;         /* its cpu functions ran; else r.o.user is set */
-    }
+    if (r.user_op) lgr_reduce_operator(L, &r, b);     /* its kernels, or its cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     if (r.async) return push_pending(L, b, &r);
@@ -307,11 +298,14 @@ int lgr_reduce_many(lua_State *L) {
     if (r.async || r.streamed || r.segment || r.offsets || r.dtype >= 0 || r.o.stream)
         return luaL_argerror(L, 2, "opts: reduce_many takes the op and its options (op, acc, ddof, variant, block, "
                                    "finish, threshold), not async, streamed, segment, offsets, out, dtype or stream");
-    size_t count = (size_t)lua_rawlen(L, 1);
+    lua_Integer len = lgr_list_len(L, 1, "");
+    if (len < 0 || (lua_Unsigned)len > SIZE_MAX / sizeof(gr_result))
+        return luaL_argerror(L, 1, lua_pushfstring(L, "a list of %I buffers", len));
+    size_t count = (size_t)len;
     gr_buffer **bufs = lua_newuserdatauv(L, (count ? count : 1) * sizeof *bufs, 0);
     gr_result *res = lua_newuserdatauv(L, (count ? count : 1) * sizeof *res, 0);
     for (size_t i = 0; i < count; i++) {
-        lua_rawgeti(L, 1, (lua_Integer)i + 1);
+        lua_geti(L, 1, (lua_Integer)i + 1);
         lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
         if (!u || !u->b)
             return luaL_argerror(L, 1, lua_pushfstring(L, "element %I: expected a gpureduce.Buffer, got %s",
@@ -319,6 +313,7 @@ int lgr_reduce_many(lua_State *L) {
         bufs[i] = u->b;
         lua_pop(L, 1);
     }
+    require_op(L, &r);
     if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
     gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);

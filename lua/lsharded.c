@@ -4,8 +4,8 @@
  * A sharded buffer is a Lua table (gpureduce/init.lua makes it and writes its methods: they only loop
  * over the shards, each a plain Buffer on its device). What must be C is the reduction: the shards are
  * handed to the engine together (gr_reduce_shards, gr_reduce_shards_segments), which runs them on every
- * device at once and combines them in shard order; a gr.operator's cpu functions run in
- * loperator_run.c.
+ * device at once and combines them in shard order (a gr.operator's cpu functions too, as
+ * loperator_run.c hands them over).
  */
 #include "binding.h"
 
@@ -44,10 +44,7 @@ int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
         lua_pop(L, 1);
     }
     if (count == 0) return luaL_argerror(L, 1, "sharded buffer has no shard");
-    if (r->user_op) {
-        int pushed = lgr_reduce_sharded_operator(L, r, shards, count);
-        if (pushed >= 0) return pushed;         /* its cpu functions ran; else r->o.user is set */
-    }
+    if (r->user_op) lgr_reduce_sharded_operator(L, r, shards, count);   /* its kernels, or its cpu functions */
     gr_context *ctx = lgr_ctx(L);
     gr_status st;
     if (r->segment || r->offsets) {

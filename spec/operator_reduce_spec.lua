@@ -141,7 +141,8 @@ describe("gr.reduce with a user operator", function()
       end
     end
     local l2 = gr.operator { name = "l2", map = "x * x", reduce = "a + b", post = "sqrt(a)", identity = "0",
-      acc = "float64", cpu = { map = function(x) return x * x end, reduce = function(a, b) return a + b end } }
+      acc = "float64", cpu = { map = function(x) return x * x end, reduce = function(a, b) return a + b end,
+                               post = function(a) return math.sqrt(a) end } }
     assert.are.equal(5.0, gr.reduce(gr.buffer({ 3, 4 }, "float32"), { op = l2, finish = "host" }))
     local plan = gr.plan(gr.buffer(1 << 20, "float32"), { op = l2, finish = "hybrid" })
     assert.are.equal("hybrid", plan.finish)
@@ -158,7 +159,8 @@ describe("gr.reduce with a user operator", function()
     local mean = gr.operator {
       name = "smean", preamble = "struct MeanAcc { double s; unsigned long long n; };",
       map = "MeanAcc{double(x), 1ull}", reduce = "MeanAcc{a.s + b.s, a.n + b.n}", identity = "MeanAcc{0.0, 0ull}",
-      post = "a.s", acc = "MeanAcc", cpu = { map = function(x) return x end, reduce = function(p, q) return p + q end } }
+      post = "a.s", acc = "MeanAcc", cpu = { map = function(x) return x end, reduce = function(p, q) return p + q end,
+                                             post = function(a) return a end, identity = 0 } }
     expect("over numbers, which a struct accumulator's partials are not", function()
       gr.reduce(b, { op = mean, finish = "host" })
     end)
@@ -236,8 +238,9 @@ describe("gr.reduce with a user operator's cpu functions", function()
     if gr.backend() ~= "cuda" then
       local nocpu = gr.operator { name = "nocpu", map = "x", reduce = "a + b", identity = "0", acc = "float64" }
       expect("operator nocpu has no cpu functions", function() gr.reduce(b, { op = nocpu }) end)
-      expect("take no variant, block, grid, finish or acc", function() gr.reduce(b, { op = op, variant = "cpu" }) end)
-      expect("opts.async: a gr.operator's cpu functions run synchronously", function() gr.reduce(b, { op = op, async = true }) end)
+      expect("opts.variant: a user operator's cpu functions take no variant, block, grid, finish, threshold or acc",
+        function() gr.reduce(b, { op = op, variant = "cpu" }) end)
+      expect("opts.async: a user operator's cpu functions run synchronously", function() gr.reduce(b, { op = op, async = true }) end)
     end
   end)
 end)

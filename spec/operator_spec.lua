@@ -138,7 +138,7 @@ describe("gr.operator", function()
       expect("cpu.reduce: expected a function, got string", gr.operator, spec { cpu = { map = map, reduce = "+" } })
       expect("cpu.post: expected a function or nil, got number", gr.operator,
         spec { cpu = { map = map, reduce = reduce, post = 1 } })
-      expect("unknown field 'cpu.combine' (accepted: map, post, reduce)", gr.operator,
+      expect("unknown field 'cpu.combine' (accepted: identity, map, post, reduce)", gr.operator,
         spec { cpu = { map = map, reduce = reduce, combine = reduce } })
     end)
   end)
@@ -156,6 +156,8 @@ describe("gr.operator", function()
     local sum = { map = function(x) return x end, reduce = function(a, b) return a + b end }
     local max = { map = function(x) return x end, reduce = function(a, b) return math.max(a, b) end }
     local min = { map = function(x) return x end, reduce = function(a, b) return math.min(a, b) end }
+    -- an identity the host cannot read is given to the cpu functions (cpu.identity)
+    local function with_identity(cpu, e) return { map = cpu.map, reduce = cpu.reduce, identity = e } end
 
     cpu_it("and refuses one that is not neutral, saying for which value", function()
       expect("identity: 1 is not neutral for cpu.reduce: cpu.reduce(identity, cpu.map(x, i)) gave 1.0, " ..
@@ -171,15 +173,16 @@ describe("gr.operator", function()
       gr.operator(spec { identity = "(INFINITY)", reduce = "a < b ? a : b", post = false, cpu = min })
       gr.operator(spec { acc = "int32", map = "x", identity = "0x7fffffff", reduce = "a < b ? a : b", post = false, cpu = min })
       gr.operator(spec { acc = "int64", map = "x", identity = "-9223372036854775807LL - 1", reduce = "a > b ? a : b",
-        post = false, cpu = max })     -- not a literal: left to the GPU
+        post = false, cpu = with_identity(max, math.mininteger) })     -- not a literal: left to the GPU
       expect("identity: -2147483648 is not neutral", gr.operator,
         spec { acc = "int32", map = "x", identity = "-2147483648", reduce = "a < b ? a : b", post = false, cpu = min })
     end)
 
     cpu_it("but not an identity the host cannot read, nor a struct's: those the GPU checks", function()
-      gr.operator(spec { identity = "1.0 - 1.0 + 1.0", post = false, cpu = sum })
+      gr.operator(spec { identity = "1.0 - 1.0 + 1.0", post = false, cpu = with_identity(sum, 1.0) })
       gr.operator(spec { acc = "S", preamble = "struct S { double s; };", map = "{x}", reduce = "{a.s + b.s}",
-        identity = "{1}", post = "a.s", cpu = sum })
+        identity = "{1}", post = "a.s", cpu = { map = sum.map, reduce = sum.reduce, post = function(a) return a end,
+                                                  identity = 1 } })
     end)
   end)
 

@@ -389,6 +389,7 @@ end)
 
 describe("segmented reductions: bad segments and offsets", function()
   local function refuses(b, opts, pattern)
+    opts.op = opts.op or "sum"
     local ok, err = pcall(gr.reduce, b, opts)
     assert.is_false(ok, "accepted " .. format_opts(opts))
     assert.matches(pattern, tostring(err))

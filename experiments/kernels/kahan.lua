@@ -43,6 +43,7 @@ __device__ KahanAcc kahan_add(KahanAcc a, KahanAcc b) {
         map = function(x) return { x + 0.0, 0.0 } end,
         reduce = kahan_add,
         post = function(a) return a[1] + a[2] end,
+        identity = function() return { 0.0, 0.0 } end,     -- a fresh accumulator for each fold
       },
     },
   },

@@ -49,6 +49,24 @@ local function wrap(list, dtype)
   return setmetatable({parts = list, first = first, n = n, dtype_name = dtype}, Sharded)
 end
 
+--- A plain copy of the list t: its length and elements read as # and t[k] read them (a proxy's __len and
+-- __index too); a hole -- an element missing below # or a key past it -- raises, naming `what`.
+local function list_of(t, what)
+  local last = #t
+  for k in pairs(t) do
+    if math.type(k) == "integer" and k > last then last = k end
+  end
+  local out = {}
+  for k = 1, last do
+    out[k] = t[k]
+    if out[k] == nil then
+      error(string.format("bad argument #3 to 'sharded' (%s: a list with holes (no element %d of %d))", what, k,
+        last), 3)
+    end
+  end
+  return out
+end
+
 --- gr.sharded(n, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every device.
 local function sharded(n, dtype, opts)
   if math.type(n) ~= "integer" or n < 0 then
@@ -74,6 +92,7 @@ local function sharded(n, dtype, opts)
   if type(devices) ~= "table" or #devices == 0 then
     error("bad argument #3 to 'sharded' (opts.devices: expected a non-empty list of device indices)", 2)
   end
+  devices = list_of(devices, "opts.devices")
   for k, d in ipairs(devices) do
     if math.type(d) ~= "integer" or d < 1 or d > count then
       error(string.format("bad argument #3 to 'sharded' (opts.devices[%d]: %s is not a device (devices: 1 to %d))",
@@ -245,7 +264,10 @@ Sharded.__tostring = function(s)
     table.concat(s:devices(), ", "))
 end
 Sharded.__index = function(s, key)
-  if math.type(key) == "integer" then return methods.get(s, key) end
+  if math.type(key) == "integer" then
+    if key < 1 or key > s.n then return nil end      -- as a table: ipairs(s) stops at the end
+    return methods.get(s, key)
+  end
   return methods[key]
 end
 Sharded.__newindex = function(s, key, v)

@@ -2,7 +2,8 @@
  * c_api_host.c -- the engine used from plain C, without Lua (engine/gr.h).
  *
  * Creates a context, fills a buffer with iota, reduces it with each op and checks the values against
- * closed forms; then plans a reduction and prints the passes. Prints one line and exits 0 on success.
+ * closed forms; reduces with a user operator given as C functions (gr_options.cpu) that free the buffer
+ * while it runs; then plans a reduction and prints the passes. Prints one line and exits 0 on success.
  */
 #include <stdio.h>
 
@@ -33,6 +34,71 @@ static int check(gr_context *ctx, gr_buffer *b, gr_op op, gr_scalar want) {
     return same;
 }
 
+/* A mean as a user operator whose struct accumulator the functions keep in the engine's slots; map
+ * frees the buffer being reduced on its first call (the engine holds its own handle meanwhile). */
+typedef struct { double s; long long n; } mean_acc;
+typedef struct {
+    mean_acc slot[GR_CPU_ACC_SLOTS];
+    gr_context *ctx;
+    gr_buffer *victim;
+} mean_state;
+
+static gr_status mean_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
+    mean_state *m = ud;
+    (void)i;
+    gr_buffer_free(m->ctx, m->victim);
+    m->victim = NULL;
+    m->slot[out->slot] = (mean_acc){(double)x.v.i, 1};
+    return GR_OK;
+}
+
+static gr_status mean_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out) {
+    mean_state *m = ud;
+    mean_acc p = m->slot[a->slot], q = m->slot[b->slot];
+    m->slot[out->slot] = (mean_acc){p.s + q.s, p.n + q.n};
+    return GR_OK;
+}
+
+static gr_status mean_post(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *out) {
+    mean_state *m = ud;
+    mean_acc p = m->slot[a->slot];
+    out->kind = GR_SCALAR_FLOAT;
+    out->v.f = p.n == (long long)n && n ? p.s / (double)n : -1.0;
+    return GR_OK;
+}
+
+static gr_status mean_identity(void *ud, gr_cpu_acc *out) {
+    ((mean_state *)ud)->slot[out->slot] = (mean_acc){0, 0};
+    return GR_OK;
+}
+
+static int check_cpu_functions(gr_context *ctx) {
+    const gr_operator_spec spec = {"cmean", "{x, 1}", "{a.s + b.s, a.n + b.n}", "a.s / a.n", "{0, 0}", "P",
+                                   "struct P { double s; unsigned long long n; };"};
+    gr_operator *op;
+    gr_buffer *b;
+    if (gr_operator_create(ctx, &spec, &op) != GR_OK || gr_buffer_new(ctx, 10, GR_INT32, GR_DEVICE, &b) != GR_OK) {
+        fprintf(stderr, "c_api_host: operator: %s\n", gr_errmsg(ctx));
+        return 0;
+    }
+    gr_scalar one = {GR_SCALAR_INT, {.i = 1}};
+    gr_buffer_iota(ctx, b, one, one);
+    mean_state m = {.ctx = ctx, .victim = b};
+    gr_operator_cpu f = {op, mean_map, mean_reduce, mean_post, mean_identity, &m};
+    gr_options o;
+    gr_options_init(&o, GR_SUM);
+    o.cpu = &f;
+    gr_result r;
+    gr_status st = gr_reduce(ctx, b, &o, &r);
+    gr_operator_free(op);
+    if (st != GR_OK || r.value[0].kind != GR_SCALAR_FLOAT || r.value[0].v.f != 5.5) {
+        fprintf(stderr, "c_api_host: the operator's functions gave %s %g, expected 5.5\n",
+                st == GR_OK ? "" : gr_errmsg(ctx), st == GR_OK ? r.value[0].v.f : 0.0);
+        return 0;
+    }
+    return m.victim == NULL;
+}
+
 int main(void) {
     gr_context *ctx;
     if (gr_context_create(&ctx) != GR_OK) return 1;
@@ -56,6 +122,7 @@ int main(void) {
     gr_buffer_iota(ctx, b, zero, one);
     ok &= check(ctx, b, GR_AND, (gr_scalar){GR_SCALAR_BOOL, {.b = 0}});
     ok &= check(ctx, b, GR_OR, (gr_scalar){GR_SCALAR_BOOL, {.b = 1}});
+    ok &= check_cpu_functions(ctx);
 
     gr_options o;
     gr_options_init(&o, GR_SUM);
