@@ -12,7 +12,8 @@ end
 local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
 local host = require("support.helpers").build_dir() .. "/kcache_host"
-local abs_host = (select(2, sh("pwd -P")):gsub("%s+$", "")) .. "/" .. host
+-- the scenarios run from other directories: an absolute path (--cpath may give one already)
+local abs_host = host:sub(1, 1) == "/" and host or (select(2, sh("pwd -P")):gsub("%s+$", "")) .. "/" .. host
 local is_root = select(2, sh("id -u")):match("^0%s") ~= nil
 
 --- A fresh directory under /tmp, by its physical path (the cache resolves a relative path with getcwd).
