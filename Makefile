@@ -91,13 +91,15 @@ CUDA_ARCH ?= 90
 # Our flags live apart from CFLAGS, which luarocks and users set on the command line. SANITIZE holds
 # extra compile and link flags for a CPU-only build (make check-asan sets it).
 CFLAGS        ?= -O2
+# -MMD -MP: each object's .d lists the headers it includes, so that a header touched rebuilds only the
+# objects that include it (the .d files are read at the end of this file).
+DEPFLAGS       = -MMD -MP
 GR_CFLAGS      = -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS) $(FILE_CFLAGS) $(SANITIZE)
 HIGHEST_ARCH  := $(lastword $(shell printf '%s\n' $(CUDA_ARCH) | sort -n))
 GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                  -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
 NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
-ENGINE_H    := $(wildcard engine/*.h)
 ENGINE_SRC  := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
 # The NVRTC-clean device headers (those whose opening comment says so) and the lists they include,
 # embedded in the module for operators compiled at run time (engine/nvrtc.h).
@@ -148,9 +150,9 @@ $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
 # The host backend's loops are written to vectorise, which gcc does at -O3.
 $(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
 
-$(OBJ)/engine/%.o: engine/%.c $(ENGINE_H)
+$(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Where engine/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
@@ -164,24 +166,24 @@ $(BUILD)/gen/embedded_headers.c: scripts/embed_headers.sh $(NVRTC_HEADERS)
 	@mkdir -p $(dir $@)
 	sh scripts/embed_headers.sh $@ $(NVRTC_HEADERS)
 
-$(EMBED_OBJ): $(BUILD)/gen/embedded_headers.c $(ENGINE_H)
+$(EMBED_OBJ): $(BUILD)/gen/embedded_headers.c $(EMBED_OBJ:.o=.d)
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OBJ)/lua/%.o: lua/%.c $(ENGINE_H) $(wildcard lua/*.h)
+$(OBJ)/lua/%.o: lua/%.c $(OBJ)/lua/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -I$(LUA_INCDIR) -c $< -o $@
 
-$(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(ENGINE_H)
+$(OBJ)/cuda/%.o: cuda/%.cu $(OBJ)/cuda/%.d
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 # Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API,
 # one tries the kernel cache alone. The last two link the module's own objects rather than compiling
 # anything again.
-$(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c
+$(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c $(OBJ)/spec/host/embed_host.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
 
 # Compiles the NVRTC-clean device headers with NVRTC (no GPU needed): links libnvrtc of the toolkit.
 $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
@@ -191,9 +193,9 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 # The C API host and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
 # so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o alone.
 C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
-$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(ENGINE_H)
+$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(OBJ)/spec/host/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 	$(HOST_LINK) -o $@ $^ $(LUA_LINK) $(LINK_LIBS)
@@ -282,3 +284,11 @@ install: $(MODULE)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# The headers each object included when it was last compiled (DEPFLAGS). Each object also depends on
+# its .d, a target of no recipe: an object without one (a build from before, a deleted .d) is compiled
+# again. Named here, the .d files are not intermediate files, which make would not bother to remake.
+DEP_FILES := $(patsubst %.o,%.d,$(ENGINE_OBJ) $(BINDING_OBJ) $(CUDA_OBJ) $(OBJ)/engine/device_none.o \
+               $(addprefix $(OBJ)/spec/host/,embed_host.o c_api_host.o nvrtc_compile.o kcache_host.o))
+$(DEP_FILES):
+include $(wildcard $(DEP_FILES))
