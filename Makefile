@@ -1,9 +1,11 @@
 # gpureduce -- build the Lua module (build/gpureduce/core.so), run the main job and the specs.
 #
-#   make                 the module and the host programs the specs run; CUDA kernels when nvcc is on the
-#                        PATH and a GPU is present (or CUDA=1), a CPU-only module otherwise. Parallel on
-#                        every core unless you give -j.
+#   make                 the module, the C library and the host programs the specs run; CUDA kernels when
+#                        nvcc is on the PATH and a GPU is present (or CUDA=1), a CPU-only module otherwise.
+#                        Parallel on every core unless you give -j.
 #   make module          the module only (what `luarocks make` builds)
+#   make lib             the engine as a C library: build/libgpureduce.so and .a, build/gpureduce.pc
+#   make install         the module and the library under PREFIX (default /usr/local), DESTDIR=staging
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs, in two busted processes (GPU specs pending without a device)
@@ -25,6 +27,14 @@ CC         ?= cc
 BUILD   ?= build
 OBJ     := $(BUILD)/obj
 MODULE  := $(BUILD)/gpureduce/core.so
+
+# Where make install puts things (DESTDIR, if given, is put in front of each: a staging folder).
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INST_LIBDIR  ?= $(PREFIX)/lib/lua/5.4
+INST_LUADIR  ?= $(PREFIX)/share/lua/5.4
 
 # Parallel by default, on every core. A -j on the command line wins over this (GNU make 4.3); a parent
 # make, or a -j in MAKEFLAGS from the environment, decides for itself; and `make clean all` stays
@@ -118,16 +128,26 @@ CUDA_SRC   := $(wildcard cuda/*.cu)
 CUDA_FIRST := $(foreach s,$(CUDA_SLOW),$(filter cuda/$(s).cu,$(CUDA_SRC)))
 CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST),$(CUDA_SRC)))
 
+# LINKER_OPT: how the linking command hands an option to the linker. nvcc links the CUDA runtime
+# statically; a program that links libgpureduce.a with another compiler names it (ARCHIVE_LIBS, which
+# gpureduce.pc gives as Libs.private).
+empty :=
+space := $(empty) $(empty)
 ifeq ($(NVCC),)
   DEVICE_OBJ := $(OBJ)/engine/device_none.o
   LINK       := $(CC) -shared $(SANITIZE)
   LINK_LIBS  := -lpthread -lm -ldl
   HOST_LINK  := $(CC) $(SANITIZE)
+  LINKER_OPT := -Wl,
+  ARCHIVE_LIBS := $(LINK_LIBS)
 else
   DEVICE_OBJ := $(CUDA_OBJ)
   LINK       := $(NVCC) -shared $(GENCODE)
   LINK_LIBS  := -lpthread -lm -ldl -lrt
   HOST_LINK  := $(NVCC) $(GENCODE)
+  LINKER_OPT := -Xlinker$(space)
+  ARCHIVE_LIBS := -L$(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib) $(CUDA_HOME)/lib64) \
+                  -lcudart_static -lstdc++ $(LINK_LIBS)
 endif
 
 # liblua for the host program that embeds Lua (offline hosts find it through LD_LIBRARY_PATH)
@@ -136,16 +156,45 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module run demo test check-asan check-valgrind bench accuracy clean deps install readme
+.PHONY: all module lib run demo test check-asan check-valgrind bench accuracy clean deps readme \
+        install install-lua install-lib
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
-all: module $(HOST_PROGRAMS)
+all: module lib $(HOST_PROGRAMS)
 module: $(MODULE)
 
 # The device objects first: under -j the slow kernels start before everything else.
 $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
 	@mkdir -p $(dir $@)
 	$(LINK) -o $@ $^ $(LINK_LIBS)
+
+# The engine as a C library for programs that use gr.h, without the Lua binding: shared (soname
+# libgpureduce.so.0, which libgpureduce.so links to; a CUDA build's holds the CUDA runtime) and static,
+# and gpureduce.pc, which says how to link either (make install rewrites its paths).
+LIB_SONAME := libgpureduce.so.0
+LIB_SO     := $(BUILD)/$(LIB_SONAME)
+LIB_A      := $(BUILD)/libgpureduce.a
+LIB_PC     := $(BUILD)/gpureduce.pc
+lib: $(LIB_SO) $(BUILD)/libgpureduce.so $(LIB_A) $(LIB_PC)
+
+# --no-undefined: a symbol that no object defines fails here, not when a program loads the library.
+$(LIB_SO): $(DEVICE_OBJ) $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(LINK) -o $@ $^ $(LINKER_OPT)-soname=$(LIB_SONAME) $(LINKER_OPT)--no-undefined $(LINK_LIBS)
+
+$(BUILD)/libgpureduce.so: | $(LIB_SO)
+	ln -sf $(LIB_SONAME) $@
+
+$(LIB_A): $(DEVICE_OBJ) $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# Made with the archive, so that it follows the build (CPU-only or CUDA) that the archive holds.
+GR_VERSION := $(shell sed -n 's/^\#define GR_VERSION "\(.*\)"/\1/p' engine/gr.h)
+$(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(GR_VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(ARCHIVE_LIBS))|' $< > $@
 
 # The host backend's loops are written to vectorise, which gcc does at -O3.
 $(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
@@ -179,8 +228,8 @@ $(OBJ)/cuda/%.o: cuda/%.cu $(OBJ)/cuda/%.d
 	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 # Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API,
-# one tries the kernel cache alone. The last two link the module's own objects rather than compiling
-# anything again.
+# one tries the kernel cache alone. The C API's and NVRTC's link the engine's archive. (spec/host_spec.lua
+# also builds the C API host from an installation, with pkg-config.)
 $(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c $(OBJ)/spec/host/embed_host.d
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) $(DEPFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
@@ -200,7 +249,7 @@ $(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ
 $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 	$(HOST_LINK) -o $@ $^ $(LUA_LINK) $(LINK_LIBS)
 
-$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(ENGINE_OBJ) $(DEVICE_OBJ)
+$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # The kernel cache alone: plain C and the file system, no device and no other engine module.
@@ -279,13 +328,28 @@ bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
 readme: $(MODULE)
 	$(LUA_ENV) $(LUA) scripts/update_readme.lua README.md
 
-# luarocks (build.type = "make") installs with INST_LIBDIR and INST_LUADIR.
-INST_LIBDIR ?= /usr/local/lib/lua/5.4
-INST_LUADIR ?= /usr/local/share/lua/5.4
-install: $(MODULE)
-	mkdir -p $(INST_LIBDIR)/gpureduce $(INST_LUADIR)/gpureduce
-	cp $(MODULE) $(INST_LIBDIR)/gpureduce/core.so
-	cp lua/gpureduce/*.lua $(INST_LUADIR)/gpureduce/
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the Lua module (install-lua: core.so and the
+# facade, where lua5.4 looks under PREFIX; luarocks, build.type = "make", runs this one alone with its
+# INST_LIBDIR and INST_LUADIR) and the C library (install-lib: libgpureduce.so and .a, gr.h with the
+# headers it includes under include/gpureduce, and gpureduce.pc for pkg-config).
+install: install-lua install-lib
+
+install-lua: $(MODULE)
+	install -d $(DESTDIR)$(INST_LIBDIR)/gpureduce $(DESTDIR)$(INST_LUADIR)/gpureduce
+	install -m 755 $(MODULE) $(DESTDIR)$(INST_LIBDIR)/gpureduce/core.so
+	install -m 644 lua/gpureduce/*.lua $(DESTDIR)$(INST_LUADIR)/gpureduce/
+
+# The public headers: gr.h and what it includes, as the preprocessor finds them.
+PUBLIC_H = $(filter-out h: \\,$(shell $(CC) -MM -MT h -Iengine engine/gr.h))
+install-lib: $(LIB_SO) $(BUILD)/libgpureduce.so $(LIB_A) $(LIB_PC)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/gpureduce $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libgpureduce.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/gpureduce/
+	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^libdir=.*|libdir=$(LIBDIR:$(PREFIX)/%=$${prefix}/%)|' \
+	    -e 's|^includedir=.*|includedir=$(INCLUDEDIR:$(PREFIX)/%=$${prefix}/%)|' $(LIB_PC) \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/gpureduce.pc
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

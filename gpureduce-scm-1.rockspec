@@ -18,12 +18,12 @@ dependencies = {
 }
 build = {
   type = "make",
-  build_target = "module",   -- the module only: not the spec host programs that `make` also builds
+  build_target = "module",   -- the module only: not the library or the spec host programs that `make` builds
   build_variables = {
     CFLAGS = "$(CFLAGS)",
     LUA_INCDIR = "$(LUA_INCDIR)",
   },
-  install_target = "install",
+  install_target = "install-lua",   -- core.so and the facade; `make install` adds the C library
   install_variables = {
     INST_LIBDIR = "$(LIBDIR)",
     INST_LUADIR = "$(LUADIR)",
