@@ -6,6 +6,7 @@
 #   make module          the module only (what `luarocks make` builds)
 #   make lib             the engine as a C library: build/libgpureduce.so and .a, build/gpureduce.pc
 #   make install         the module and the library under PREFIX (default /usr/local), DESTDIR=staging
+#   make dist, make rock the committed tree as a tarball, and as a source rock for luarocks (build/)
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs, in two busted processes (GPU specs pending without a device)
@@ -55,7 +56,7 @@ endif
 TOOLKIT_NVCC := $(or $(NVCC),$(NVCC_FOUND))
 
 # Goals that never touch CUDA, and so do not need a working toolkit.
-CPU_GOALS := clean deps check-asan
+CPU_GOALS := clean deps check-asan dist rock
 
 ifneq ($(TOOLKIT_NVCC),)
   # The toolkit's root and headers. Not next to nvcc: the nvcc on the PATH may be a wrapper script.
@@ -157,7 +158,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module lib run demo test check-asan check-valgrind bench accuracy clean deps readme \
-        install install-lua install-lib
+        install install-lua install-lib dist rock
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module lib $(HOST_PROGRAMS)
@@ -350,6 +351,22 @@ install-lib: $(LIB_SO) $(BUILD)/libgpureduce.so $(LIB_A) $(LIB_PC)
 	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^libdir=.*|libdir=$(LIBDIR:$(PREFIX)/%=$${prefix}/%)|' \
 	    -e 's|^includedir=.*|includedir=$(INCLUDEDIR:$(PREFIX)/%=$${prefix}/%)|' $(LIB_PC) \
 	    > $(DESTDIR)$(PKGCONFIGDIR)/gpureduce.pc
+
+# The committed tree as a source tarball (git archive of HEAD), where gpureduce-scm-1.rockspec's
+# source.url says: `luarocks install gpureduce-scm-1.rockspec`, run from here, builds it.
+DIST := build/gpureduce-scm-1.tar.gz
+dist:
+	@mkdir -p $(dir $(DIST))
+	git archive --format=tar.gz --prefix=gpureduce-scm-1/ -o $(DIST) HEAD
+
+# A source rock of the committed tree, build/gpureduce-scm-1.src.rock, that `luarocks install` takes on
+# any machine. luarocks pack fetches the source from a temporary folder of its own, where the
+# rockspec's relative source.url leads nowhere: it packs a copy that names the tarball by its absolute
+# path (the rock carries the tarball, and installing it never looks at that path).
+LUAROCKS ?= luarocks --lua-version 5.4
+rock: dist
+	sed 's|^  url = .*|  url = "file://$(CURDIR)/$(DIST)",|' gpureduce-scm-1.rockspec > build/gpureduce-scm-1.rockspec
+	cd build && $(LUAROCKS) pack gpureduce-scm-1.rockspec
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
