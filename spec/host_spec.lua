@@ -7,12 +7,7 @@ local build = H.build_dir()
 local paths = "LUA_PATH='lua/?.lua;lua/?/init.lua;" .. package.path .. "' LUA_CPATH='" .. build .. "/?.so;" ..
   package.cpath .. "' "
 
-local function run(cmd)
-  local f = assert(io.popen(paths .. cmd .. " 2>&1"))
-  local out = f:read("a")
-  local ok, _, code = f:close()
-  return ok and code == 0, out
-end
+local function run(cmd) return H.sh(paths .. cmd) end
 
 describe("host applications", function()
   it("embed Lua and hand their own memory to a script (no copy, not freed)", function()
@@ -72,7 +67,7 @@ end)
 -- installed module. Installs exactly what the build folder holds: -o (assume old) keeps make from
 -- building anything, whichever settings (CUDA=1, CUDA_ARCH, CFLAGS) made the folder.
 describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", function()
-  local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+  local q = H.quote
   local has_pkg_config = os.execute("command -v pkg-config >/dev/null 2>&1")
   local installed = H.it_if(has_pkg_config, "no pkg-config on this machine (apt-get install pkgconf)")
   local built = { "gpureduce/core.so", "libgpureduce.so.0", "libgpureduce.so", "libgpureduce.a", "gpureduce.pc" }
@@ -147,11 +142,9 @@ describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", functio
   installed("load the installed Lua module in a host that embeds Lua", function()
     assert_installed()
     -- the staging folder's paths alone: the checkout's module cannot stand in for the installed one
-    local f = assert(io.popen("LUA_PATH=" .. q(root .. "/share/lua/5.4/?.lua;" .. root .. "/share/lua/5.4/?/init.lua") ..
-      " LUA_CPATH=" .. q(root .. "/lib/lua/5.4/?.so") .. " " .. build .. "/embed_host 2>&1"))
-    local out = f:read("a")
-    local ok, _, code = f:close()
-    assert(ok and code == 0, out)
+    local ok, out = H.sh("LUA_PATH=" .. q(root .. "/share/lua/5.4/?.lua;" .. root .. "/share/lua/5.4/?/init.lua") ..
+      " LUA_CPATH=" .. q(root .. "/lib/lua/5.4/?.so") .. " " .. build .. "/embed_host")
+    assert(ok, out)
     assert.matches("embed_host: ok", out)
   end)
 end)

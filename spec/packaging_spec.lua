@@ -4,14 +4,7 @@
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 local gr = require "gpureduce"
 
-local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local function sh(cmd)
-  local f = assert(io.popen(cmd .. " 2>&1"))
-  local out = f:read("a")
-  local ok, _, code = f:close()
-  return ok and code == 0, out
-end
+local q, sh = H.quote, H.sh
 
 local function read(path)
   local f = assert(io.open(path))
