@@ -52,11 +52,20 @@ NVCC_FOUND := $(shell command -v nvcc 2>/dev/null)
 HAS_GPU    := $(if $(shell nvidia-smi -L 2>/dev/null | grep '^GPU'),1,0)
 ifeq ($(origin NVCC),undefined)
   NVCC := $(if $(filter 1,$(HAS_GPU) $(CUDA)),$(NVCC_FOUND))
+  NVCC_CHOSEN := yes
 endif
 TOOLKIT_NVCC := $(or $(NVCC),$(NVCC_FOUND))
 
 # Goals that never touch CUDA, and so do not need a working toolkit.
 CPU_GOALS := clean deps check-asan dist rock
+
+# CUDA=1 asks for the kernels: without nvcc that is an error, not a quiet CPU-only build (a compile
+# check that compiles nothing would pass).
+ifeq ($(CUDA)$(NVCC_CHOSEN)$(NVCC_FOUND),1yes)
+  ifneq ($(filter-out $(CPU_GOALS),$(or $(MAKECMDGOALS),all)),)
+    $(error CUDA=1: there is no nvcc on the PATH to compile the kernels with (add the toolkit's bin folder, e.g. PATH=/usr/local/cuda/bin:$$PATH, or give NVCC=/path/to/nvcc))
+  endif
+endif
 
 ifneq ($(TOOLKIT_NVCC),)
   # The toolkit's root and headers. Not next to nvcc: the nvcc on the PATH may be a wrapper script.
