@@ -1,9 +1,12 @@
 # gpureduce -- build the Lua module (build/gpureduce/core.so), run the main job and the specs.
 #
-#   make                 the module and the host programs the specs run; CUDA kernels when nvcc is on the
-#                        PATH and a GPU is present (or CUDA=1), a CPU-only module otherwise. Parallel on
-#                        every core unless you give -j.
+#   make                 the module, the C library and the host programs the specs run; CUDA kernels when
+#                        nvcc is on the PATH and a GPU is present (or CUDA=1), a CPU-only module otherwise.
+#                        Parallel on every core unless you give -j.
 #   make module          the module only (what `luarocks make` builds)
+#   make lib             the engine as a C library: build/libgpureduce.so and .a, build/gpureduce.pc
+#   make install         the module and the library under PREFIX (default /usr/local), DESTDIR=staging
+#   make dist, make rock the committed tree as a tarball, and as a source rock for luarocks (build/)
 #   make run             the main job: the sweep (experiments/sweep.lua), GPU if there is one, else CPU
 #   make demo            every op on a large random buffer, results and timings
 #   make test            the busted specs, in two busted processes (GPU specs pending without a device)
@@ -26,6 +29,14 @@ BUILD   ?= build
 OBJ     := $(BUILD)/obj
 MODULE  := $(BUILD)/gpureduce/core.so
 
+# Where make install puts things (DESTDIR, if given, is put in front of each: a staging folder).
+PREFIX       ?= /usr/local
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INST_LIBDIR  ?= $(PREFIX)/lib/lua/5.4
+INST_LUADIR  ?= $(PREFIX)/share/lua/5.4
+
 # Parallel by default, on every core. A -j on the command line wins over this (GNU make 4.3); a parent
 # make, or a -j in MAKEFLAGS from the environment, decides for itself; and `make clean all` stays
 # serial, so that clean cannot race the build.
@@ -41,11 +52,20 @@ NVCC_FOUND := $(shell command -v nvcc 2>/dev/null)
 HAS_GPU    := $(if $(shell nvidia-smi -L 2>/dev/null | grep '^GPU'),1,0)
 ifeq ($(origin NVCC),undefined)
   NVCC := $(if $(filter 1,$(HAS_GPU) $(CUDA)),$(NVCC_FOUND))
+  NVCC_CHOSEN := yes
 endif
 TOOLKIT_NVCC := $(or $(NVCC),$(NVCC_FOUND))
 
 # Goals that never touch CUDA, and so do not need a working toolkit.
-CPU_GOALS := clean deps check-asan
+CPU_GOALS := clean deps check-asan dist rock
+
+# CUDA=1 asks for the kernels: without nvcc that is an error, not a quiet CPU-only build (a compile
+# check that compiles nothing would pass).
+ifeq ($(CUDA)$(NVCC_CHOSEN)$(NVCC_FOUND),1yes)
+  ifneq ($(filter-out $(CPU_GOALS),$(or $(MAKECMDGOALS),all)),)
+    $(error CUDA=1: there is no nvcc on the PATH to compile the kernels with (add the toolkit's bin folder, e.g. PATH=/usr/local/cuda/bin:$$PATH, or give NVCC=/path/to/nvcc))
+  endif
+endif
 
 ifneq ($(TOOLKIT_NVCC),)
   # The toolkit's root and headers. Not next to nvcc: the nvcc on the PATH may be a wrapper script.
@@ -91,13 +111,15 @@ CUDA_ARCH ?= 90
 # Our flags live apart from CFLAGS, which luarocks and users set on the command line. SANITIZE holds
 # extra compile and link flags for a CPU-only build (make check-asan sets it).
 CFLAGS        ?= -O2
+# -MMD -MP: each object's .d lists the headers it includes, so that a header touched rebuilds only the
+# objects that include it (the .d files are read at the end of this file).
+DEPFLAGS       = -MMD -MP
 GR_CFLAGS      = -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Iengine $(CFLAGS) $(FILE_CFLAGS) $(SANITIZE)
 HIGHEST_ARCH  := $(lastword $(shell printf '%s\n' $(CUDA_ARCH) | sort -n))
 GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
                  -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
 NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
-ENGINE_H    := $(wildcard engine/*.h)
 ENGINE_SRC  := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
 # The NVRTC-clean device headers (those whose opening comment says so) and the lists they include,
 # embedded in the module for operators compiled at run time (engine/nvrtc.h).
@@ -116,16 +138,26 @@ CUDA_SRC   := $(wildcard cuda/*.cu)
 CUDA_FIRST := $(foreach s,$(CUDA_SLOW),$(filter cuda/$(s).cu,$(CUDA_SRC)))
 CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST),$(CUDA_SRC)))
 
+# LINKER_OPT: how the linking command hands an option to the linker. nvcc links the CUDA runtime
+# statically; a program that links libgpureduce.a with another compiler names it (ARCHIVE_LIBS, which
+# gpureduce.pc gives as Libs.private).
+empty :=
+space := $(empty) $(empty)
 ifeq ($(NVCC),)
   DEVICE_OBJ := $(OBJ)/engine/device_none.o
   LINK       := $(CC) -shared $(SANITIZE)
   LINK_LIBS  := -lpthread -lm -ldl
   HOST_LINK  := $(CC) $(SANITIZE)
+  LINKER_OPT := -Wl,
+  ARCHIVE_LIBS := $(LINK_LIBS)
 else
   DEVICE_OBJ := $(CUDA_OBJ)
   LINK       := $(NVCC) -shared $(GENCODE)
   LINK_LIBS  := -lpthread -lm -ldl -lrt
   HOST_LINK  := $(NVCC) $(GENCODE)
+  LINKER_OPT := -Xlinker$(space)
+  ARCHIVE_LIBS := -L$(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib) $(CUDA_HOME)/lib64) \
+                  -lcudart_static -lstdc++ $(LINK_LIBS)
 endif
 
 # liblua for the host program that embeds Lua (offline hosts find it through LD_LIBRARY_PATH)
@@ -134,10 +166,11 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module run demo test check-asan check-valgrind bench accuracy clean deps install readme
+.PHONY: all module lib run demo test check-asan check-valgrind bench accuracy clean deps readme \
+        install install-lua install-lib dist rock
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
-all: module $(HOST_PROGRAMS)
+all: module lib $(HOST_PROGRAMS)
 module: $(MODULE)
 
 # The device objects first: under -j the slow kernels start before everything else.
@@ -145,12 +178,40 @@ $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
 	@mkdir -p $(dir $@)
 	$(LINK) -o $@ $^ $(LINK_LIBS)
 
+# The engine as a C library for programs that use gr.h, without the Lua binding: shared (soname
+# libgpureduce.so.0, which libgpureduce.so links to; a CUDA build's holds the CUDA runtime) and static,
+# and gpureduce.pc, which says how to link either (make install rewrites its paths).
+LIB_SONAME := libgpureduce.so.0
+LIB_SO     := $(BUILD)/$(LIB_SONAME)
+LIB_A      := $(BUILD)/libgpureduce.a
+LIB_PC     := $(BUILD)/gpureduce.pc
+lib: $(LIB_SO) $(BUILD)/libgpureduce.so $(LIB_A) $(LIB_PC)
+
+# --no-undefined: a symbol that no object defines fails here, not when a program loads the library.
+$(LIB_SO): $(DEVICE_OBJ) $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	$(LINK) -o $@ $^ $(LINKER_OPT)-soname=$(LIB_SONAME) $(LINKER_OPT)--no-undefined $(LINK_LIBS)
+
+$(BUILD)/libgpureduce.so: | $(LIB_SO)
+	ln -sf $(LIB_SONAME) $@
+
+$(LIB_A): $(DEVICE_OBJ) $(ENGINE_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# Made with the archive, so that it follows the build (CPU-only or CUDA) that the archive holds.
+GR_VERSION := $(shell sed -n 's/^\#define GR_VERSION "\(.*\)"/\1/p' engine/gr.h)
+$(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(GR_VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(ARCHIVE_LIBS))|' $< > $@
+
 # The host backend's loops are written to vectorise, which gcc does at -O3.
 $(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
 
-$(OBJ)/engine/%.o: engine/%.c $(ENGINE_H)
+$(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # Where engine/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
@@ -164,24 +225,24 @@ $(BUILD)/gen/embedded_headers.c: scripts/embed_headers.sh $(NVRTC_HEADERS)
 	@mkdir -p $(dir $@)
 	sh scripts/embed_headers.sh $@ $(NVRTC_HEADERS)
 
-$(EMBED_OBJ): $(BUILD)/gen/embedded_headers.c $(ENGINE_H)
+$(EMBED_OBJ): $(BUILD)/gen/embedded_headers.c $(EMBED_OBJ:.o=.d)
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OBJ)/lua/%.o: lua/%.c $(ENGINE_H) $(wildcard lua/*.h)
+$(OBJ)/lua/%.o: lua/%.c $(OBJ)/lua/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -I$(LUA_INCDIR) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -I$(LUA_INCDIR) -c $< -o $@
 
-$(OBJ)/cuda/%.o: cuda/%.cu $(wildcard cuda/*.cuh) $(ENGINE_H)
+$(OBJ)/cuda/%.o: cuda/%.cu $(OBJ)/cuda/%.d
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) $(DEPFLAGS) -MF $(@:.o=.d) -c $< -o $@
 
 # Host programs for the specs: one embeds Lua and hands its own memory to a script, one uses the C API,
-# one tries the kernel cache alone. The last two link the module's own objects rather than compiling
-# anything again.
-$(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c
+# one tries the kernel cache alone. The C API's and NVRTC's link the engine's archive. (spec/host_spec.lua
+# also builds the C API host from an installation, with pkg-config.)
+$(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c $(OBJ)/spec/host/embed_host.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
 
 # Compiles the NVRTC-clean device headers with NVRTC (no GPU needed): links libnvrtc of the toolkit.
 $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
@@ -191,14 +252,14 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 # The C API host and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
 # so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o alone.
 C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
-$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(ENGINE_H)
+$(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(OBJ)/spec/host/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 	$(HOST_LINK) -o $@ $^ $(LUA_LINK) $(LINK_LIBS)
 
-$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(ENGINE_OBJ) $(DEVICE_OBJ)
+$(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # The kernel cache alone: plain C and the file system, no device and no other engine module.
@@ -229,32 +290,37 @@ accuracy: deps all
 # match the Lua pattern SPEC_SPLIT, the second all the others, so every test runs exactly once whatever
 # the names. The pattern (the words sum, min, max) splits the run time about in half (reduce_spec and
 # finish_spec name every case by its op). Each process prints its own summary line; run-specs.sh
-# prints their total last.
+# prints their total last. The specs load $(BUILD)'s module, named by its absolute path.
 SPEC_SHARDS ?= 2
 SPEC_SPLIT  ?= %f[%w][sm][uia][mnx]%f[%W]
 RUN_SPECS    = SPEC_SHARDS='$(SPEC_SHARDS)' SPEC_SPLIT='$(SPEC_SPLIT)' bash scripts/run-specs.sh
 BUSTED_ARGS := -o spec/support/summary_output.lua
 
 test: deps all
-	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS)
+	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS) --cpath='$(abspath $(BUILD))/?.so'
 
 # The specs against a CPU-only module built with ASan and UBSan, in its own folder. Lua is not built
-# with ASan, so the runtimes are preloaded (ASan's must come first). malloc may return NULL: specs ask
+# with ASan, so the runtimes are loaded before it (ASan's first), into the Lua processes alone:
+# scripts/sanitized-lua runs busted, and the Lua processes the specs start, with them; the other programs
+# they start (the shell, gnuplot behind the sweep) run as they are. malloc may return NULL: specs ask
 # for absurd sizes to test the out-of-memory errors. Leak checking is on (the interpreter and busted
-# free everything today); ASAN_OPTS=...detect_leaks=0 turns it off. host_spec.lua is left out: it
-# runs build/'s programs, which make check-valgrind covers.
+# free everything today; scripts/lsan.supp says what the loader keeps); ASAN_OPTS=...detect_leaks=0
+# turns it off. host_spec.lua and kcache_host_spec.lua are left out (the pattern matches both): they
+# run build/'s programs, which make check-valgrind covers. The build folder is given by its absolute
+# path, as docs/extending.md suggests for another folder.
 ASAN_BUILD := build-asan
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 ASAN_OPTS  ?= detect_leaks=1:halt_on_error=1:allocator_may_return_null=1
-ASAN_ENV    = LD_PRELOAD='$(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)' \
-              ASAN_OPTIONS=$(ASAN_OPTS) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-              GPUREDUCE_BACKEND=cpu LUA_CPATH='$(ASAN_BUILD)/?.so;;' GPUREDUCE_FUZZ_CASES=$(ASAN_FUZZ_CASES)
+ASAN_ENV    = SANITIZER_PRELOAD='$(shell $(CC) -print-file-name=libasan.so) $(shell $(CC) -print-file-name=libubsan.so)' \
+              SANITIZED_LUA=$(LUA) ASAN_OPTIONS=$(ASAN_OPTS) UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+              LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0 \
+              GPUREDUCE_BACKEND=cpu LUA_CPATH='$(CURDIR)/$(ASAN_BUILD)/?.so;;' GPUREDUCE_FUZZ_CASES=$(ASAN_FUZZ_CASES)
 # make test runs the fuzz's 10,000 cases; under ASan a third of them still reach every op and dtype
 ASAN_FUZZ_CASES ?= 3000
 check-asan: deps
 	@$(MAKE) --no-print-directory NVCC= BUILD=$(ASAN_BUILD) SANITIZE='$(ASAN_FLAGS)' module
-	@$(RUN_SPECS) env $(ASAN_ENV) $(LUA) $(BUSTED) $(BUSTED_ARGS) --cpath='$(ASAN_BUILD)/?.so' \
-	    --exclude-pattern=host_spec
+	@$(RUN_SPECS) env $(ASAN_ENV) bash scripts/sanitized-lua $(BUSTED) $(BUSTED_ARGS) \
+	    --cpath='$(CURDIR)/$(ASAN_BUILD)/?.so' --exclude-pattern=host_spec
 
 # The host programs under valgrind, on the CPU backend: one test in CI's count, passed or failed.
 # kcache_host without arguments runs its scenarios that need only a fresh directory (under /tmp).
@@ -272,13 +338,52 @@ bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
 readme: $(MODULE)
 	$(LUA_ENV) $(LUA) scripts/update_readme.lua README.md
 
-# luarocks (build.type = "make") installs with INST_LIBDIR and INST_LUADIR.
-INST_LIBDIR ?= /usr/local/lib/lua/5.4
-INST_LUADIR ?= /usr/local/share/lua/5.4
-install: $(MODULE)
-	mkdir -p $(INST_LIBDIR)/gpureduce $(INST_LUADIR)/gpureduce
-	cp $(MODULE) $(INST_LIBDIR)/gpureduce/core.so
-	cp lua/gpureduce/*.lua $(INST_LUADIR)/gpureduce/
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the Lua module (install-lua: core.so and the
+# facade, where lua5.4 looks under PREFIX; luarocks, build.type = "make", runs this one alone with its
+# INST_LIBDIR and INST_LUADIR) and the C library (install-lib: libgpureduce.so and .a, gr.h with the
+# headers it includes under include/gpureduce, and gpureduce.pc for pkg-config).
+install: install-lua install-lib
+
+install-lua: $(MODULE)
+	install -d $(DESTDIR)$(INST_LIBDIR)/gpureduce $(DESTDIR)$(INST_LUADIR)/gpureduce
+	install -m 755 $(MODULE) $(DESTDIR)$(INST_LIBDIR)/gpureduce/core.so
+	install -m 644 lua/gpureduce/*.lua $(DESTDIR)$(INST_LUADIR)/gpureduce/
+
+# The public headers: gr.h and what it includes, as the preprocessor finds them.
+PUBLIC_H = $(filter-out h: \\,$(shell $(CC) -MM -MT h -Iengine engine/gr.h))
+install-lib: $(LIB_SO) $(BUILD)/libgpureduce.so $(LIB_A) $(LIB_PC)
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/gpureduce $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libgpureduce.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(INCLUDEDIR)/gpureduce/
+	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^libdir=.*|libdir=$(LIBDIR:$(PREFIX)/%=$${prefix}/%)|' \
+	    -e 's|^includedir=.*|includedir=$(INCLUDEDIR:$(PREFIX)/%=$${prefix}/%)|' $(LIB_PC) \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/gpureduce.pc
+
+# The committed tree as a source tarball (git archive of HEAD), where gpureduce-scm-1.rockspec's
+# source.url says: `luarocks install gpureduce-scm-1.rockspec`, run from here, builds it.
+DIST := build/gpureduce-scm-1.tar.gz
+dist:
+	@mkdir -p $(dir $(DIST))
+	git archive --format=tar.gz --prefix=gpureduce-scm-1/ -o $(DIST) HEAD
+
+# A source rock of the committed tree, build/gpureduce-scm-1.src.rock, that `luarocks install` takes on
+# any machine. luarocks pack fetches the source from a temporary folder of its own, where the
+# rockspec's relative source.url leads nowhere: it packs a copy that names the tarball by its absolute
+# path (the rock carries the tarball, and installing it never looks at that path).
+LUAROCKS ?= luarocks --lua-version 5.4
+rock: dist
+	sed 's|^  url = .*|  url = "file://$(CURDIR)/$(DIST)",|' gpureduce-scm-1.rockspec > build/gpureduce-scm-1.rockspec
+	cd build && $(LUAROCKS) pack gpureduce-scm-1.rockspec
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
+
+# The headers each object included when it was last compiled (DEPFLAGS). Each object also depends on
+# its .d, a target of no recipe: an object without one (a build from before, a deleted .d) is compiled
+# again. Named here, the .d files are not intermediate files, which make would not bother to remake.
+DEP_FILES := $(patsubst %.o,%.d,$(ENGINE_OBJ) $(BINDING_OBJ) $(CUDA_OBJ) $(OBJ)/engine/device_none.o \
+               $(addprefix $(OBJ)/spec/host/,embed_host.o c_api_host.o nvrtc_compile.o kcache_host.o))
+$(DEP_FILES):
+include $(wildcard $(DEP_FILES))

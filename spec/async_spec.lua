@@ -119,7 +119,7 @@ describe("the end of a Lua state", function()
 
   it("closes cleanly with reductions in flight and the module loaded twice", function()
     local lua = arg and arg[-1] or "lua5.4"
-    local cmd = string.format("LUA_PATH='lua/?.lua;lua/?/init.lua;%s' LUA_CPATH='build/?.so;%s' %s -e %q 2>&1",
+    local cmd = string.format("LUA_PATH='lua/?.lua;lua/?/init.lua;%s' LUA_CPATH='%s;build/?.so' %s -e %q 2>&1",
       package.path, package.cpath, lua, script)
     local f = assert(io.popen(cmd))
     local out = f:read("a")

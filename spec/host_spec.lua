@@ -7,12 +7,7 @@ local build = H.build_dir()
 local paths = "LUA_PATH='lua/?.lua;lua/?/init.lua;" .. package.path .. "' LUA_CPATH='" .. build .. "/?.so;" ..
   package.cpath .. "' "
 
-local function run(cmd)
-  local f = assert(io.popen(paths .. cmd .. " 2>&1"))
-  local out = f:read("a")
-  local ok, _, code = f:close()
-  return ok and code == 0, out
-end
+local function run(cmd) return H.sh(paths .. cmd) end
 
 describe("host applications", function()
   it("embed Lua and hand their own memory to a script (no copy, not freed)", function()
@@ -64,5 +59,92 @@ describe("host applications", function()
     local ok, out = run(build .. "/c_api_host")
     assert(ok, out)
     assert.matches("c_api_host: ok", out)
+  end)
+end)
+
+-- make install into a temporary DESTDIR, then what a user of the installation does: a C program built
+-- against the installed gr.h and library with pkg-config, and a host that embeds Lua loading the
+-- installed module. Installs exactly what the build folder holds: -o (assume old) keeps make from
+-- building anything, whichever settings (CUDA=1, CUDA_ARCH, CFLAGS) made the folder.
+describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", function()
+  local q = H.quote
+  local has_pkg_config = os.execute("command -v pkg-config >/dev/null 2>&1")
+  local installed = H.it_if(has_pkg_config, "no pkg-config on this machine (apt-get install pkgconf)")
+  local built = { "gpureduce/core.so", "libgpureduce.so.0", "libgpureduce.so", "libgpureduce.a", "gpureduce.pc" }
+  local stage, root, pc_env, pkg_config, install_out
+
+  setup(function()
+    stage = select(2, run("mktemp -d")):gsub("%s+$", "")
+    root = stage .. "/usr/local"
+    -- the staging folder stands for the prefix (a sysroot would move the CUDA toolkit's -L too)
+    pkg_config = "pkg-config --define-variable=prefix=" .. q(root) .. " "
+    pc_env = "PKG_CONFIG_LIBDIR=" .. q(root .. "/lib/pkgconfig") .. " PKG_CONFIG_PATH= "
+    local cmd = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install BUILD=" .. q(build) ..
+      " DESTDIR=" .. q(stage) .. " PREFIX=/usr/local"
+    for _, f in ipairs(built) do cmd = cmd .. " -o " .. q(build .. "/" .. f) end
+    local ok
+    ok, install_out = run(cmd)
+    if not ok then install_out = "make install failed:\n" .. install_out end
+  end)
+
+  teardown(function()
+    if stage and stage:match("^/tmp/") then os.execute("rm -rf " .. q(stage)) end
+  end)
+
+  local function assert_installed()
+    for _, f in ipairs(built) do
+      assert(io.open(build .. "/" .. f), build .. "/" .. f .. " is missing: `make` (or `make lib`) builds it")
+    end
+    assert(not install_out:match("^make install failed"), install_out)
+  end
+
+  installed("puts the Lua module, the library, gr.h with the headers it includes and gpureduce.pc in place", function()
+    assert_installed()
+    for _, f in ipairs({ "lib/lua/5.4/gpureduce/core.so", "share/lua/5.4/gpureduce/init.lua",
+                         "lib/libgpureduce.so.0", "lib/libgpureduce.so", "lib/libgpureduce.a",
+                         "include/gpureduce/gr.h", "include/gpureduce/lists.h", "lib/pkgconfig/gpureduce.pc" }) do
+      local h = io.open(root .. "/" .. f)
+      assert(h, "not installed: " .. f)
+      h:close()
+    end
+    local _, version = run(pc_env .. pkg_config .. "--modversion gpureduce")
+    assert.equal(require("gpureduce").version, (version:gsub("%s+$", "")))
+  end)
+
+  installed("build a C program with pkg-config --cflags --libs gpureduce, run against libgpureduce.so", function()
+    assert_installed()
+    local exe = stage .. "/c_api_host"
+    local ok, out = run("cc -std=c11 -o " .. q(exe) .. " spec/host/c_api_host.c $(" .. pc_env ..
+      pkg_config .. "--cflags --libs gpureduce)")
+    assert(ok, out)
+    -- linked with the shared library, found in the staging folder only
+    ok, out = run("LD_LIBRARY_PATH=" .. q(root .. "/lib") .. " ldd " .. q(exe))
+    assert(ok, out)
+    assert.matches("libgpureduce.so.0 => " .. root .. "/lib/libgpureduce.so.0", out, 1, true)
+    ok, out = run("LD_LIBRARY_PATH=" .. q(root .. "/lib") .. " " .. q(exe))
+    assert(ok, out)
+    assert.matches("c_api_host: ok", out)
+  end)
+
+  installed("build a C program with libgpureduce.a and pkg-config --static --libs gpureduce", function()
+    assert_installed()
+    local exe = stage .. "/c_api_host_static"
+    -- the line README.md gives
+    local ok, out = run("cc -std=c11 -o " .. q(exe) .. " spec/host/c_api_host.c $(" .. pc_env ..
+      pkg_config .. "--cflags gpureduce) $(" .. pc_env .. pkg_config .. "--static --libs gpureduce | " ..
+      "sed 's/-lgpureduce/-l:libgpureduce.a/')")
+    assert(ok, out)
+    ok, out = run(q(exe))
+    assert(ok, out)
+    assert.matches("c_api_host: ok", out)
+  end)
+
+  installed("load the installed Lua module in a host that embeds Lua", function()
+    assert_installed()
+    -- the staging folder's paths alone: the checkout's module cannot stand in for the installed one
+    local ok, out = H.sh("LUA_PATH=" .. q(root .. "/share/lua/5.4/?.lua;" .. root .. "/share/lua/5.4/?/init.lua") ..
+      " LUA_CPATH=" .. q(root .. "/lib/lua/5.4/?.so") .. " " .. build .. "/embed_host")
+    assert(ok, out)
+    assert.matches("embed_host: ok", out)
   end)
 end)

@@ -2,17 +2,12 @@
 -- runs one scenario per test (spec/host/kcache_host.c says what each checks), in a directory of its
 -- own that the environment names, as a user's would.
 
-local function sh(cmd)
-  local f = assert(io.popen(cmd .. " 2>&1"))
-  local out = f:read("a")
-  local ok, _, code = f:close()
-  return ok and code == 0, out
-end
+local H = require "support.helpers"
+local sh, quote = H.sh, H.quote
 
-local function quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
-local host = require("support.helpers").build_dir() .. "/kcache_host"
-local abs_host = (select(2, sh("pwd -P")):gsub("%s+$", "")) .. "/" .. host
+local host = H.build_dir() .. "/kcache_host"
+-- the scenarios run from other directories: an absolute path (--cpath may give one already)
+local abs_host = host:sub(1, 1) == "/" and host or (select(2, sh("pwd -P")):gsub("%s+$", "")) .. "/" .. host
 local is_root = select(2, sh("id -u")):match("^0%s") ~= nil
 
 --- A fresh directory under /tmp, by its physical path (the cache resolves a relative path with getcwd).

@@ -255,6 +255,17 @@ function M.describe_opts(opts)
   return "{ " .. table.concat(parts, ", ") .. " }"
 end
 
+--- s as one word for the shell (in single quotes).
+function M.quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- Runs a shell command; returns whether it exited 0, and everything it printed (stdout and stderr).
+function M.sh(cmd)
+  local f = assert(io.popen(cmd .. " 2>&1"))
+  local out = f:read("a")
+  local ok, _, code = f:close()
+  return ok and code == 0, out
+end
+
 --- The interpreter running busted (the most negative index of arg), for specs that start a fresh Lua.
 function M.interpreter()
   local i = -1

@@ -1,5 +1,5 @@
 --- Running the lab's scripts (experiments/*.lua) from a spec: in a sub-process of this interpreter, with
--- this checkout's facade and module (build/, else busted's cpath); temporary folders for their results,
+-- this checkout's facade and module (busted's cpath, else build/); temporary folders for their results,
 -- and readers of what they write (JSON, CSV).
 local json = require "dkjson"
 
@@ -20,8 +20,9 @@ if type(arg) == "table" then
   lua = arg[i] or lua
 end
 
+-- busted's cpath first: it names the build folder under test (make test BUILD=..., make check-asan)
 local env = "LUA_PATH=" .. q(M.root .. "/lua/?.lua;" .. M.root .. "/lua/?/init.lua;" .. package.path)
-  .. " LUA_CPATH=" .. q(M.root .. "/build/?.so;" .. package.cpath)
+  .. " LUA_CPATH=" .. q(package.cpath .. ";" .. M.root .. "/build/?.so")
 
 --- Runs experiments/SCRIPT with the argument text `args`; returns the exit code, stdout and stderr.
 function M.run(script, args, extra_env)
