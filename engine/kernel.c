@@ -17,6 +17,7 @@
 #include "ops.h"
 #include "registry.h"
 #include "source_text.h"
+#include "user_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,11 +64,11 @@ static gr_status check_spec(gr_context *ctx, const gr_kernel_spec *in, gr_kernel
         return gr_fail_arg(ctx, GR_EINVAL, "name", "'%s' is %s (a user kernel needs a name of its own)", s->name,
                            at < 0 ? "what opts.variant calls the automatic choice" : "a catalogue variant");
     if (!s->entry) s->entry = s->name;
-    if (!gr_is_identifier(s->entry) || strlen(s->entry) > 64)
-        return gr_fail_arg(ctx, GR_EINVAL, "entry", "'%.80s' is not a C name of at most 64 characters", s->entry);
+    if ((st = gr_user_name_check(ctx, "entry", s->entry, "an entry point")) != GR_OK) return st;
     if (!s->source || gr_operator_is_blank(s->source))
         return gr_fail_arg(ctx, GR_EINVAL, "source", "is %s (expected CUDA C++ that defines the entry point %s)",
                            s->source ? "empty" : "required", s->entry);
+    if ((st = gr_user_text_check(ctx, "source", s->source, GR_TEXT_KERNEL)) != GR_OK) return st;
     if (!gr_source_has_token(s->source, s->entry, 1))
         return gr_fail_arg(ctx, GR_EINVAL, "source", "does not define the entry point %s: expected template <class "
                            "Op, class In> __device__ typename Op::acc_t %s(const In *in, size_t n, unsigned long "

@@ -88,7 +88,7 @@ void gr_operator_source_tail(struct gr_text *t, gr_dtype in);
 /* The image of a generated source (an operator's, or a user kernel's: kernel_source.c) for input dtype
  * `in` and compute capability arch: from the cache's memory, else the disk cache, else NVRTC (then
  * stored in both). `what` names the source in messages ("operator l2 over float64 elements"); a compile
- * error in a user's text is said in its terms (operator.c's compile_error). The compile's facts go to
+ * error in a user's text is said in its terms (compile_log.h). The compile's facts go to
  * *info and to the cache's last. GR_ENODEV without NVRTC. */
 gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char *source, gr_dtype in, int arch,
                            const char *what, gr_operator_image **out, gr_operator_compile_info *info);

@@ -225,6 +225,17 @@ function M.assert_close(got, want, rtol, label, magnitude)
       err / scale, rtol))
 end
 
+--- A copy of the table base with the entries of changes set; an entry false removes the key (a spec
+-- table of gr.operator or gr.kernel with one field replaced or left out).
+function M.changed(base, changes)
+  local t = {}
+  for k, v in pairs(base) do t[k] = v end
+  for k, v in pairs(changes or {}) do
+    if v == false then t[k] = nil else t[k] = v end
+  end
+  return t
+end
+
 --- The message of the error fn(...) raises; fails when it raises none.
 function M.error_message(fn, ...)
   local ok, err = pcall(fn, ...)
