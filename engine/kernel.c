@@ -183,6 +183,7 @@ static gr_status compile(gr_context *ctx, gr_operator_cache *cache, const struct
     if (st == GR_OK && !user_op && (*out)->acc_size != gr_op_acc_size(op, in, acc))
         st = gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator has %zu bytes, the engine's %zu", what,
                      (*out)->acc_size, gr_op_acc_size(op, in, acc));
+    if (st == GR_OK && user_op) st = gr_operator_check_image(ctx, user_op, *out, what);
     return st;
 }
 
@@ -308,9 +309,6 @@ gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int varia
     }
     gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img);
     if (st != GR_OK) return st;
-    if (img->acc_size > GR_ACC_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
-                           "reduction keeps", gr_operator_get_spec(user_op)->name, img->acc_size, GR_ACC_MAX);
     const gr_operator_kernels *loaded;
     if ((st = gr_operator_load(ctx, img, &loaded)) != GR_OK) return st;
     img->variant = variant;

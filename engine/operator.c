@@ -303,6 +303,35 @@ static int read_constants(gr_operator_image *img) {
     return 1;
 }
 
+/* What the host believes of an operator's image. A dtype accumulator's size and alignment are its
+ * dtype's, and without post the result's kind follows the dtype (as gr_op_kind_of says on the device):
+ * derived here, the image must agree. A struct's layout and post's kind are the image's own -- no field
+ * can reach the constants that say them (user_text.h: no directive, no gr_ name, no asm) -- and must be
+ * sane: a whole number of 32-bit words within GR_ACC_MAX, aligned to a power of two that divides it. An
+ * image that says otherwise is not this operator's (a damaged or forged cache file): refused. */
+gr_status gr_operator_check_image(gr_context *ctx, const gr_operator *op, const gr_operator_image *img,
+                                  const char *what) {
+    size_t size = img->acc_size, align = img->acc_align;
+    if (op->acc_dtype >= 0) {
+        gr_dtype t = (gr_dtype)op->acc_dtype;
+        size_t want = gr_dtype_size(t);
+        int kind = gr_dtype_is_float(t) ? GR_SCALAR_FLOAT : gr_dtype_is_signed(t) ? GR_SCALAR_INT : GR_SCALAR_UINT;
+        if (size == want && align == want && (op->spec.post || img->result_kind == kind)) return GR_OK;
+        return gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator has %zu bytes aligned to %zu%s, where %s has "
+                       "%zu: the image is not this operator's (a forged file in the kernel cache?)", what, size, align,
+                       op->spec.post || img->result_kind == kind ? "" : " and another result kind",
+                       gr_dtype_name(t), want);
+    }
+    if (size > GR_ACC_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
+                           "reduction keeps", op->spec.name, size, GR_ACC_MAX);
+    if (size < 4 || size % 4 || align == 0 || (align & (align - 1)) || size % align)
+        return gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator struct has %zu bytes aligned to %zu, which no "
+                       "struct that compiled can have: the image is not this operator's (a forged file in the kernel "
+                       "cache?)", what, size, align);
+    return GR_OK;
+}
+
 /* ---- the caches ------------------------------------------------------------------------------------- */
 
 struct gr_operator_cache {
@@ -537,6 +566,7 @@ static gr_status compile_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     snprintf(what, sizeof what, "operator %s over %s elements", op->spec.name, gr_dtype_name(in));
     st = gr_image_compile(ctx, cache, source, in, arch, what, out, &op->last);
     free(source);
+    if (st == GR_OK) st = gr_operator_check_image(ctx, op, *out, what);
     return st;
 }
 
@@ -624,9 +654,6 @@ static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     gr_operator_image *img;
     if ((st = compile_part(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, segments, &img)) != GR_OK) return st;
     img->has_segments = segments;       /* the images of the two parts have different sources */
-    if (img->acc_size > GR_ACC_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
-                           "reduction keeps", op->spec.name, img->acc_size, GR_ACC_MAX);
     const gr_operator_kernels *k;
     if ((st = gr_operator_load(ctx, img, &k)) != GR_OK) return st;
     img->has_post = op->spec.post != NULL;

@@ -184,3 +184,37 @@ describe("a compile that would take too long or too much", function()
     assert.equal("nvrtc\n", out)
   end)
 end)
+
+describe("what the host believes of an image", function()
+  local build, sh = H.build_dir(), H.sh
+  local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+  it("is not what a preamble's macro says: #define sizeof(t) 4 is refused", function()
+    expect("preamble: 1:1: a preprocessor directive ('#define')", gr.operator,
+      spec { preamble = "#define sizeof(t) 4", acc = "float64" })
+  end)
+
+  nvrtc_it("is derived from the declared types: another operator's image under this one's key is refused", function()
+    local dir = select(2, sh("mktemp -d")):gsub("%s+$", "")
+    local env = "GPUREDUCE_CACHE=" .. q(dir)
+    local function make(name, acc)
+      return H.run_lua('local gr = require "gpureduce"\nprint(gr.operator{name = "' .. name .. '", map = "x", '
+        .. 'reduce = "a + b", identity = "0", acc = "' .. acc .. '"}:info().origin)', env)
+    end
+    assert(make("f64", "float64"))
+    local f64 = select(2, sh("ls " .. q(dir))):gsub("%s+$", "")
+    assert(make("f32", "float32"))
+    local f32
+    for name in select(2, sh("ls " .. q(dir))):gmatch("%S+") do
+      if name ~= f64 then f32 = name end
+    end
+    -- the float32 operator's image, well formed, under the float64 operator's key
+    local ok, out = sh(env .. " " .. build .. "/kcache_host forge " .. q(dir .. "/" .. f32) .. " " .. q(dir .. "/" .. f64))
+    assert(ok, out)
+    local made, _, said = make("f64", "float64")
+    assert.is_false(made, said)
+    assert.truthy(said:find("operator f64 over float64 elements: the image's accumulator has 4 bytes aligned to 4, "
+      .. "where float64 has 8: the image is not this operator's", 1, true), said)
+    sh("rm -rf " .. q(dir))
+  end)
+end)

@@ -4,6 +4,8 @@
  *   kcache_host            the scenarios that need nothing but a directory, in a fresh one under /tmp
  *   kcache_host SCENARIO   one scenario, in the cache directory the environment names (GPUREDUCE_CACHE
  *                          and friends, set by spec/kcache_host_spec.lua)
+ *   kcache_host forge FROM TO   stores entry file FROM's image under entry file TO's key (for
+ *                          spec/user_text_spec.lua: what the host believes of an image)
  *
  * Each scenario damages files the way a crash, a full disk or a stray edit would and checks that the
  * cache misses rather than loads, counts what it saw, and heals on the next store. Prints
@@ -665,6 +667,42 @@ static void mem(void) {
     gr_kcache_mem_destroy(m);
 }
 
+/* The key and the image of an entry file, read as the format says (no checks: the test made it). */
+static int read_file_parts(const char *path, unsigned char **key, size_t *keylen, unsigned char **image, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    unsigned char head[40];
+    if (!f || fread(head, 1, 40, f) != 40) {
+        if (f) fclose(f);
+        return 0;
+    }
+    uint64_t k = 0, p = 0;
+    for (int b = 7; b >= 0; b--) k = k << 8 | head[16 + b], p = p << 8 | head[24 + b];
+    *key = malloc(k ? k : 1);
+    *image = malloc(p ? p : 1);
+    int ok = *key && *image && fread(*key, 1, k, f) == k && fread(*image, 1, p, f) == p;
+    fclose(f);
+    *keylen = k;
+    *len = p;
+    return ok;
+}
+
+/* kcache_host forge FROM TO: stores the image of entry file FROM under the key of entry file TO, in the
+ * cache directory the environment names: a well-formed forgery (the key and the checksum are anyone's
+ * to compute) that only the owner checks could keep out, here made by the owner. */
+static int forge(const char *from, const char *to) {
+    unsigned char *k1, *i1, *k2, *i2;
+    size_t kl1, l1, kl2, l2;
+    if (!read_file_parts(from, &k1, &kl1, &i1, &l1) || !read_file_parts(to, &k2, &kl2, &i2, &l2)) {
+        fprintf(stderr, "kcache_host: cannot read %s or %s\n", from, to);
+        return 1;
+    }
+    store(k2, kl2, i1, l1);
+    free(k1), free(i1), free(k2), free(i2);
+    if (failures) return 1;
+    printf("kcache_host forge: ok\n");
+    return 0;
+}
+
 /* ---- the driver -------------------------------------------------------------------------------------- */
 
 static const struct {
@@ -698,6 +736,7 @@ static void clear_dir(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "forge") == 0) return forge(argv[2], argv[3]);
     if (argc > 1) {
         for (int i = 0; i < NSCENARIOS; i++) {
             if (strcmp(argv[1], scenarios[i].name) != 0) continue;
