@@ -28,6 +28,18 @@ function M.build_dir()
   return "build"
 end
 
+--- The path of a host program of the build the module comes from (spec/host/), or nil and why when
+-- that build has none (make check-asan builds the module alone).
+function M.host_program(name)
+  local path = M.build_dir() .. "/" .. name
+  local f = io.open(path)
+  if f then
+    f:close()
+    return path
+  end
+  return nil, "no " .. path .. ": the host programs are built by make, not by make check-asan"
+end
+
 --- An `it` that runs only with a CUDA device and is reported pending (never passed) without one.
 function M.gpu_it(title, fn)
   it(title .. " #gpu", function()
