@@ -6,7 +6,9 @@
  *
  * The child is a fork of this process that runs one function, with a cap on the memory it may add,
  * and hands its result back as bytes through a pipe, then ends with _exit: no atexit handler, destructor or stdio buffer of the parent
- * runs twice. It must not touch the CUDA runtime, which a forked child cannot use.
+ * runs twice. It must not touch the CUDA runtime, which a forked child cannot use. Only the forking
+ * thread lives on in the child: a lock another thread held at that moment (the dynamic loader's, while
+ * it opened a library) stays held there, and work that waits for it waits until the limit ends it.
  */
 #ifndef GR_BOUNDED_H
 #define GR_BOUNDED_H

@@ -100,7 +100,7 @@ static int is_unroll_pragma(const char *p) {
     return *s == '\n' || *s == '\0';
 }
 
-static const char *const refused_words[] = {"asm", "__asm", "__asm__", "_Pragma", NULL};
+static const char *const refused_words[] = {"asm", "__asm", "__asm__", "_Pragma", "__pragma", NULL};
 
 /* A name: reserved for the generated code (gr_), or a word that is not accepted. */
 static gr_status check_name_token(scan *sc, const char *start, size_t len) {

@@ -51,6 +51,7 @@ describe("a field that reads host files at compile time", function()
       spec { map = 'x\n%\\\n:include "/etc/passwd"\n' })
     expect("preamble: 1:1: _Pragma is not accepted (it is a preprocessor directive in another spelling)", gr.operator,
       spec { preamble = '_Pragma("once")' })
+    expect("map: 1:5: __pragma is not accepted", gr.operator, spec { map = 'x + __pragma(once) 0' })
     expect("map: 1:7: a carriage return not followed by a line feed is not accepted", gr.operator,
       spec { map = 'x // c\r#include "/etc/passwd"\n' })
     -- a raw string ends where its delimiter says: a reader that missed it would take code for a string
