@@ -263,7 +263,7 @@ $(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # The kernel cache alone: plain C and the file system, no device and no other engine module.
-$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/kcache.o
+$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/kcache.o $(OBJ)/engine/env.o
 	$(CC) $(SANITIZE) -o $@ $^ -lpthread
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and

@@ -5,7 +5,7 @@
  * the module still never links libcuda.
  *
  * Modules load into the context the runtime made current on this thread (its primary context, which
- * gr_dev_init created), so a kernel of a module shares streams and memory with the catalogue's.
+ * gr_dev_init_on created), so a kernel of a module shares streams and memory with the catalogue's.
  */
 #include <limits.h>
 #include <stdint.h>

@@ -63,11 +63,6 @@ extern "C" int gr_dev_use(int dev) {
     return e;
 }
 
-extern "C" int gr_dev_default(void) {
-    const char *env = getenv("GPUREDUCE_DEVICE");
-    return env ? atoi(env) : 0;
-}
-
 extern "C" int gr_dev_init_on(int dev, gr_device_info *info) {
     cudaError_t e = cudaSetDevice(dev);
     if (e != cudaSuccess) return e;
@@ -76,8 +71,6 @@ extern "C" int gr_dev_init_on(int dev, gr_device_info *info) {
     if (rc) return rc;
     return cudaFree(0);     /* creates the primary context now, not inside the first timed call */
 }
-
-extern "C" int gr_dev_init(gr_device_info *info) { return gr_dev_init_on(gr_dev_default(), info); }
 
 extern "C" const char *gr_dev_error_name(int code) { return cudaGetErrorName((cudaError_t)code); }
 

@@ -7,6 +7,7 @@
 #include "devices.h"
 #include "graphs.h"
 #include "device.h"
+#include "env.h"
 #include "error.h"
 #include "memory.h"
 #include "pool.h"
@@ -15,28 +16,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(GR_MAX_DEVICES == 16, "env.c's row of GPUREDUCE_DEVICE says ordinals 0 to 15");
+
+/* The environment is checked before anything is set up: a value a variable does not accept leaves a
+ * cpu context that only says so (gr.h). */
 gr_status gr_context_create(gr_context **out) {
     *out = NULL;
     gr_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return GR_ENOMEM;
     ctx->backend = GR_BACKEND_CPU;
     ctx->root = ctx;
+    ctx->per_device[0] = ctx;
+    *out = ctx;
+    char why[256];
+    gr_env_var bad = gr_env_check_all(why, sizeof why);
+    if (bad != GR_ENV_VAR_COUNT) return gr_fail_arg(ctx, GR_EINVAL, gr_env_name(bad), "%s", why);
+
+    gr_env_value v;
     ctx->cpu_threads = gr_cpu_default_threads();
-    const char *want = getenv("GPUREDUCE_BACKEND");
-    int cpu_only = want && strcmp(want, "cpu") == 0;
+    int cpu_only = gr_env_get(GR_ENV_BACKEND, &v, NULL, 0) == GR_ENV_SET && v.word == 1;
     if (!cpu_only && gr_dev_present()) {
-        ctx->device = gr_dev_default();
-        if (ctx->device >= 0 && ctx->device < GR_MAX_DEVICES && gr_dev_init_on(ctx->device, &ctx->info) == 0 &&
+        ctx->device = (int)gr_env_number_or(GR_ENV_DEVICE, 0);
+        /* a device that cannot be used leaves the cpu backend, as no device does */
+        if (ctx->device < gr_dev_count() && gr_dev_init_on(ctx->device, &ctx->info) == 0 &&
             gr_dev_stream_create(&ctx->stream) == 0)
             ctx->backend = GR_BACKEND_CUDA;
         else
             ctx->device = 0;
     }
+    ctx->per_device[0] = NULL;
     ctx->per_device[ctx->device] = ctx;
-    const char *limit = getenv("GPUREDUCE_MEMORY_LIMIT");
-    if (limit && *limit) ctx->mem.limit = (size_t)strtoull(limit, NULL, 10);
+    ctx->mem.limit = (size_t)gr_env_number_or(GR_ENV_MEMORY_LIMIT, 0);
+    ctx->exact_round = (size_t)gr_env_number_or(GR_ENV_EXACT_ROUND, 0);
     gr_fault_init_from_env(ctx);
-    *out = ctx;
     return GR_OK;
 }
 

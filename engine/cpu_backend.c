@@ -12,6 +12,7 @@
  * It never writes to its input (the textbook version reduces in place).
  */
 #include "cpu.h"
+#include "env.h"
 #include "error.h"
 #include "gen_element.h"
 #include "ops.h"
@@ -245,8 +246,7 @@ static void *run_thread(void *arg) {
 }
 
 int gr_cpu_default_threads(void) {
-    const char *env = getenv("GPUREDUCE_CPU_THREADS");
-    long n = env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    long n = (long)gr_env_number_or(GR_ENV_CPU_THREADS, (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
     if (n < 1) n = 1;
     if (n > 64) n = 64;
     return (int)n;

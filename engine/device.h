@@ -17,12 +17,11 @@ extern "C" {
 #endif
 
 int gr_dev_present(void);                             /* 1 when a usable CUDA device exists */
-int gr_dev_init(gr_device_info *info);                /* the default device (GPUREDUCE_DEVICE, else 0) */
-/* Several devices (engine/devices.c): their count, the default one's ordinal, the facts of one without
- * touching it, one made current and described (its primary context created), and the current device of
- * the calling thread set (a no-op when this thread last set the same one through here). */
+/* Several devices (engine/devices.c): their count, the facts of one without touching it, one made
+ * current and described (its primary context created; context.c picks the first, GPUREDUCE_DEVICE),
+ * and the current device of the calling thread set (a no-op when this thread last set the same one
+ * through here). */
 int gr_dev_count(void);
-int gr_dev_default(void);
 int gr_dev_props(int dev, gr_device_info *info);
 int gr_dev_init_on(int dev, gr_device_info *info);
 int gr_dev_use(int dev);

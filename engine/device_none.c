@@ -9,9 +9,7 @@
 enum { NO_DEVICE = 100 };   /* the CUDA runtime's cudaErrorNoDevice, for uniform messages */
 
 int gr_dev_present(void) { return 0; }
-int gr_dev_init(gr_device_info *info) { (void)info; return NO_DEVICE; }
 int gr_dev_count(void) { return 0; }
-int gr_dev_default(void) { return 0; }
 int gr_dev_props(int dev, gr_device_info *info) { (void)dev; (void)info; return NO_DEVICE; }
 int gr_dev_init_on(int dev, gr_device_info *info) { (void)dev; (void)info; return NO_DEVICE; }
 int gr_dev_use(int dev) { (void)dev; return NO_DEVICE; }

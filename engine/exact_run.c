@@ -174,10 +174,9 @@ gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
             .stream = ctx->stream, .k = k, .size = size, .offsets = size ? NULL : gr_buffer_data(offsets),
             .out = gr_buffer_data(out), .out_dtype = (gr_dtype)acc, .ddof = o->ddof,
         };
-        /* GPUREDUCE_EXACT_ROUND (a multiple of 16) makes the kernel's rounds short, for a spec to reach
-         * the carry steps of segments longer than 2^30 elements with small ones */
-        const char *round = getenv("GPUREDUCE_EXACT_ROUND");
-        L.round = round && *round ? (size_t)strtoull(round, NULL, 10) : GR_EXACT_MOST_PER_BLOCK;
+        /* GPUREDUCE_EXACT_ROUND (a multiple of 16, read with the context) makes the kernel's rounds
+         * short, for a spec to reach the carry steps of segments longer than 2^30 elements with small ones */
+        L.round = ctx->root->exact_round ? ctx->root->exact_round : GR_EXACT_MOST_PER_BLOCK;
         size_t full = (size_t)ctx->info.sms * (size_t)(ctx->info.max_threads_per_sm / L.block);
         L.grid = k < full ? k : full;
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);

@@ -9,21 +9,20 @@
  * over every event of a call and check that each failure leaves buffers, pool and context as they were.
  */
 #include "memory.h"
+#include "env.h"
 #include "error.h"
 
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-static const char *const fault_names[GR_FAULT_KINDS] = {"alloc", "launch", "copy"};
 
 /* What each kind fails with: cudaErrorMemoryAllocation, cudaErrorLaunchOutOfResources, cudaErrorUnknown
  * (none of them sticky, like the failures they stand for). */
 static const int fault_codes[GR_FAULT_KINDS] = {2, 701, 999};
 
+/* The kinds' names are GPUREDUCE_FAULT's words, in gr_fault_kind's order. */
 int gr_fault_from_name(const char *name) {
+    const char *const *names = gr_env_words(GR_ENV_FAULT);
     for (int k = 0; k < GR_FAULT_KINDS; k++)
-        if (strcmp(name, fault_names[k]) == 0) return k;
+        if (strcmp(name, names[k]) == 0) return k;
     return -1;
 }
 
@@ -46,10 +45,9 @@ int gr_fault_hit(gr_context *ctx, gr_fault_kind kind) {
     return fault_codes[kind];
 }
 
+/* gr_context_create has checked the value: one it does not accept never comes here. */
 void gr_fault_init_from_env(gr_context *ctx) {
-    const char *env = getenv("GPUREDUCE_FAULT");
-    if (!env || !*env) return;
-    char kind[16];
-    long k = 0;
-    if (sscanf(env, "%15[a-z]:%ld", kind, &k) == 2) gr_debug_fault(ctx, kind, k);
+    gr_env_value v;
+    if (gr_env_get(GR_ENV_FAULT, &v, NULL, 0) == GR_ENV_SET)
+        ctx->fault.at[v.word] = v.n ? ctx->fault.count[v.word] + (size_t)v.n : 0;
 }

@@ -89,7 +89,10 @@ const char *gr_finish_names(void);
 /* ---- context -------------------------------------------------------------------------------------- */
 
 /* Creates a context on the first usable CUDA device, or a CPU-only context when there is none
- * (or when the environment variable GPUREDUCE_BACKEND is "cpu"). Never fails for lack of a GPU. */
+ * (or when the environment variable GPUREDUCE_BACKEND is "cpu"). Never fails for lack of a GPU.
+ * A GPUREDUCE_* variable set to a value it does not accept (docs/api.md lists them) fails with
+ * GR_EINVAL; *out is then a context that serves only gr_errmsg (which names the variable and what it
+ * accepts), gr_errarg (the variable) and gr_context_destroy. GR_ENOMEM leaves *out NULL. */
 gr_status gr_context_create(gr_context **out);
 void gr_context_destroy(gr_context *ctx);
 gr_backend gr_context_backend(const gr_context *ctx);

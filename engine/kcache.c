@@ -18,12 +18,27 @@
  * The sizes must add up to the file's size exactly and the checksum must match, else the file counts
  * as damaged: a miss, and the caller's store replaces it.
  *
- * Writers never touch a file others can see: each writes a temporary file of its own (mkostemp) in the
- * cache directory and renames it over the final name, which POSIX makes atomic. A reader holding the
- * old file keeps reading the old file. There is no fsync: after a power loss a file may be short or
- * zeroed, which the checks above reject.
+ * Whom it trusts. The digest, the checksum and the key (the generated source, the NVRTC version, the
+ * architecture) are computable by anyone: a file that passes every check above may still hold another
+ * kernel than the one its key promises -- planted by another user, it would run their code on the GPU
+ * in this process, which reads and writes this process's memory. The checks above catch accidents;
+ * what keeps out a forged file is who may write it. So the directory is opened once, without
+ * following a symbolic link at its last step, and used only when it belongs to the user and no one
+ * else may write it (a directory of another user, such as a site-wide cache, only with
+ * GPUREDUCE_CACHE_SHARED=1, and then for loads only); the handle is kept, so that renaming folders
+ * later cannot swap another directory in. Each file is opened in it without following a link and
+ * without waiting (a FIFO planted at an entry's name must not hang the load), and read only when it is
+ * a regular file of the directory's owner that no one else may write, and no larger than
+ * GR_KCACHE_MAX_FILE, checked before anything is allocated. The folders above the directory are the
+ * user's choice, not checked.
+ *
+ * Writers never touch a file others can see: each writes a temporary file of its own (a fresh name,
+ * created exclusively) in the cache directory and renames it over the final name, which POSIX makes
+ * atomic. A reader holding the old file keeps reading the old file. There is no fsync: after a power
+ * loss a file may be short or zeroed, which the checks above reject.
  */
 #include "kcache.h"
+#include "env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the digest ------------------------------------------------------------------------------------ */
@@ -99,19 +115,22 @@ static digest digest_of(const void *data, size_t len, uint64_t seed) {
 #define HEAD_BYTES 40
 #define FORMAT_VERSION 1u
 static const char MAGIC[8] = {'g', 'r', 'k', 'c', 'a', 'c', 'h', 'e'};
-/* "/" + 32 hex digits + ".tmp.XXXXXX" and the NUL: what a file name adds to the directory */
-#define NAME_ROOM 48
+/* what a file name needs: 32 hex digits + ".tmp." + 16 hex digits and the NUL */
+#define NAME_ROOM 64
 
 enum { WARN_NONE, WARN_WRITING, WARN_READY, WARN_TAKEN };
 
 static struct {
     pthread_once_t once;
-    char dir[PATH_MAX - NAME_ROOM];
+    char dir[PATH_MAX];
+    int dirfd;                      /* the directory, opened and checked once; every file is opened in it */
+    uid_t owner;                    /* its owner: the user, or another with GPUREDUCE_CACHE_SHARED=1 */
     atomic_int disk;                /* gr_kcache_disk; storing may be turned off later */
     atomic_int warn_state;
     char warning[PATH_MAX + 256];   /* written once, under WARN_WRITING, and never again */
-    atomic_size_t hits, misses, corrupt, collisions, stores, store_failures;
-} cache = {.once = PTHREAD_ONCE_INIT};
+    atomic_size_t hits, misses, corrupt, collisions, untrusted, stores, store_failures;
+    atomic_uint_fast64_t names;     /* temporary files named so far */
+} cache = {.once = PTHREAD_ONCE_INIT, .dirfd = -1};
 
 /* Keeps the first warning only: the user hears about the cache directory once per process. */
 static void warn(const char *fmt, ...) {
@@ -165,7 +184,7 @@ static int make_dirs(char *path) {
 }
 
 /* The directory of kcache.h's rules into cache.dir (absolute); 0, or -1 with a warning given. env is
- * GPUREDUCE_CACHE's value, or NULL. */
+ * GPUREDUCE_CACHE's directory, or NULL. */
 static int choose_dir(const char *env) {
     const char *base, *tail;
     if (env) {
@@ -188,32 +207,87 @@ static int choose_dir(const char *env) {
     /* relative to the working directory of now, so that a later chdir does not move the cache */
     char cwd[PATH_MAX] = "";
     if (base[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = '\0';
-    int n = snprintf(cache.dir, sizeof cache.dir, "%s%s%s%s", cwd, *cwd ? "/" : "", base, tail);
-    if (n < 0 || (size_t)n >= sizeof cache.dir) {
-        warn("gpureduce: the kernel cache directory's path is too long (%s%s): compiled kernels are kept "
+    int n = snprintf(cache.dir, sizeof cache.dir - NAME_ROOM, "%s%s%s%s", cwd, *cwd ? "/" : "", base, tail);
+    if (n < 0 || (size_t)n >= sizeof cache.dir - NAME_ROOM) {
+        warn("gpureduce: the kernel cache directory's path is too long (%.300s%s): compiled kernels are kept "
              "in memory only", base, tail);
         return -1;
     }
     return 0;
 }
 
+/* Opens cache.dir and decides whether it may be trusted (the opening comment says when); the handle
+ * in cache.dirfd and its owner in cache.owner, or -1 with a warning given. *shared: it is another
+ * user's, taken because GPUREDUCE_CACHE_SHARED=1 says so. */
+static int open_dir(int *shared) {
+    char buf[128], why[256];
+    gr_env_value v;
+    gr_env_state opt = gr_env_get(GR_ENV_CACHE_SHARED, &v, why, sizeof why);
+    if (opt == GR_ENV_BAD) {
+        warn("gpureduce: GPUREDUCE_CACHE_SHARED: %s: compiled kernels are kept in memory only", why);
+        return -1;
+    }
+    int fd = open(cache.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP || errno == ENOTDIR)
+            warn("gpureduce: the kernel cache directory %s is a symbolic link (or not a directory): it is not "
+                 "used, compiled kernels are kept in memory only; point GPUREDUCE_CACHE at the directory itself",
+                 cache.dir);
+        else
+            warn("gpureduce: the kernel cache directory %s cannot be read (%s): compiled kernels are kept in "
+                 "memory only", cache.dir, error_text(errno, buf, sizeof buf));
+        return -1;
+    }
+    struct stat st;
+    uid_t me = geteuid();
+    *shared = 0;
+    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        warn("gpureduce: the kernel cache directory %s cannot be read (%s): compiled kernels are kept in "
+             "memory only", cache.dir, error_text(errno, buf, sizeof buf));
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+        warn("gpureduce: the kernel cache directory %s may be written by other users (mode %04o): it is not "
+             "used, compiled kernels are kept in memory only; chmod go-w it, or set GPUREDUCE_CACHE to a "
+             "directory of your own", cache.dir, (unsigned)(st.st_mode & 07777));
+    } else if (st.st_uid != me && !(opt == GR_ENV_SET && v.word == 1)) {
+        warn("gpureduce: the kernel cache directory %s belongs to another user (uid %u): it is not used, "
+             "compiled kernels are kept in memory only; GPUREDUCE_CACHE_SHARED=1 reads such a directory "
+             "(never writes it) when you trust its owner", cache.dir, (unsigned)st.st_uid);
+    } else if (faccessat(fd, ".", R_OK | X_OK, AT_EACCESS) != 0) {
+        warn("gpureduce: the kernel cache directory %s cannot be read (%s): compiled kernels are kept in "
+             "memory only", cache.dir, error_text(errno, buf, sizeof buf));
+    } else {
+        cache.dirfd = fd;
+        cache.owner = st.st_uid;
+        *shared = st.st_uid != me;
+        return 0;
+    }
+    close(fd);
+    return -1;
+}
+
 static void settle(void) {
-    const char *env = getenv("GPUREDUCE_CACHE");
-    if (env && (!*env || strcmp(env, "off") == 0)) return;     /* asked for: no warning */
-    if (choose_dir(env) != 0) return;
-    char buf[128];
+    gr_env_value v;
+    char why[256], buf[128];
+    gr_env_state env = gr_env_get(GR_ENV_CACHE, &v, why, sizeof why);
+    if (env == GR_ENV_BAD) {
+        warn("gpureduce: GPUREDUCE_CACHE: %s: compiled kernels are kept in memory only", why);
+        return;
+    }
+    if (env == GR_ENV_SET && !v.word) return;     /* off, asked for: no warning */
+    if (choose_dir(env == GR_ENV_SET ? v.text : NULL) != 0) return;
     if (make_dirs(cache.dir) != 0) {
         warn("gpureduce: the kernel cache directory %s cannot be made (%s): compiled kernels are kept in "
              "memory only; set GPUREDUCE_CACHE to a writable directory, or to off",
              cache.dir, error_text(errno, buf, sizeof buf));
         return;
     }
-    if (access(cache.dir, R_OK | X_OK) != 0) {
-        warn("gpureduce: the kernel cache directory %s cannot be read (%s): compiled kernels are kept in "
-             "memory only", cache.dir, error_text(errno, buf, sizeof buf));
+    int shared;
+    if (open_dir(&shared) != 0) return;
+    if (shared) {                   /* another user's: never written, even where we could */
+        atomic_store(&cache.disk, GR_KCACHE_READ_ONLY);
         return;
     }
-    if (access(cache.dir, W_OK) != 0) {
+    if (faccessat(cache.dirfd, ".", W_OK, AT_EACCESS) != 0) {
         warn("gpureduce: the kernel cache directory %s cannot be written (%s): kernels found there are "
              "used, new ones are kept in memory only", cache.dir, error_text(errno, buf, sizeof buf));
         atomic_store(&cache.disk, GR_KCACHE_READ_ONLY);
@@ -235,16 +309,16 @@ void gr_kcache_stats_get(gr_kcache_stats *out) {
     out->misses = atomic_load(&cache.misses);
     out->corrupt = atomic_load(&cache.corrupt);
     out->collisions = atomic_load(&cache.collisions);
+    out->untrusted = atomic_load(&cache.untrusted);
     out->stores = atomic_load(&cache.stores);
     out->store_failures = atomic_load(&cache.store_failures);
 }
 
 /* ---- files ----------------------------------------------------------------------------------------- */
 
-/* The entry's file ("<digest>.kernel"), or a template for its temporary file ("<digest>.tmp.XXXXXX"). */
-static void entry_path(char out[PATH_MAX], digest d, const char *suffix) {
-    snprintf(out, PATH_MAX, "%s/%016llx%016llx%s", cache.dir, (unsigned long long)d.a,
-             (unsigned long long)d.b, suffix);
+/* The entry's file name in the directory ("<digest>.kernel"). */
+static void entry_name(char out[NAME_ROOM], digest d) {
+    snprintf(out, NAME_ROOM, "%016llx%016llx.kernel", (unsigned long long)d.a, (unsigned long long)d.b);
 }
 
 /* Chained through the seed, so the three parts need not be in one piece of memory. */
@@ -280,20 +354,30 @@ static int write_all(int fd, const void *buf, size_t n) {
     return 0;
 }
 
-typedef enum { FILE_FOUND, FILE_DAMAGED, FILE_FOREIGN, FILE_NO_MEMORY } file_check;
+typedef enum { FILE_FOUND, FILE_DAMAGED, FILE_FOREIGN, FILE_UNTRUSTED, FILE_NO_MEMORY } file_check;
+
+/* Whether the open file may be read: a regular file of the directory's owner that no one else may
+ * write (the opening comment says why), within GR_KCACHE_MAX_FILE. */
+static file_check check_file(int fd, struct stat *st) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != cache.owner ||
+        (st->st_mode & (S_IWGRP | S_IWOTH)))
+        return FILE_UNTRUSTED;
+    if (st->st_size < HEAD_BYTES || (uint64_t)st->st_size > GR_KCACHE_MAX_FILE) return FILE_DAMAGED;
+    return FILE_FOUND;
+}
 
 /* Reads and checks the open file; on FILE_FOUND the image is in *payload (malloc'd). */
 static file_check read_entry(int fd, const void *key, size_t keylen, void **payload, size_t *len) {
     struct stat st;
     unsigned char head[HEAD_BYTES];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < HEAD_BYTES ||
-        read_all(fd, head, HEAD_BYTES) != 0)
-        return FILE_DAMAGED;
+    file_check trusted = check_file(fd, &st);
+    if (trusted != FILE_FOUND) return trusted;
+    if (read_all(fd, head, HEAD_BYTES) != 0) return FILE_DAMAGED;
     uint64_t body = (uint64_t)st.st_size - HEAD_BYTES, klen = get64(head + 16), plen = get64(head + 24);
     unsigned char version_and_zero[8];
     put64(version_and_zero, FORMAT_VERSION);
     if (memcmp(head, MAGIC, 8) != 0 || memcmp(head + 8, version_and_zero, 8) != 0 || klen > body ||
-        plen != body - klen || body > SIZE_MAX)
+        plen != body - klen)
         return FILE_DAMAGED;
     /* the key is read even when its length differs from ours, to tell a damaged file from another key's */
     unsigned char *buf = malloc(body ? (size_t)body : 1);
@@ -320,13 +404,16 @@ gr_status gr_kcache_load(const void *key, size_t keylen, void **payload, size_t 
     *payload = NULL;
     *len = 0;
     if (!key || keylen == 0) return GR_EINVAL;
-    int fd = -1;
+    int fd = -1, refused = 0;
     if (disk_mode() != GR_KCACHE_OFF) {
-        char path[PATH_MAX];
-        entry_path(path, digest_of(key, keylen, FORMAT_VERSION), ".kernel");
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        char name[NAME_ROOM];
+        entry_name(name, digest_of(key, keylen, FORMAT_VERSION));
+        /* no link followed, no wait for a writer of a FIFO */
+        fd = openat(cache.dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        refused = fd < 0 && errno == ELOOP;
     }
     if (fd < 0) {
+        if (refused) atomic_fetch_add(&cache.untrusted, 1);
         atomic_fetch_add(&cache.misses, 1);
         return GR_OK;
     }
@@ -336,6 +423,7 @@ gr_status gr_kcache_load(const void *key, size_t keylen, void **payload, size_t 
     case FILE_FOUND: atomic_fetch_add(&cache.hits, 1); return GR_OK;
     case FILE_DAMAGED: atomic_fetch_add(&cache.corrupt, 1); break;
     case FILE_FOREIGN: atomic_fetch_add(&cache.collisions, 1); break;
+    case FILE_UNTRUSTED: atomic_fetch_add(&cache.untrusted, 1); break;
     case FILE_NO_MEMORY: break;
     }
     atomic_fetch_add(&cache.misses, 1);
@@ -352,14 +440,31 @@ static gr_status store_failed(const char *what, int e) {
     return GR_OK;
 }
 
+/* A temporary file of this process's own, made in the directory: "<digest>.tmp.<16 hex digits>" with a
+ * name no one used (O_EXCL), tried again on a clash. Its name in tmp; the descriptor, or -1. */
+static int create_temporary(digest d, char tmp[NAME_ROOM]) {
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        uint64_t n = atomic_fetch_add(&cache.names, 1);
+        uint64_t r = spread(spread((uint64_t)getpid() << 32 ^ n) ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 30);
+        snprintf(tmp, NAME_ROOM, "%016llx%016llx.tmp.%016llx", (unsigned long long)d.a, (unsigned long long)d.b,
+                 (unsigned long long)r);
+        int fd = openat(cache.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
 gr_status gr_kcache_store(const void *key, size_t keylen, const void *payload, size_t len) {
     if (!key || keylen == 0 || (!payload && len > 0)) return GR_EINVAL;
     if (disk_mode() != GR_KCACHE_READ_WRITE) return GR_OK;
-    char path[PATH_MAX], tmp[PATH_MAX];
+    /* a file a load would refuse is not written */
+    if (keylen > GR_KCACHE_MAX_FILE - HEAD_BYTES || len > GR_KCACHE_MAX_FILE - HEAD_BYTES - keylen) return GR_OK;
+    char name[NAME_ROOM], tmp[NAME_ROOM];
     digest d = digest_of(key, keylen, FORMAT_VERSION);
-    entry_path(path, d, ".kernel");
-    entry_path(tmp, d, ".tmp.XXXXXX");
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    entry_name(name, d);
+    int fd = create_temporary(d, tmp);
     if (fd < 0) return store_failed("create a file", errno);
 
     unsigned char head[HEAD_BYTES] = {0};
@@ -376,12 +481,13 @@ gr_status gr_kcache_store(const void *key, size_t keylen, const void *payload, s
         ok = 0;
         e = errno;
     }
-    if (ok && rename(tmp, path) != 0) {
+    /* replaces whatever was at the name: a damaged file, or one that was refused */
+    if (ok && renameat(cache.dirfd, tmp, cache.dirfd, name) != 0) {
         ok = 0;
         e = errno;
     }
     if (!ok) {
-        unlink(tmp);
+        unlinkat(cache.dirfd, tmp, 0);
         return store_failed("write a file", e);
     }
     atomic_fetch_add(&cache.stores, 1);

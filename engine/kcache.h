@@ -12,23 +12,31 @@
 
 #include "gr.h"
 
+#include <stdint.h>
+
 /* ---- the disk cache -------------------------------------------------------------------------------- */
 
 /* The directory, settled on first use: GPUREDUCE_CACHE if set ("off" or empty: no disk cache), else
  * $XDG_CACHE_HOME/gpureduce (an absolute XDG_CACHE_HOME only), else $HOME/.cache/gpureduce. Missing
- * folders are made with mode 0700. One that cannot be made or read turns the disk cache off for the
- * process; one that can be read but not written is used for loads only. Either way, a warning. */
+ * folders are made with mode 0700. One that cannot be made or read, a symbolic link, one that others
+ * may write, or one of another user (unless GPUREDUCE_CACHE_SHARED=1) turns the disk cache off for the
+ * process; one that can be read but not written, or another user's taken with GPUREDUCE_CACHE_SHARED=1,
+ * is used for loads only. Each but the last with a warning. kcache.c's opening comment says why. */
 typedef enum gr_kcache_disk {
     GR_KCACHE_OFF,          /* no disk cache: every load misses, every store is skipped */
     GR_KCACHE_READ_ONLY,    /* loads only */
     GR_KCACHE_READ_WRITE
 } gr_kcache_disk;
 
+/* The largest file a load reads (header, key and image): a larger one is damaged, and not stored. */
+#define GR_KCACHE_MAX_FILE ((uint64_t)64 << 20)
+
 /* The image stored under key, in *payload (malloc'd; the caller frees it) with its length in *len.
  * A miss is not a failure: GR_OK with *payload NULL and *len 0. A file that is damaged (short, long,
- * wrong checksum) or holds another key counts as a miss and is never loaded; the caller builds the image
- * and stores it, which replaces the file. GR_ENOMEM when the image does not fit in memory, GR_EINVAL
- * for a NULL pointer or an empty key. */
+ * wrong checksum), holds another key, or is not to be trusted (not a regular file of the directory's
+ * owner that only the owner may write: a link, a FIFO, another user's) counts as a miss and is never
+ * loaded; the caller builds the image and stores it, which replaces the file. GR_ENOMEM when the image
+ * does not fit in memory, GR_EINVAL for a NULL pointer or an empty key. */
 gr_status gr_kcache_load(const void *key, size_t keylen, void **payload, size_t *len);
 
 /* Saves payload under key, replacing any file there: written whole to a temporary file in the cache
@@ -50,6 +58,8 @@ typedef struct gr_kcache_stats {
     size_t misses;
     size_t corrupt;         /* files rejected as damaged: size, header or checksum */
     size_t collisions;      /* intact files that held another key under the same name */
+    size_t untrusted;       /* files refused unread: a link, not a regular file, another user's, or
+                             * writable by others */
     size_t stores;          /* files written */
     size_t store_failures;  /* stores that could not be written (the first turns storing off) */
     gr_kcache_disk disk;    /* what the disk cache does now */

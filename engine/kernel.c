@@ -17,6 +17,7 @@
 #include "ops.h"
 #include "registry.h"
 #include "source_text.h"
+#include "user_text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,11 +64,11 @@ static gr_status check_spec(gr_context *ctx, const gr_kernel_spec *in, gr_kernel
         return gr_fail_arg(ctx, GR_EINVAL, "name", "'%s' is %s (a user kernel needs a name of its own)", s->name,
                            at < 0 ? "what opts.variant calls the automatic choice" : "a catalogue variant");
     if (!s->entry) s->entry = s->name;
-    if (!gr_is_identifier(s->entry) || strlen(s->entry) > 64)
-        return gr_fail_arg(ctx, GR_EINVAL, "entry", "'%.80s' is not a C name of at most 64 characters", s->entry);
+    if ((st = gr_user_name_check(ctx, "entry", s->entry, "an entry point")) != GR_OK) return st;
     if (!s->source || gr_operator_is_blank(s->source))
         return gr_fail_arg(ctx, GR_EINVAL, "source", "is %s (expected CUDA C++ that defines the entry point %s)",
                            s->source ? "empty" : "required", s->entry);
+    if ((st = gr_user_text_check(ctx, "source", s->source, GR_TEXT_KERNEL)) != GR_OK) return st;
     if (!gr_source_has_token(s->source, s->entry, 1))
         return gr_fail_arg(ctx, GR_EINVAL, "source", "does not define the entry point %s: expected template <class "
                            "Op, class In> __device__ typename Op::acc_t %s(const In *in, size_t n, unsigned long "
@@ -182,6 +183,7 @@ static gr_status compile(gr_context *ctx, gr_operator_cache *cache, const struct
     if (st == GR_OK && !user_op && (*out)->acc_size != gr_op_acc_size(op, in, acc))
         st = gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator has %zu bytes, the engine's %zu", what,
                      (*out)->acc_size, gr_op_acc_size(op, in, acc));
+    if (st == GR_OK && user_op) st = gr_operator_check_image(ctx, user_op, *out, what);
     return st;
 }
 
@@ -307,9 +309,6 @@ gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int varia
     }
     gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img);
     if (st != GR_OK) return st;
-    if (img->acc_size > GR_ACC_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
-                           "reduction keeps", gr_operator_get_spec(user_op)->name, img->acc_size, GR_ACC_MAX);
     const gr_operator_kernels *loaded;
     if ((st = gr_operator_load(ctx, img, &loaded)) != GR_OK) return st;
     img->variant = variant;

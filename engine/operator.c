@@ -5,13 +5,14 @@
  * The generated source (gr_operator_source; docs/architecture.md shows one) includes the NVRTC-clean
  * headers, then the preamble, then one function per expression, each expression on lines of its own
  * after a `#line 1 "<field>"` directive and followed by `#line N "generated"`: NVRTC then reports an
- * error in a field as "map(1): error: ...", which compile_error rewrites as "map: 1:5: ...". A functor
+ * error in a field as "map(1): error: ...", which compile_log.c rewrites as "map: 1:5: ...". A functor
  * over those functions has the shape of cuda/ops.cuh's, so the kernels are the catalogue's pieces
  * (thread_accumulate, block_reduce, epilogue) instantiated for it.
  *
  * Nothing here knows CUDA beyond device.h: an image is bytes until gr_operator_load.
  */
 #include "operator.h"
+#include "compile_log.h"
 #include "ops.h"
 #include "device.h"
 #include "devices.h"
@@ -19,6 +20,7 @@
 #include "kcache.h"
 #include "nvrtc.h"
 #include "source_text.h"
+#include "user_text.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -48,7 +50,7 @@ static const char *const c_type_words[] = {"char", "short", "int", "long", "floa
 static gr_status check_expression(gr_context *ctx, const char *field, const char *text, const char *what) {
     if (!text) return gr_fail_arg(ctx, GR_EINVAL, field, "is required (%s)", what);
     if (gr_operator_is_blank(text)) return gr_fail_arg(ctx, GR_EINVAL, field, "is empty (expected %s)", what);
-    return GR_OK;
+    return gr_user_text_check(ctx, field, text, GR_TEXT_EXPRESSION);
 }
 
 /* The accumulator: a dtype, or a struct the preamble declares. */
@@ -68,7 +70,13 @@ static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *d
             !gr_is_ident_char(acc[strlen(c_type_words[k])]))
             return gr_fail_arg(ctx, GR_EINVAL, "acc", "'%s' is a C type: name it by its dtype (%s)", acc,
                                gr_dtype_names());
-    if (!gr_is_identifier(acc) || !spec->preamble || !gr_source_has_token(spec->preamble, acc, 0))
+    if (!gr_is_identifier(acc) || strlen(acc) > GR_NAME_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "unknown accumulator '%.80s%s': neither a dtype (%s) nor the "
+                           "name of a struct (a C name of at most %d characters)", acc, strlen(acc) > 80 ? "..." : "",
+                           gr_dtype_names(), GR_NAME_MAX);
+    gr_status st = gr_user_name_check(ctx, "acc", acc, "a struct's name");
+    if (st != GR_OK) return st;
+    if (!spec->preamble || !gr_source_has_token(spec->preamble, acc, 0))
         return gr_fail_arg(ctx, GR_EINVAL, "acc", "unknown accumulator '%s': neither a dtype (%s) nor a struct "
                            "declared in the preamble", acc, gr_dtype_names());
     if (!spec->post)
@@ -84,6 +92,7 @@ static gr_status check_spec(gr_context *ctx, const gr_operator_spec *spec, int *
     if (st == GR_OK) st = check_expression(ctx, "reduce", spec->reduce, "a C expression over a and b");
     if (st == GR_OK) st = check_expression(ctx, "identity", spec->identity, "a C initializer of the accumulator");
     if (st == GR_OK && spec->post) st = check_expression(ctx, "post", spec->post, "a C expression over a and n");
+    if (st == GR_OK && spec->preamble) st = gr_user_text_check(ctx, "preamble", spec->preamble, GR_TEXT_PREAMBLE);
     if (st == GR_OK) st = check_acc(ctx, spec, acc_dtype);
     return st;
 }
@@ -297,6 +306,35 @@ static int read_constants(gr_operator_image *img) {
     return 1;
 }
 
+/* What the host believes of an operator's image. A dtype accumulator's size and alignment are its
+ * dtype's, and without post the result's kind follows the dtype (as gr_op_kind_of says on the device):
+ * derived here, the image must agree. A struct's layout and post's kind are the image's own -- no field
+ * can reach the constants that say them (user_text.h: no directive, no gr_ name, no asm) -- and must be
+ * sane: a whole number of 32-bit words within GR_ACC_MAX, aligned to a power of two that divides it. An
+ * image that says otherwise is not this operator's (a damaged or forged cache file): refused. */
+gr_status gr_operator_check_image(gr_context *ctx, const gr_operator *op, const gr_operator_image *img,
+                                  const char *what) {
+    size_t size = img->acc_size, align = img->acc_align;
+    if (op->acc_dtype >= 0) {
+        gr_dtype t = (gr_dtype)op->acc_dtype;
+        size_t want = gr_dtype_size(t);
+        int kind = gr_dtype_is_float(t) ? GR_SCALAR_FLOAT : gr_dtype_is_signed(t) ? GR_SCALAR_INT : GR_SCALAR_UINT;
+        if (size == want && align == want && (op->spec.post || img->result_kind == kind)) return GR_OK;
+        return gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator has %zu bytes aligned to %zu%s, where %s has "
+                       "%zu: the image is not this operator's (a forged file in the kernel cache?)", what, size, align,
+                       op->spec.post || img->result_kind == kind ? "" : " and another result kind",
+                       gr_dtype_name(t), want);
+    }
+    if (size > GR_ACC_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
+                           "reduction keeps", op->spec.name, size, GR_ACC_MAX);
+    if (size < 4 || size % 4 || align == 0 || (align & (align - 1)) || size % align)
+        return gr_fail(ctx, GR_ECUDA, "%s: the image's accumulator struct has %zu bytes aligned to %zu, which no "
+                       "struct that compiled can have: the image is not this operator's (a forged file in the kernel "
+                       "cache?)", what, size, align);
+    return GR_OK;
+}
+
 /* ---- the caches ------------------------------------------------------------------------------------- */
 
 struct gr_operator_cache {
@@ -430,70 +468,6 @@ static void store_on_disk(const char *key, size_t keylen, const gr_operator_imag
     free(p);
 }
 
-/* ---- NVRTC's errors in the user's terms -------------------------------------------------------------- */
-
-/* The files a generated source names its users' texts by: an operator's fields, a user kernel's source
- * and the call of its entry point (kernel_source.c). */
-static const char *const fields[] = {"map", "reduce", "post", "identity", "preamble", "acc", "source", "entry", NULL};
-
-/* The field whose text ends just before generated line `line` (where its #line directive resumes the
- * generated numbering): an error there is an unfinished expression, "{" say. NULL for any other line. */
-static const char *field_ending_at(const char *source, long line) {
-    char resume[48];
-    snprintf(resume, sizeof resume, "\n#line %ld \"generated\"\n", line);
-    const char *at = strstr(source, resume);
-    if (!at) return NULL;
-    const char *start = NULL;
-    for (const char *p = source; (p = strstr(p, "\n#line 1 \"")) != NULL && p < at; p++) start = p + 10;
-    for (int k = 0; start && fields[k]; k++)
-        if (strncmp(start, fields[k], strlen(fields[k])) == 0 && start[strlen(fields[k])] == '"') return fields[k];
-    return NULL;
-}
-
-/* The log's first error, "<file>(<line>): <severity>: <message>" with a severity that says error,
- * followed by NVRTC's echo of the line and a caret under the column. When the file is a field, the
- * context's message becomes "<field>: <line>:<column>: <message> (...)" (without the column when
- * there is no caret) and gr_errarg the field; an error on the generated line right after a field is
- * that field's, "at its end". Returns 0 when the log has no such line. */
-static int compile_error(gr_context *ctx, const char *what, const char *source, const char *log) {
-    for (const char *line = log; line && *line;) {
-        const char *eol = strchr(line, '\n'), *end = eol ? eol : line + strlen(line);
-        const char *open = memchr(line, '(', (size_t)(end - line));
-        char *after;
-        long lineno = open ? strtol(open + 1, &after, 10) : 0;
-        const char *sev = open && after > open + 1 && strncmp(after, "): ", 3) == 0 ? after + 3 : NULL;
-        const char *colon = sev ? strstr(sev, ": ") : NULL;
-        if (!colon || colon > end || !memmem(sev, (size_t)(colon - sev), "error", 5)) {
-            line = eol ? eol + 1 : NULL;
-            continue;
-        }
-        const char *msg = colon + 2;
-        int msglen = (int)(end - msg), filelen = (int)(open - line);
-        /* the column: NVRTC echoes the line indented by two spaces, then a caret under the spot */
-        long column = 0;
-        const char *echo = eol ? eol + 1 : NULL, *caret = echo ? strchr(echo, '\n') : NULL;
-        if (caret && strncmp(echo, "  ", 2) == 0 && strncmp(caret + 1, "  ", 2) == 0) {
-            const char *c = caret + 3;
-            while (*c == ' ' || *c == '\t') c++;
-            if (*c == '^') column = (long)(c - (caret + 3)) + 1;
-        }
-        const char *field = NULL;
-        for (int k = 0; fields[k] && !field; k++)
-            if ((int)strlen(fields[k]) == filelen && strncmp(line, fields[k], (size_t)filelen) == 0) field = fields[k];
-        char where[48];
-        if (column) snprintf(where, sizeof where, "%ld:%ld", lineno, column);
-        else snprintf(where, sizeof where, "%ld", lineno);
-        if (!field && filelen == 9 && strncmp(line, "generated", 9) == 0 && (field = field_ending_at(source, lineno)))
-            snprintf(where, sizeof where, "at its end");
-        if (field)
-            gr_fail_arg(ctx, GR_EINVAL, field, "%s: %.*s (%s)", where, msglen, msg, what);
-        else
-            gr_fail(ctx, GR_EINVAL, "%s does not compile: %.*s: %s: %.*s", what, filelen, line, where, msglen, msg);
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- compiling ----------------------------------------------------------------------------------------- */
 
 static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *what, gr_dtype in,
@@ -502,10 +476,21 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *
     gr_nvrtc_output o;
     gr_status st = gr_nvrtc_compile(ctx, source, "generated", arch, &o);
     free(c->log);
-    c->log = o.log;     /* kept whole, failed or not */
+    c->log = o.log;     /* kept, failed or not: its lines about the generated source */
     o.log = NULL;
+    c->log = gr_compile_log_own(c->log);
     if (st != GR_OK) {
-        if (st == GR_EINVAL) compile_error(ctx, what, source, c->log);    /* else gr_nvrtc_compile's message */
+        /* a compile error is the field's; another failure is said of what was compiled (an architecture
+         * NVRTC does not know is the caller's, as it is) */
+        if (st == GR_EINVAL && c->log && strcmp(gr_errarg(ctx), "arch") != 0) {
+            if (!gr_compile_error(ctx, what, source, c->log))    /* its lines left out: not quoted either */
+                gr_fail(ctx, GR_EINVAL, "%s does not compile, and NVRTC's log has no error about it (%s)", what,
+                        *c->log ? "the log follows" : "the log is empty");
+        } else if (strcmp(gr_errarg(ctx), "arch") != 0) {
+            char said[sizeof ctx->err];
+            snprintf(said, sizeof said, "%s", gr_errmsg(ctx));
+            gr_fail(ctx, st, "%s: %s", what, said);
+        }
         gr_nvrtc_output_free(&o);
         return st;
     }
@@ -584,6 +569,7 @@ static gr_status compile_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     snprintf(what, sizeof what, "operator %s over %s elements", op->spec.name, gr_dtype_name(in));
     st = gr_image_compile(ctx, cache, source, in, arch, what, out, &op->last);
     free(source);
+    if (st == GR_OK) st = gr_operator_check_image(ctx, op, *out, what);
     return st;
 }
 
@@ -671,9 +657,6 @@ static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     gr_operator_image *img;
     if ((st = compile_part(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, segments, &img)) != GR_OK) return st;
     img->has_segments = segments;       /* the images of the two parts have different sources */
-    if (img->acc_size > GR_ACC_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "acc", "operator %s: an accumulator of %zu bytes is over the %d a "
-                           "reduction keeps", op->spec.name, img->acc_size, GR_ACC_MAX);
     const gr_operator_kernels *k;
     if ((st = gr_operator_load(ctx, img, &k)) != GR_OK) return st;
     img->has_post = op->spec.post != NULL;

@@ -94,10 +94,14 @@ void gr_operator_source_tail(struct gr_text *t, gr_dtype in);
 /* The image of a generated source (an operator's, or a user kernel's: kernel_source.c) for input dtype
  * `in` and compute capability arch: from the cache's memory, else the disk cache, else NVRTC (then
  * stored in both). `what` names the source in messages ("operator l2 over float64 elements"); a compile
- * error in a user's text is said in its terms (operator.c's compile_error). The compile's facts go to
+ * error in a user's text is said in its terms (compile_log.h). The compile's facts go to
  * *info and to the cache's last. GR_ENODEV without NVRTC. */
 gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char *source, gr_dtype in, int arch,
                            const char *what, gr_operator_image **out, gr_operator_compile_info *info);
+/* GR_OK when what the image says of op's accumulator and result is what the host derives from the
+ * declared types (a dtype), or is sane (a struct); else the failure. `what` names the image. */
+gr_status gr_operator_check_image(gr_context *ctx, const gr_operator *op, const gr_operator_image *img,
+                                  const char *what);
 /* A map of the cache's that users may key as they like (values not owned): kernel.c remembers there
  * which image serves a user kernel for an op and dtype. */
 struct gr_kcache_mem *gr_operator_cache_memo(gr_operator_cache *c);

@@ -30,13 +30,19 @@ void gr_text_raw(gr_text *t, const char *s, size_t n) {
 }
 
 void gr_text_put(gr_text *t, const char *fmt, ...) {
-    char buf[1024];
+    char buf[1024], *big = NULL;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof buf) t->failed = 1;
-    else gr_text_raw(t, buf, (size_t)n);
+    if (n >= 0 && (size_t)n >= sizeof buf && (big = malloc((size_t)n + 1))) {   /* a long name, say */
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    if (n < 0 || ((size_t)n >= sizeof buf && !big)) t->failed = 1;
+    else gr_text_raw(t, big ? big : buf, (size_t)n);
+    free(big);
 }
 
 void gr_text_field(gr_text *t, const char *field, const char *user) {

@@ -247,7 +247,9 @@ static void push_context(lua_State *L) {
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
     lua_setmetatable(L, -2);
-    if (gr_context_create(&u->ctx) != GR_OK) luaL_error(L, "gpureduce: cannot create a context");
+    gr_status st = gr_context_create(&u->ctx);
+    if (st == GR_ENOMEM) luaL_error(L, "gpureduce: cannot create a context: out of host memory");
+    if (st != GR_OK) luaL_error(L, "gpureduce: %s", gr_errmsg(u->ctx));   /* the collector destroys it */
     lua_pushvalue(L, -1);
     lua_setfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY);
 }

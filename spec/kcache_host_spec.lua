@@ -43,6 +43,10 @@ describe("the kernel cache", function()
     truncated = "misses a file cut short at any length (or one byte long), and the next store repairs it",
     damaged = "misses a file with a flipped bit or byte anywhere, or a zeroed run, and the next store repairs it",
     collision = "never loads another key's intact file found under this key's name",
+    writable = "never loads an entry that group or others may write, and the next store replaces it",
+    symlink = "never follows a symbolic link at an entry's name, and the next store replaces the link",
+    fifo = "does not hang on a FIFO at an entry's name, and the next store replaces it",
+    huge = "refuses a 3 GB entry by its size, without reading it or allocating for it",
     threads = "serves eight threads of one process storing and loading at once",
     mem = "keeps a map of keys to values in memory, each value destroyed once",
   }
@@ -93,6 +97,79 @@ describe("the kernel cache", function()
   it("stops storing, with one warning, when a write fails, and goes on loading", function()
     local out = scenario("vanish", "GPUREDUCE_CACHE=" .. quote(tmp .. "/v"))
     assert.matches("cannot create a file in the kernel cache directory " .. tmp .. "/v", out, 1, true)
+  end)
+
+  describe("trusts only what the user alone may write:", function()
+    --- The disk mode and the warning of a process whose cache is at dir (and env).
+    local function report(dir, env)
+      local out = scenario("report", "GPUREDUCE_CACHE=" .. quote(dir) .. " " .. (env or ""))
+      return tonumber(out:match("disk=(%d)")), out:match("warning: ([^\n]*)")
+    end
+    local OFF, READ_ONLY, READ_WRITE = 0, 1, 2
+
+    it("its own directory, made with mode 0700, is read and written", function()
+      local mode, w = report(tmp .. "/own")
+      assert.equal(READ_WRITE, mode)
+      assert.is_nil(w)
+    end)
+
+    it("a directory others may write (pre-made 0777, 0770 or 0702) is not used, with a warning", function()
+      for _, m in ipairs { "777", "770", "702" } do
+        assert(sh("mkdir -p " .. quote(tmp .. "/w" .. m) .. " && chmod " .. m .. " " .. quote(tmp .. "/w" .. m)))
+        local mode, w = report(tmp .. "/w" .. m)
+        assert.equal(OFF, mode, m)
+        assert.matches("the kernel cache directory " .. tmp .. "/w" .. m .. " may be written by other users (mode 0" .. m
+          .. "): it is not used", w, 1, true)
+      end
+    end)
+
+    it("a symbolic link as the directory is not followed, with a warning", function()
+      assert(sh("mkdir " .. quote(tmp .. "/real") .. " && chmod 700 " .. quote(tmp .. "/real") .. " && ln -s real "
+        .. quote(tmp .. "/link")))
+      local mode, w = report(tmp .. "/link")
+      assert.equal(OFF, mode)
+      assert.matches("the kernel cache directory " .. tmp .. "/link is a symbolic link", w, 1, true)
+      -- a link above the directory is the user's choice
+      mode, w = report(tmp .. "/link/sub")
+      assert.equal(READ_WRITE, mode, w)
+    end)
+
+    it("an entry another user owns, even a well-formed one (the forged entry), is never loaded", function()
+      if not is_root then
+        pending("not root: an entry of another user cannot be made here (chown); the writable entry above runs")
+        return
+      end
+      scenario("foreign", "GPUREDUCE_CACHE=" .. quote(tmp .. "/f"))
+    end)
+
+    it("a directory of another user is not used, unless GPUREDUCE_CACHE_SHARED=1: then for loads only", function()
+      if not is_root then
+        pending("not root: a directory of another user cannot be made here (chown)")
+        return
+      end
+      local dir = tmp .. "/site"
+      local env = "GPUREDUCE_CACHE=" .. quote(dir)
+      scenario("seed", env)
+      assert(sh("chmod 755 " .. quote(dir) .. " && chmod 644 " .. quote(dir) .. "/* && chown -R 65534:65534 " .. quote(dir)))
+      local mode, w = report(dir)
+      assert.equal(OFF, mode)
+      assert.matches("the kernel cache directory " .. dir .. " belongs to another user (uid 65534): it is not used", w,
+        1, true)
+      assert.matches("GPUREDUCE_CACHE_SHARED=1", w, 1, true)
+      assert.equal(OFF, (report(dir, "GPUREDUCE_CACHE_SHARED=0")))
+      -- a file of ours among theirs (put there while the directory was ours for a moment): refused
+      assert(sh("chown 0 " .. quote(dir) .. " && " .. env .. " " .. abs_host .. " seed_ours && chown 65534 " .. quote(dir)))
+      scenario("shared", "GPUREDUCE_CACHE=" .. quote(dir) .. " GPUREDUCE_CACHE_SHARED=1")
+      -- others may write it: refused even then
+      assert(sh("chmod 775 " .. quote(dir)))
+      assert.equal(OFF, (report(dir, "GPUREDUCE_CACHE_SHARED=1")))
+    end)
+
+    it("says GPUREDUCE_CACHE_SHARED's accepted values when it holds another", function()
+      local mode, w = report(tmp .. "/c", "GPUREDUCE_CACHE_SHARED=yes")
+      assert.equal(OFF, mode)
+      assert.matches("GPUREDUCE_CACHE_SHARED: 'yes' is not accepted (expected 0 or 1", w, 1, true)
+    end)
   end)
 
   describe("finds its directory", function()

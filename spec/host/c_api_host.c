@@ -101,7 +101,12 @@ static int check_cpu_functions(gr_context *ctx) {
 
 int main(void) {
     gr_context *ctx;
-    if (gr_context_create(&ctx) != GR_OK) return 1;
+    if (gr_context_create(&ctx) != GR_OK) {
+        /* a GPUREDUCE_* variable it does not accept: the context says which, and what it accepts */
+        fprintf(stderr, "c_api_host: %s\n", ctx ? gr_errmsg(ctx) : "out of host memory");
+        gr_context_destroy(ctx);
+        return 1;
+    }
     const size_t n = 3000017;
     gr_buffer *b;
     if (gr_buffer_new(ctx, n, GR_INT32, GR_DEVICE, &b) != GR_OK) {

@@ -4,6 +4,8 @@
  *   kcache_host            the scenarios that need nothing but a directory, in a fresh one under /tmp
  *   kcache_host SCENARIO   one scenario, in the cache directory the environment names (GPUREDUCE_CACHE
  *                          and friends, set by spec/kcache_host_spec.lua)
+ *   kcache_host forge FROM TO   stores entry file FROM's image under entry file TO's key (for
+ *                          spec/user_text_spec.lua: what the host believes of an image)
  *
  * Each scenario damages files the way a crash, a full disk or a stray edit would and checks that the
  * cache misses rather than loads, counts what it saw, and heals on the next store. Prints
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -339,31 +342,31 @@ static void readonly(void) {
     free(image);
 }
 
-/* The directory disappears after the first use: the store that fails turns storing off with one
- * warning, returns GR_OK, and leaves loads working. */
+/* The directory is removed after the first use: the store that fails turns storing off with one
+ * warning, returns GR_OK, and loads go on (missing: the directory the cache holds open is gone). */
 static void vanish(void) {
     gr_kcache_stats before;
     gr_kcache_stats_get(&before);
     store("kept", 4, "image", 5);
-    char dir[PATH_MAX], gone[PATH_MAX + 8];
+    EXPECT_LOAD("kept", 4, "image", 5);
+    char dir[PATH_MAX], entry[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", gr_kcache_dir());
-    snprintf(gone, sizeof gone, "%s.gone", dir);
-    CHECK(rename(dir, gone) == 0, "cannot move %s away", dir);
+    only_entry(entry);
+    CHECK(unlink(entry) == 0 && rmdir(dir) == 0, "cannot remove %s: %s", dir, strerror(errno));
     store("lost", 4, "image", 5);
     const char *w = gr_kcache_take_warning();
     CHECK(w != NULL, "no warning");
     if (w) printf("warning: %s\n", w);
     store("lost again", 10, "image", 5);
     CHECK(gr_kcache_take_warning() == NULL, "a second warning");
-    CHECK(rename(gone, dir) == 0, "cannot move %s back", dir);
-    EXPECT_LOAD("kept", 4, "image", 5);
+    EXPECT_MISS("kept", 4);
     EXPECT_MISS("lost", 4);
     gr_kcache_stats now;
     gr_kcache_stats_get(&now);
     CHECK(now.store_failures - before.store_failures == 1, "%zu failed stores, expected 1 (tried once)",
           now.store_failures - before.store_failures);
     CHECK(now.disk == GR_KCACHE_READ_ONLY, "the disk cache is %d, not read-only", (int)now.disk);
-    EXPECT_COUNTS(&before, 1, 1, 0, 0, 1);
+    EXPECT_COUNTS(&before, 1, 2, 0, 0, 1);
 }
 
 /* GPUREDUCE_CACHE=off (or empty): no directory, no warning, a working no-op. */
@@ -442,6 +445,153 @@ static void race(void) {
     free(images[1]);
 }
 
+/* ---- files that are not to be trusted ------------------------------------------------------------- */
+
+/* The entry's file is refused unread, then the next store replaces it with a file of our own. The
+ * count of refused files grows by one. */
+static void refused_then_repaired_at(int line, lone_entry *e) {
+    gr_kcache_stats before, after;
+    gr_kcache_stats_get(&before);
+    expect_load_at(line, e->key, e->keylen, NULL, 0);
+    gr_kcache_stats_get(&after);
+    if (after.untrusted - before.untrusted != 1)
+        fail_at(line, "%zu files refused, expected 1", after.untrusted - before.untrusted);
+    store(e->key, e->keylen, e->image, e->len);
+    expect_load_at(line, e->key, e->keylen, e->image, e->len);
+    struct stat st;
+    if (lstat(e->path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        fail_at(line, "the repaired entry is not a regular file of ours with mode 0600 (mode %o)",
+                (unsigned)st.st_mode);
+}
+#define REFUSED_THEN_REPAIRED(e) refused_then_repaired_at(__LINE__, e)
+
+/* A valid entry -- the right key, a valid checksum -- that another user could write is never loaded:
+ * group- or world-writable (chmod), another user's (chown, as root only: the spec runs that part
+ * then), or another user's file with another image (the forged entry: anyone can compute the key and
+ * the checksum). */
+static void writable(void) {
+    lone_entry e;
+    lone_store(&e, 100, 3000, 21);
+    const mode_t modes[] = {0620, 0602, 0666};
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        CHECK(chmod(e.path, modes[m]) == 0, "chmod: %s", strerror(errno));
+        REFUSED_THEN_REPAIRED(&e);
+    }
+    lone_free(&e);
+}
+
+enum { OTHER_UID = 65534 };     /* nobody */
+
+static void foreign(void) {
+    lone_entry e;
+    lone_store(&e, 100, 3000, 22);
+    CHECK(chown(e.path, OTHER_UID, OTHER_UID) == 0, "chown: %s (this scenario needs root)", strerror(errno));
+    REFUSED_THEN_REPAIRED(&e);
+    /* forged: another image under this key, well formed, written by "another user" */
+    unsigned char *other = bytes_of(e.len, 99);
+    store(e.key, e.keylen, other, e.len);
+    CHECK(chown(e.path, OTHER_UID, OTHER_UID) == 0, "chown: %s", strerror(errno));
+    REFUSED_THEN_REPAIRED(&e);
+    free(other);
+    lone_free(&e);
+}
+
+/* A symbolic link at the entry's name, to a valid entry outside the directory: refused, and the store
+ * replaces the link, never writing through it. */
+static void symlink_entry(void) {
+    lone_entry e;
+    lone_store(&e, 64, 2000, 23);
+    char outside[PATH_MAX + 16];
+    snprintf(outside, sizeof outside, "%s.outside", gr_kcache_dir());
+    CHECK(rename(e.path, outside) == 0 && symlink(outside, e.path) == 0, "cannot make the link: %s", strerror(errno));
+    off_t size = file_size(outside);
+    REFUSED_THEN_REPAIRED(&e);
+    CHECK(file_size(outside) == size, "the link's target changed");
+    unlink(outside);
+    lone_free(&e);
+}
+
+/* A FIFO at the entry's name: the load neither waits for a writer nor reads; the store replaces it. */
+static void fifo(void) {
+    lone_entry e;
+    lone_store(&e, 64, 2000, 24);
+    CHECK(unlink(e.path) == 0 && mkfifo(e.path, 0600) == 0, "mkfifo: %s", strerror(errno));
+    alarm(20);      /* a load that waits for a writer would hang the test: end it instead */
+    double t0 = now_ms();
+    REFUSED_THEN_REPAIRED(&e);
+    alarm(0);
+    CHECK(now_ms() - t0 < 2000, "the FIFO took %.0f ms", now_ms() - t0);
+    lone_free(&e);
+}
+
+/* A 3 GB sparse file whose header's lengths add up to its size: refused by its size before anything is
+ * allocated or read (it was read whole: 3.1 GB of memory and 11 s). */
+static void huge(void) {
+    lone_entry e;
+    lone_store(&e, 64, 2000, 25);
+    const uint64_t size = (uint64_t)3 << 30;
+    int fd = open(e.path, O_RDWR);
+    unsigned char head[40];
+    CHECK(fd >= 0 && pread(fd, head, 40, 0) == 40, "cannot read the header");
+    uint64_t plen = size - 40 - e.keylen;
+    for (int b = 0; b < 8; b++) head[24 + b] = (unsigned char)(plen >> (8 * b));
+    CHECK(fd >= 0 && pwrite(fd, head, 40, 0) == 40 && ftruncate(fd, (off_t)size) == 0, "cannot grow the file: %s",
+          strerror(errno));
+    if (fd >= 0) close(fd);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long rss0 = ru.ru_maxrss;
+    double t0 = now_ms();
+    gr_kcache_stats before;
+    gr_kcache_stats_get(&before);
+    MISS_THEN_REPAIR(&e);
+    double ms = now_ms() - t0;
+    getrusage(RUSAGE_SELF, &ru);
+    EXPECT_COUNTS(&before, 1, 1, 1, 0, 1);
+    CHECK(ms < 1000, "the refusal took %.0f ms", ms);
+    CHECK(ru.ru_maxrss - rss0 < 64 * 1024, "the peak resident size grew by %ld KiB", ru.ru_maxrss - rss0);
+    printf("kcache_host: a 3 GB entry refused in %.3f ms\n", ms);
+    lone_free(&e);
+}
+
+/* What the directory the environment names turned into: disk=<mode> and the warning, for the spec. */
+static void report(void) {
+    gr_kcache_stats s;
+    gr_kcache_stats_get(&s);
+    const char *w = gr_kcache_take_warning();
+    printf("disk=%d\n", (int)s.disk);
+    if (w) printf("warning: %s\n", w);
+}
+
+/* The directory is another user's, taken with GPUREDUCE_CACHE_SHARED=1: the seeded entry (chowned to
+ * that user by the spec) loads, nothing is stored, and an entry of ours in it is refused. */
+static void shared(void) {
+    gr_kcache_stats before;
+    gr_kcache_stats_get(&before);
+    CHECK(before.disk == GR_KCACHE_READ_ONLY, "the disk cache is %d, not read-only", (int)before.disk);
+    CHECK(gr_kcache_take_warning() == NULL, "a warning for a shared directory asked for");
+    unsigned char *image = bytes_of(SEED_LEN, 7);
+    EXPECT_LOAD(SEED_KEY, sizeof SEED_KEY, image, SEED_LEN);
+    store("new key", 7, image, SEED_LEN);
+    EXPECT_MISS("new key", 7);
+    size_t entries, temps;
+    count_files(&entries, &temps, NULL);
+    CHECK(entries == 2 && temps == 0, "%zu entries and %zu temporary files: something was written", entries, temps);
+    /* the spec left a second entry of the seed, owned by root, under "ours" */
+    EXPECT_MISS("ours", 4);
+    gr_kcache_stats after;
+    gr_kcache_stats_get(&after);
+    CHECK(after.untrusted - before.untrusted == 1, "%zu files refused, expected 1", after.untrusted - before.untrusted);
+    free(image);
+}
+
+/* The entry "ours" that shared expects, stored next to the seed's. */
+static void seed_ours(void) {
+    unsigned char *image = bytes_of(SEED_LEN, 8);
+    store("ours", 4, image, SEED_LEN);
+    free(image);
+}
+
 /* Threads of one process, each with keys of its own and one key they all share. */
 enum { THREADS = 8, KEYS_PER_THREAD = 50 };
 
@@ -517,6 +667,42 @@ static void mem(void) {
     gr_kcache_mem_destroy(m);
 }
 
+/* The key and the image of an entry file, read as the format says (no checks: the test made it). */
+static int read_file_parts(const char *path, unsigned char **key, size_t *keylen, unsigned char **image, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    unsigned char head[40];
+    if (!f || fread(head, 1, 40, f) != 40) {
+        if (f) fclose(f);
+        return 0;
+    }
+    uint64_t k = 0, p = 0;
+    for (int b = 7; b >= 0; b--) k = k << 8 | head[16 + b], p = p << 8 | head[24 + b];
+    *key = malloc(k ? k : 1);
+    *image = malloc(p ? p : 1);
+    int ok = *key && *image && fread(*key, 1, k, f) == k && fread(*image, 1, p, f) == p;
+    fclose(f);
+    *keylen = k;
+    *len = p;
+    return ok;
+}
+
+/* kcache_host forge FROM TO: stores the image of entry file FROM under the key of entry file TO, in the
+ * cache directory the environment names: a well-formed forgery (the key and the checksum are anyone's
+ * to compute) that only the owner checks could keep out, here made by the owner. */
+static int forge(const char *from, const char *to) {
+    unsigned char *k1, *i1, *k2, *i2;
+    size_t kl1, l1, kl2, l2;
+    if (!read_file_parts(from, &k1, &kl1, &i1, &l1) || !read_file_parts(to, &k2, &kl2, &i2, &l2)) {
+        fprintf(stderr, "kcache_host: cannot read %s or %s\n", from, to);
+        return 1;
+    }
+    store(k2, kl2, i1, l1);
+    free(k1), free(i1), free(k2), free(i2);
+    if (failures) return 1;
+    printf("kcache_host forge: ok\n");
+    return 0;
+}
+
 /* ---- the driver -------------------------------------------------------------------------------------- */
 
 static const struct {
@@ -528,7 +714,10 @@ static const struct {
     {"damaged", damaged, 1},     {"collision", collision, 1}, {"threads", threads, 1},
     {"mem", mem, 1},             {"unwritable", unwritable, 0}, {"seed", seed, 0},
     {"readonly", readonly, 0},   {"vanish", vanish, 0},       {"off", off, 0},
-    {"dir", dir, 0},             {"race", race, 0},
+    {"dir", dir, 0},             {"race", race, 0},           {"writable", writable, 1},
+    {"symlink", symlink_entry, 1}, {"fifo", fifo, 1},         {"huge", huge, 1},
+    {"foreign", foreign, 0},     {"report", report, 0},       {"shared", shared, 0},
+    {"seed_ours", seed_ours, 0},
 };
 enum { NSCENARIOS = sizeof scenarios / sizeof scenarios[0] };
 
@@ -547,6 +736,7 @@ static void clear_dir(void) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "forge") == 0) return forge(argv[2], argv[3]);
     if (argc > 1) {
         for (int i = 0; i < NSCENARIOS; i++) {
             if (strcmp(argv[1], scenarios[i].name) != 0) continue;

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "compile_log.h"
 #include "device.h"
 #include "nvrtc.h"
 
@@ -142,6 +144,27 @@ int main(int argc, char **argv) {
     expect(strstr(gr_errmsg(ctx), "bad.cu(3): error") != NULL, "the message quotes the first error",
            gr_errmsg(ctx));
     expect(bad.image == NULL && bad.size == 0, "no image from a failed compile", NULL);
+
+    /* an error in a file the source includes (user texts cannot: engine/user_text.h): the log kept for
+     * messages has none of that file's lines, and says how many went */
+    char secret[] = "/tmp/nvrtc_compile_secret.XXXXXX";
+    int fd = mkstemp(secret);
+    expect(fd >= 0 && write(fd, "secret_marker_1234 = 1;\n", 24) == 24, "a file to include", NULL);
+    if (fd >= 0) close(fd);
+    char includer[256];
+    snprintf(includer, sizeof includer, "#line 1 \"map\"\n__device__ int x = 1;\n#include \"%s\"\n", secret);
+    gr_nvrtc_output inc;
+    st = gr_nvrtc_compile(ctx, includer, "generated", arch, &inc);
+    expect(st == GR_EINVAL && inc.log && strstr(inc.log, "secret_marker_1234"), "NVRTC's own log quotes the file",
+           inc.log);
+    char *own = gr_compile_log_own(inc.log);
+    inc.log = NULL;
+    expect(own && !strstr(own, "secret_marker_1234") && strstr(own, "lines about other files left out"),
+           "the kept log has none of its lines", own);
+    expect(!gr_compile_error(ctx, "the test", includer, own), "and no error of the source to report", gr_errmsg(ctx));
+    free(own);
+    gr_nvrtc_output_free(&inc);
+    unlink(secret);
 
     /* sm_990 is unknown to any NVRTC today: PTX for the newest it knows, which a driver can finish */
     gr_nvrtc_output far;

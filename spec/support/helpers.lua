@@ -28,6 +28,18 @@ function M.build_dir()
   return "build"
 end
 
+--- The path of a host program of the build the module comes from (spec/host/), or nil and why when
+-- that build has none (make check-asan builds the module alone).
+function M.host_program(name)
+  local path = M.build_dir() .. "/" .. name
+  local f = io.open(path)
+  if f then
+    f:close()
+    return path
+  end
+  return nil, "no " .. path .. ": the host programs are built by make, not by make check-asan"
+end
+
 --- An `it` that runs only with a CUDA device and is reported pending (never passed) without one.
 function M.gpu_it(title, fn)
   it(title .. " #gpu", function()
@@ -223,6 +235,26 @@ function M.assert_close(got, want, rtol, label, magnitude)
   assert(math.type(got) == "float" and err <= rtol * scale,
     string.format("%s: got %.17g, expected %.17g (error %.3g > %.3g relative)", label, got, want,
       err / scale, rtol))
+end
+
+--- A copy of the table base with the entries of changes set; an entry false removes the key (a spec
+-- table of gr.operator or gr.kernel with one field replaced or left out).
+function M.changed(base, changes)
+  local t = {}
+  for k, v in pairs(base) do t[k] = v end
+  for k, v in pairs(changes or {}) do
+    if v == false then t[k] = nil else t[k] = v end
+  end
+  return t
+end
+
+--- A shell command's success and output (stderr too). The tools run without the sanitizers make
+-- check-asan preloads (their own leaks would change their exit status).
+function M.sh(cmd)
+  local f = assert(io.popen("unset LD_PRELOAD; " .. cmd .. " 2>&1"))
+  local out = f:read("a")
+  local ok, _, code = f:close()
+  return ok and code == 0, out
 end
 
 --- The message of the error fn(...) raises; fails when it raises none.
