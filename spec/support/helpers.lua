@@ -248,15 +248,6 @@ function M.changed(base, changes)
   return t
 end
 
---- A shell command's success and output (stderr too). The tools run without the sanitizers make
--- check-asan preloads (their own leaks would change their exit status).
-function M.sh(cmd)
-  local f = assert(io.popen("unset LD_PRELOAD; " .. cmd .. " 2>&1"))
-  local out = f:read("a")
-  local ok, _, code = f:close()
-  return ok and code == 0, out
-end
-
 --- The message of the error fn(...) raises; fails when it raises none.
 function M.error_message(fn, ...)
   local ok, err = pcall(fn, ...)
