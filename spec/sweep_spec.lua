@@ -154,6 +154,17 @@ describe("sweep configurations", function()
   end)
 end)
 
+describe("sweep result files", function()
+  it("keep a float a float: integral values past 14 digits read back as floats, every bit kept", function()
+    local doc = { header = { tool = "t" }, results = { { value = 4612345678901234.0, reference = 2.0 ^ 60 } } }
+    local back = json.decode(output.encode_json(doc))
+    assert.equal("float", math.type(back.results[1].value))
+    assert.equal(4612345678901234.0, back.results[1].value)
+    assert.equal("float", math.type(back.results[1].reference))
+    assert.equal(2.0 ^ 60, back.results[1].reference)
+  end)
+end)
+
 describe("sweep validation", function()
   it("compares integers exactly and float sums relative to the magnitude", function()
     assert.is_true(validate.check(42, 42, 10, "int32", "sum"))

@@ -22,8 +22,15 @@ M.RESULT_KEYS = {
 M.SWEEP = { header = M.HEADER_KEYS, lists = { { "results", M.RESULT_KEYS } } }
 
 -- dkjson writes numbers with tostring (14 digits): a float that would not read back the same is
--- written with 17, so values and references keep every bit
-local EXACT = { __tojson = function(self) return string.format("%.17g", self[1]) end }
+-- written with 17, so values and references keep every bit; an integral one keeps a ".0" (%.17g drops
+-- it: 4612345678901234.0 would read back as an integer)
+local EXACT = {
+  __tojson = function(self)
+    local text = string.format("%.17g", self[1])
+    if not text:find("[.eE]") then text = text .. ".0" end
+    return text
+  end,
+}
 
 local function exact(v)
   if math.type(v) == "float" and v == v and math.abs(v) ~= math.huge and tonumber(tostring(v)) ~= v then
