@@ -15,8 +15,8 @@ M.HEADER_KEYS = {
 
 M.RESULT_KEYS = {
   "variant", "ordinal", "n", "dtype", "op", "block", "finish", "grid", "passes", "ms", "ms_min", "ms_max",
-  "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bytes",
-  "timer", "buffers", "seed", "error",
+  "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bound",
+  "depth", "bytes", "timer", "buffers", "seed", "error",
 }
 
 M.SWEEP = { header = M.HEADER_KEYS, lists = { { "results", M.RESULT_KEYS } } }
