@@ -375,20 +375,14 @@ print(report.LEGEND)
 h.configs, h.failed = counts.configs, failed
 h.skipped_unsupported, h.skipped_host_max = counts.unsupported, counts.host_capped
 local doc = { header = h, results = results }
-local jpath, cpath = output.write(doc, s.out, "sweep")
-if jpath then
-  print(string.format("\nwrote %s and %s", jpath, cpath))
-  if s.plot then
-    local files, why = plot.draw(doc, s.out, "sweep")
-    if files then
-      print(string.format("plots: %s", table.concat(files, " ")))
-    else
-      note(why)
-    end
+output.save(doc, s.out, "sweep", nil, note)
+if s.plot then
+  local files, why = plot.draw(doc, s.out, "sweep")
+  if files then
+    print(string.format("plots: %s", table.concat(files, " ")))
+  else
+    note(why)
   end
-else
-  note("could not write results: " .. tostring(cpath))
-  os.exit(1, true)
 end
 
 if failed > 0 then

@@ -143,6 +143,18 @@ function M.write(doc, dir, base, schema)
   return jpath, cpath
 end
 
+--- The end of a lab script's run: writes the files (M.write), says where on stdout, and on failure says
+-- why through note(msg) and exits 1.
+function M.save(doc, dir, base, schema, note)
+  local jpath, cpath = M.write(doc, dir, base, schema)
+  if not jpath then
+    note("could not write results: " .. tostring(cpath))
+    os.exit(1, true)
+  end
+  print(string.format("\nwrote %s and %s", jpath, cpath))
+  return jpath, cpath
+end
+
 --- Reads a saved JSON document (null values decode as nil).
 function M.read_json(path)
   local f, err = io.open(path, "r")
