@@ -30,11 +30,13 @@ M.FORMATS = {
 local Acc = {}
 Acc.__index = Acc
 
+-- KEYS zeros in one table constructor (sized once, no rehash as it fills: the specs and the segments lab
+-- make thousands of accumulators)
+local zeros = load("return {" .. ("0,"):rep(KEYS) .. "}")
+
 --- A new accumulator holding 0.
 function M.new()
-  local b = {}
-  for k = 1, KEYS do b[k] = 0 end
-  return setmetatable({ b = b, nan = false, pinf = false, ninf = false }, Acc)
+  return setmetatable({ b = zeros(), nan = false, pinf = false, ninf = false }, Acc)
 end
 
 --- Adds k * 2^e (k any Lua integer above math.mininteger), in pieces of 26 bits.
@@ -144,6 +146,11 @@ local function next_words(w, s, pos, letter, size, last)
 end
 M.next_words = next_words
 
+-- the value of a significand's unit for each biased exponent (subnormals: that of exponent 1)
+local POW32, POW64 = {}, {}
+for e = 0, 254 do POW32[e] = 2.0 ^ (math.max(e, 1) - 150) end
+for e = 0, 2046 do POW64[e] = 2.0 ^ (math.max(e, 1) - 1075) end
+
 --- Adds every element of a little-endian float32 or float64 string (the bytes of a buffer); with
 -- `squares`, their squares instead. Returns the sum of the magnitudes of what was added, in doubles
 -- (for a condition number: a sum of positive terms, relative error below n 2^-53). The loops are
@@ -156,8 +163,7 @@ function Acc:add_bytes(s, dtype, squares)
   self.digits_cache = nil
   if dtype == "float32" then
     -- a float32 is m 2^(e - 150), m below 2^24: one piece; its square m^2 below 2^48: two
-    local pow = {}
-    for e = 0, 254 do pow[e] = 2.0 ^ (math.max(e, 1) - 150) end
+    local pow = POW32
     local K, K2 = OFF - 150, OFF - 300
     local count, pos, last = 0, 1, #s - 3
     repeat
@@ -188,8 +194,7 @@ function Acc:add_bytes(s, dtype, squares)
   end
   -- a float64 is m 2^(e - 1075), m below 2^53: two pieces of 26 and 27 bits; its square in six
   local K, K2 = OFF - 1075, OFF - 2150
-  local pow = {}
-  for e = 0, 2046 do pow[e] = 2.0 ^ (math.max(e, 1) - 1075) end
+  local pow = POW64
   local count, pos, last = 0, 1, #s - 7
   repeat
     count, pos = next_words(words, s, pos, "i8", 8, last)

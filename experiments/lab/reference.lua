@@ -209,7 +209,7 @@ function M.from_reader(bytes, n, dtype, need)
     end
     A = f.absum + 0.0
   end
-  if f.S then
+  if f.S and need.nan then
     -- the nan ops skip NaN elements: the sum of the others (infinities stay)
     f.S_nan = exact.new()
     f.S_nan:add_acc(f.S)

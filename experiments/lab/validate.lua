@@ -205,7 +205,8 @@ function M.expect(f, op, k, acc, ddof)
     B = (phi(n - 1, u) + pr) * math.abs(f.P) / (1 - pr)
   else
     local g = float_facts(f, op)
-    local X = errors.exact(g, op == "nansum" and "sum" or op == "nanmean" and "mean" or op, "float64", ddof)
+    local X, num, divisors = errors.exact(g, op == "nansum" and "sum" or op == "nanmean" and "mean" or op,
+      "float64", ddof)
     e.value = X
     local moments = not f.is_float and not f.wide      -- var, std, norm of integers up to 32 bits
     if op == "sum" or op == "nansum" then
@@ -227,10 +228,9 @@ function M.expect(f, op, k, acc, ddof)
         B = dq / s + r * (s + dq / s) + 8 * u * s
       end
     elseif op == "var" or op == "std" then
-      local num, divisors = errors.target(g, "var", ddof)
       local Mv = num:special() or num:round("float64", { divisors[1] })
       local dof = n - ddof
-      local var = errors.exact(g, "var", "float64", ddof)
+      local var = op == "var" and X or num:special() or num:round("float64", divisors)
       local bv
       if dof <= 0 or var ~= var then
         bv = 0
