@@ -1,9 +1,12 @@
--- The lab's other scripts: experiments/segments.lua (validated sizes, JSON/CSV like the sweep's).
--- Sub-processes use this interpreter and this checkout's module.
+-- The lab's other scripts: experiments/segments.lua (validated sizes, JSON/CSV like the sweep's) and
+-- experiments/multi_gpu/ (sized to the machine; the launcher fails when a rank fails). Sub-processes use
+-- this interpreter and this checkout's module.
 local gr = require "gpureduce"
 local json = require "dkjson"
 
 local L = require "support.lab_script"          -- puts experiments/ on the path
+local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
+local ranks = require "multi_gpu.ranks"
 
 local q, tmpdir, read, decode, csv_split = L.q, L.tmpdir, L.read, L.decode, L.csv_split
 
@@ -64,5 +67,39 @@ describe("segments lab", function()
     code, out, stderr = L.run("segments.lua", "--quick --out /proc/nope")
     assert.equal(1, code)
     assert.matches("cannot write results to /proc/nope", stderr)
+  end)
+end)
+
+describe("multi-GPU scripts", function()
+  it("the launcher collects every rank's output and names the ranks that failed", function()
+    local seen = {}
+    local failed = ranks.run(3, function(r)
+      return r == 1 and "echo one; exit 3" or ("echo rank " .. r)
+    end, function(r, out) seen[#seen + 1] = r .. ":" .. out end)
+    assert.same({ "0:rank 0\n", "1:one\n", "2:rank 2\n" }, seen)
+    assert.same({ "rank 1 of 3 exited with status 3" }, failed)
+    assert.same({}, ranks.run(2, function() return "true" end, function() end))
+    local cmd = ranks.command(1, 2, { GPUREDUCE_ID = "/tmp/a b'c" }, "lua5.4", "x.lua")
+    assert.equal("GPUREDUCE_RANK=1 GPUREDUCE_RANKS=2 GPUREDUCE_ID='/tmp/a b'\\''c' 'lua5.4' 'x.lua' 2>&1", cmd)
+  end)
+
+  it("bench.lua exits 1 with the reason where it cannot run", function()
+    local code, _, stderr = L.run("multi_gpu/bench.lua", "", gr.backend() == "cuda" and "GPUREDUCE_SHARD_N=2^x" or "")
+    assert.equal(1, code)
+    if gr.backend() == "cuda" then
+      assert.matches("GPUREDUCE_SHARD_N: '2%^x' is not an element count", stderr)
+    else
+      assert.matches("needs at least one CUDA device %(backend is cpu%)", stderr)
+    end
+  end)
+
+  H.gpu_it("bench.lua sizes itself to the smallest GPU and exits 0 when every rank does #slow", function()
+    local code, out, stderr = L.run("multi_gpu/bench.lua", "", "GPUREDUCE_RANKS=1")
+    assert.equal(0, code, out .. stderr)
+    local n = tonumber(out:match("# n = (%d+) float32 elements"))
+    local smallest = math.huge
+    for _, d in ipairs(gr.devices()) do smallest = math.min(smallest, d.memory) end
+    assert.is_true(n * 4 <= smallest / 4 and n * 8 > smallest / 4 or n == 1 << 32, tostring(n))
+    assert.matches("c:allreduce against ncclAllReduce", out)
   end)
 end)
