@@ -239,13 +239,7 @@ local doc = { header = h, results = {}, datasets = {}, bits = bit_records }
 for i, r in ipairs(results) do doc.results[i] = portable(r) end
 for i, r in ipairs(dataset_records) do doc.datasets[i] = portable(r) end
 h.configs, h.failed = #results, #failures
-local jpath, cpath = output.write(doc, s.out, "accuracy", SCHEMA)
-if jpath then
-  print(string.format("\nwrote %s and %s", jpath, cpath))
-else
-  note("could not write results: " .. tostring(cpath))
-  os.exit(1, true)
-end
+output.save(doc, s.out, "accuracy", SCHEMA, note)
 
 if #failures > 0 then
   for _, msg in ipairs(failures) do note("✗ " .. msg) end

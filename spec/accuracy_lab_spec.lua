@@ -122,6 +122,30 @@ describe("lab.exact: sums in Lua integers", function()
     assert.are.equal(3 * 2 ^ -104, sq:round("float64"))
   end)
 
+  it("reads every element of a buffer's bytes, sixteen per unpack or fewer at the end, specials anywhere", function()
+    local rng = R.rng(41)
+    for _, dtype in ipairs({ "float32", "float64" }) do
+      for n = 0, 40 do
+        local xs = {}
+        for i = 1, n do xs[i] = (rng:float() - 0.5) * 2.0 ^ rng:range(-30, 30) end
+        if dtype == "float32" then for i = 1, n do xs[i] = R.to_f32(xs[i]) end end
+        for _, special in ipairs(n > 0 and { false, math.huge, -math.huge, 0 / 0 } or { false }) do
+          local ys = { table.unpack(xs) }
+          if special then ys[rng:range(1, n)] = special end
+          local one, bytes = exact.new(), exact.new()
+          for _, y in ipairs(ys) do one:add(y) end
+          bytes:add_bytes(pack(ys, dtype), dtype)
+          local label = string.format("%s n=%d %s", dtype, n, tostring(special))
+          assert.equal(bits(one:round("float64")), bits(bytes:round("float64")), label)
+          local sq_one, sq_bytes = exact.new(), exact.new()
+          for _, y in ipairs(ys) do sq_one:add_square(y) end
+          sq_bytes:add_bytes(pack(ys, dtype), dtype, true)
+          assert.equal(bits(sq_one:round("float64")), bits(sq_bytes:round("float64")), label .. " squares")
+        end
+      end
+    end
+  end)
+
   it("gives frexp, ulp and the ulp steps between two numbers", function()
     local a = exact.new()
     a:add(3.0)

@@ -4,10 +4,10 @@ local gr = require "gpureduce"
 local json = require "dkjson"
 
 local L = require "support.lab_script"          -- puts experiments/ on the path
+local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 local cli = require "lab.cli"
 local matrix = require "lab.matrix"
 local output = require "lab.output"
-local validate = require "lab.validate"
 
 local root, q = L.root, L.q
 local tmpdir, write_file, read, decode, csv_split = L.tmpdir, L.write_file, L.read, L.decode, L.csv_split
@@ -154,19 +154,45 @@ describe("sweep configurations", function()
   end)
 end)
 
+describe("sweep result files", function()
+  it("keep a float a float: integral values past 14 digits read back as floats, every bit kept", function()
+    local doc = { header = { tool = "t" }, results = { { value = 4612345678901234.0, reference = 2.0 ^ 60 } } }
+    local back = json.decode(output.encode_json(doc))
+    assert.equal("float", math.type(back.results[1].value))
+    assert.equal(4612345678901234.0, back.results[1].value)
+    assert.equal("float", math.type(back.results[1].reference))
+    assert.equal(2.0 ^ 60, back.results[1].reference)
+  end)
+end)
+
 describe("sweep validation", function()
-  it("compares integers exactly and float sums relative to the magnitude", function()
-    assert.is_true(validate.check(42, 42, 10, "int32", "sum"))
-    assert.is_false(validate.check(43, 42, 10, "int32", "sum"))
-    assert.is_false(validate.check(42.0, 42, 10, "int32", "sum"))
-    assert.is_true(validate.check(true, true, 10, "uint8", "and"))
-    assert.is_true(validate.check(10.0005, 10.0, 1 << 20, "float32", "sum"))   -- 5e-4 of 2^19
-    assert.is_false(validate.check(100.0, 10.0, 1 << 20, "float32", "sum"))
-    assert.is_false(validate.check(0.5, 0.25, 8, "float32", "max"))
-    for _, ref in ipairs({ 7, true, 3.5, -1e6 }) do
-      assert.is_false(validate.check(ref, validate.perturb(ref, 1 << 20, "float32", "sum"), 1 << 20,
-        math.type(ref) == "integer" and "int32" or type(ref) == "boolean" and "uint8" or "float32",
-        type(ref) == "boolean" and "and" or "sum"))
+  teardown(function()
+    L.cleanup()
+  end)
+
+  it("passes correct results: var of float64 (issue 20), every op and dtype, each within its bound", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--quick --ops var --dtypes float64 --no-plot --no-progress --out " .. q(dir))
+    assert.equal(0, code, out .. stderr)
+    assert.matches("reference computed in Lua", out)
+    local doc = decode(dir .. "/sweep.json")
+    assert.is_true(#doc.results > 0)
+    for _, r in ipairs(doc.results) do
+      assert.is_true(r.valid, r.variant)
+      assert.is_true(r.bound > 0 and r.bound < 1e-6, r.variant)     -- float64, even in any order (cpu)
+      assert.equal("integer", math.type(r.depth))
+      assert.is_true(math.abs(r.value - r.reference) <= r.bound)
+    end
+    code, out, stderr = sweep("--ops all --dtypes all --sizes 1000,2^12+1 --reps 1 --warmup 0 --no-plot "
+      .. "--no-progress --out " .. q(dir))
+    assert.equal(0, code, out .. stderr)
+    doc = decode(dir .. "/sweep.json")
+    assert.equal(0, doc.header.failed)
+    assert.equal(#gr.ops() * #gr.dtypes() * 2 * #doc.header.options.variants, #doc.results)
+    for _, r in ipairs(doc.results) do
+      local label = r.variant .. " " .. r.dtype .. " " .. r.op
+      if type(r.value) == "boolean" or math.type(r.value) == "integer" then assert.equal(0, r.bound, label) end
+      if r.dtype:find("float") and (r.op == "sum" or r.op == "var") then assert.is_true(r.bound > 0, label) end
     end
   end)
 end)
@@ -257,7 +283,7 @@ describe("sweep runs", function()
       .. "--sizes 2^10 --ops sum,and --reps 2 --warmup 0 --no-plot --no-progress --out " .. q(dir))
     assert.equal(1, code)
     assert.matches("✗", out)
-    assert.matches("FAILED: 2 configuration", stderr)
+    assert.matches("FAILED: 2 configuration%(s%) not within their error bound", stderr)
     local doc = decode(dir .. "/sweep.json")
     assert.equal(2, doc.header.failed)
     for _, r in ipairs(doc.results) do
@@ -361,5 +387,31 @@ describe("sweep runs", function()
     assert.equal("cpu", doc.header.backend)
     assert.is_true(#doc.results > 0)
     for _, r in ipairs(doc.results) do assert.is_true(r.valid) end
+  end)
+end)
+
+describe("sweep on the GPU", function()
+  teardown(function()
+    L.cleanup()
+  end)
+
+  H.gpu_it("--quick over every op and dtype exits 0: every variant within its bound #slow", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--quick --ops all --dtypes all --no-plot --no-progress --out " .. q(dir))
+    assert.equal(0, code, out .. stderr)
+    assert.equal(0, decode(dir .. "/sweep.json").header.failed)
+  end)
+
+  H.gpu_it("a wrong kernel fails validation: ✗, not timed, exit status 1", function()
+    local dir = tmpdir()
+    local code, out, stderr = sweep("--kernels " .. q(root .. "/experiments/kernels/drop_first.lua")
+      .. " --variants warp_shuffle --ops sum --dtypes float64,int32 --sizes 2^20+3 --reps 2 --warmup 0"
+      .. " --no-plot --no-progress --out " .. q(dir))
+    assert.equal(1, code, out .. stderr)
+    assert.matches("beyond the bound", stderr)
+    local doc = decode(dir .. "/sweep.json")
+    for _, r in ipairs(doc.results) do
+      assert.equal(r.variant ~= "drop_first", r.valid, r.variant .. " " .. r.dtype)
+    end
   end)
 end)

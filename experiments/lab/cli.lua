@@ -90,8 +90,9 @@ end
 --- The parser. `gr` supplies the registry (variant names, ops, dtypes, finishing modes).
 function M.parser(gr)
   local p = argparse("sweep.lua", "The gpureduce experiment lab: every variant over sizes, dtypes, ops, "
-    .. "block sizes and finishing modes. Each configuration is validated against the cpu reference "
-    .. "first; only the valid ones are timed (device events, warm-up, median and minimum of --reps).")
+    .. "block sizes and finishing modes. Each configuration is validated first: its result must lie "
+    .. "within an error bound (from the launch shape gr.plan reports) of the exact value, computed in Lua "
+    .. "from the data read back; only the valid ones are timed (device events, warm-up, median and minimum of --reps).")
   p:help_max_width(100)
   p:epilog("Lists are comma-separated. Sizes: 1048576, 2^20, 2^20+1, 64K, 1M.\n"
     .. "Writes DIR/sweep.json, DIR/sweep.csv and (with gnuplot) DIR/sweep-{gbps,time}-DTYPE-OP.png;\n"

@@ -30,11 +30,13 @@ M.FORMATS = {
 local Acc = {}
 Acc.__index = Acc
 
+-- KEYS zeros in one table constructor (sized once, no rehash as it fills: the specs and the segments lab
+-- make thousands of accumulators)
+local zeros = load("return {" .. ("0,"):rep(KEYS) .. "}")
+
 --- A new accumulator holding 0.
 function M.new()
-  local b = {}
-  for k = 1, KEYS do b[k] = 0 end
-  return setmetatable({ b = b, nan = false, pinf = false, ninf = false }, Acc)
+  return setmetatable({ b = zeros(), nan = false, pinf = false, ninf = false }, Acc)
 end
 
 --- Adds k * 2^e (k any Lua integer above math.mininteger), in pieces of 26 bits.
@@ -116,6 +118,39 @@ function Acc:add_square(x, c)
   end
 end
 
+--- Reading a buffer's bytes WIDE elements at a time: one string.unpack call per WIDE elements instead
+-- of one each, which is most of the cost of a loop over the bytes in Lua. next_words(w, s, pos, letter,
+-- size, last) fills w[1 .. count] from position pos (last: the position of the last whole element) and
+-- returns count and the next position; count is 0 at the end.
+local WIDE = 16
+local wide_formats = {}
+
+local function next_words(w, s, pos, letter, size, last)
+  if pos + (WIDE - 1) * size <= last then
+    local fmt = wide_formats[letter]
+    if not fmt then
+      fmt = "<" .. string.rep(letter, WIDE)
+      wide_formats[letter] = fmt
+    end
+    w[1], w[2], w[3], w[4], w[5], w[6], w[7], w[8], w[9], w[10], w[11], w[12], w[13], w[14], w[15], w[16] =
+      sunpack(fmt, s, pos)
+    return WIDE, pos + WIDE * size
+  end
+  local count = 0
+  while pos <= last do
+    count = count + 1
+    w[count] = sunpack("<" .. letter, s, pos)
+    pos = pos + size
+  end
+  return count, pos
+end
+M.next_words = next_words
+
+-- the value of a significand's unit for each biased exponent (subnormals: that of exponent 1)
+local POW32, POW64 = {}, {}
+for e = 0, 254 do POW32[e] = 2.0 ^ (math.max(e, 1) - 150) end
+for e = 0, 2046 do POW64[e] = 2.0 ^ (math.max(e, 1) - 1075) end
+
 --- Adds every element of a little-endian float32 or float64 string (the bytes of a buffer); with
 -- `squares`, their squares instead. Returns the sum of the magnitudes of what was added, in doubles
 -- (for a condition number: a sum of positive terms, relative error below n 2^-53). The loops are
@@ -124,66 +159,76 @@ function Acc:add_bytes(s, dtype, squares)
   if dtype ~= "float32" and dtype ~= "float64" then
     error("exact: add_bytes takes float32 or float64, not " .. tostring(dtype), 2)
   end
-  local b, absum = self.b, 0.0
+  local b, absum, words = self.b, 0.0, {}
   self.digits_cache = nil
   if dtype == "float32" then
     -- a float32 is m 2^(e - 150), m below 2^24: one piece; its square m^2 below 2^48: two
-    local pow = {}
-    for e = 0, 254 do pow[e] = 2.0 ^ (math.max(e, 1) - 150) end
+    local pow = POW32
     local K, K2 = OFF - 150, OFF - 300
-    for pos = 1, #s - 3, 4 do
-      local w = sunpack("<I4", s, pos)
-      local e, m = (w >> 23) & 0xff, w & 0x7fffff
-      if e == 255 then
-        local x = sunpack("<f", s, pos)
-        if squares then self:add_square(x) else self:add_special(x) end
-      else
-        if e == 0 then e = 1 else m = m | 0x800000 end
-        local x = m * pow[e]
-        if squares then
-          absum = absum + x * x
-          local m2, key = m * m, 2 * e + K2
-          b[key], b[key + DB] = b[key] + (m2 & DMASK), b[key + DB] + (m2 >> DB)
+    local count, pos, last = 0, 1, #s - 3
+    repeat
+      count, pos = next_words(words, s, pos, "I4", 4, last)
+      for j = 1, count do
+        local w = words[j]
+        local e, m = (w >> 23) & 0xff, w & 0x7fffff
+        if e == 255 then
+          local x = sunpack("<f", spack("<I4", w))
+          if squares then self:add_square(x) else self:add_special(x) end
         else
-          absum = absum + x
-          local key = e + K
-          if w >= 0x80000000 then b[key] = b[key] - m else b[key] = b[key] + m end
+          if e == 0 then e = 1 else m = m | 0x800000 end
+          local x = m * pow[e]
+          if squares then
+            absum = absum + x * x
+            local m2, key = m * m, 2 * e + K2
+            b[key], b[key + DB] = b[key] + (m2 & DMASK), b[key + DB] + (m2 >> DB)
+          else
+            absum = absum + x
+            local key = e + K
+            if w >= 0x80000000 then b[key] = b[key] - m else b[key] = b[key] + m end
+          end
         end
       end
-    end
+    until count == 0
+    self.digits_cache = nil
     return absum
   end
   -- a float64 is m 2^(e - 1075), m below 2^53: two pieces of 26 and 27 bits; its square in six
   local K, K2 = OFF - 1075, OFF - 2150
-  for pos = 1, #s - 7, 8 do
-    local w = sunpack("<i8", s, pos)
-    local e, m = (w >> 52) & 0x7ff, w & 0xfffffffffffff
-    if e == 0x7ff then
-      local x = sunpack("<d", s, pos)
-      if squares then self:add_square(x) else self:add_special(x) end
-    else
-      if e == 0 then e = 1 else m = m | 0x10000000000000 end
-      local x = m * 2.0 ^ (e - 1075)
-      local h, l = m >> CH, m & CHMASK
-      if squares then
-        absum = absum + x * x
-        local hh, hl, ll, key = h * h, 2 * h * l, l * l, 2 * e + K2
-        b[key], b[key + DB] = b[key] + (ll & DMASK), b[key + DB] + (ll >> DB)
-        key = key + CH
-        b[key], b[key + DB] = b[key] + (hl & DMASK), b[key + DB] + (hl >> DB)
-        key = key + CH
-        b[key], b[key + DB] = b[key] + (hh & DMASK), b[key + DB] + (hh >> DB)
+  local pow = POW64
+  local count, pos, last = 0, 1, #s - 7
+  repeat
+    count, pos = next_words(words, s, pos, "i8", 8, last)
+    for j = 1, count do
+      local w = words[j]
+      local e, m = (w >> 52) & 0x7ff, w & 0xfffffffffffff
+      if e == 0x7ff then
+        local x = sunpack("<d", spack("<i8", w))
+        if squares then self:add_square(x) else self:add_special(x) end
       else
-        absum = absum + x
-        local key = e + K
-        if w < 0 then
-          b[key], b[key + CH] = b[key] - l, b[key + CH] - h
+        if e == 0 then e = 1 else m = m | 0x10000000000000 end
+        local x = m * pow[e]
+        local h, l = m >> CH, m & CHMASK
+        if squares then
+          absum = absum + x * x
+          local hh, hl, ll, key = h * h, 2 * h * l, l * l, 2 * e + K2
+          b[key], b[key + DB] = b[key] + (ll & DMASK), b[key + DB] + (ll >> DB)
+          key = key + CH
+          b[key], b[key + DB] = b[key] + (hl & DMASK), b[key + DB] + (hl >> DB)
+          key = key + CH
+          b[key], b[key + DB] = b[key] + (hh & DMASK), b[key + DB] + (hh >> DB)
         else
-          b[key], b[key + CH] = b[key] + l, b[key + CH] + h
+          absum = absum + x
+          local key = e + K
+          if w < 0 then
+            b[key], b[key + CH] = b[key] - l, b[key + CH] - h
+          else
+            b[key], b[key + CH] = b[key] + l, b[key + CH] + h
+          end
         end
       end
     end
-  end
+  until count == 0
+  self.digits_cache = nil
   return absum
 end
 

@@ -15,15 +15,22 @@ M.HEADER_KEYS = {
 
 M.RESULT_KEYS = {
   "variant", "ordinal", "n", "dtype", "op", "block", "finish", "grid", "passes", "ms", "ms_min", "ms_max",
-  "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bytes",
-  "timer", "buffers", "seed", "error",
+  "gbps", "pct_ceiling", "speedup_vs_neighbored", "ratio_to_cub", "valid", "value", "reference", "bound",
+  "depth", "bytes", "timer", "buffers", "seed", "error",
 }
 
 M.SWEEP = { header = M.HEADER_KEYS, lists = { { "results", M.RESULT_KEYS } } }
 
 -- dkjson writes numbers with tostring (14 digits): a float that would not read back the same is
--- written with 17, so values and references keep every bit
-local EXACT = { __tojson = function(self) return string.format("%.17g", self[1]) end }
+-- written with 17, so values and references keep every bit; an integral one keeps a ".0" (%.17g drops
+-- it: 4612345678901234.0 would read back as an integer)
+local EXACT = {
+  __tojson = function(self)
+    local text = string.format("%.17g", self[1])
+    if not text:find("[.eE]") then text = text .. ".0" end
+    return text
+  end,
+}
 
 local function exact(v)
   if math.type(v) == "float" and v == v and math.abs(v) ~= math.huge and tonumber(tostring(v)) ~= v then
@@ -133,6 +140,18 @@ function M.write(doc, dir, base, schema)
   if not jpath then return nil, jerr end
   local cpath, cerr = write_file(dir .. "/" .. base .. ".csv", M.encode_csv(doc, schema))
   if not cpath then return nil, cerr end
+  return jpath, cpath
+end
+
+--- The end of a lab script's run: writes the files (M.write), says where on stdout, and on failure says
+-- why through note(msg) and exits 1.
+function M.save(doc, dir, base, schema, note)
+  local jpath, cpath = M.write(doc, dir, base, schema)
+  if not jpath then
+    note("could not write results: " .. tostring(cpath))
+    os.exit(1, true)
+  end
+  print(string.format("\nwrote %s and %s", jpath, cpath))
   return jpath, cpath
 end
 

@@ -59,7 +59,8 @@ M.LEGEND = table.concat({
   "ms: median and minimum of the timed reps; GB/s: bytes read / median; %peak: of the read ceiling;",
   "vs neighb: neighbored's median / this median (neighbored at its default block and finish, else its",
   "  fastest);",
-  "vs cub: cub's median / this median (1.00 = as fast as CUB); ✓/✗: validated against the cpu reference.",
+  "vs cub: cub's median / this median (1.00 = as fast as CUB); ✓/✗: within the error bound of the exact",
+  "  value (lab/validate.lua).",
 }, "\n")
 
 return M

@@ -3,7 +3,11 @@
 -- Needs two GPUs (NCCL refuses two ranks on one GPU) and the module built (make).
 --
 --   lua experiments/multi_gpu/allreduce_demo.lua [ranks = 2] [n = 2^20]
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+
 local gr = require "gpureduce"
+local ranks = require "ranks"
 
 local rank = tonumber(os.getenv("GPUREDUCE_RANK") or "")
 local size = tonumber(arg[1] or os.getenv("GPUREDUCE_RANKS") or "2")
@@ -17,20 +21,12 @@ if not rank then
   end
   local id = os.tmpname()
   os.remove(id)        -- rank 0 writes it, the others wait for it, rank 0 removes it once all have joined
-  local interp = arg[-1] or "lua5.4"
-  local children = {}
-  for r = 0, size - 1 do
-    local cmd = string.format("GPUREDUCE_RANK=%d GPUREDUCE_RANKS=%d GPUREDUCE_N=%d GPUREDUCE_ID=%s %s %s 2>&1",
-      r, size, n, id, interp, arg[0])
-    children[r] = assert(io.popen(cmd))
-  end
-  local failed = false
-  for r = 0, size - 1 do
-    io.write(children[r]:read("a"))
-    if not children[r]:close() then failed = true end
-  end
+  local failed = ranks.run(size, function(r)
+    return ranks.command(r, size, { GPUREDUCE_N = n, GPUREDUCE_ID = id }, arg[-1] or "lua5.4", arg[0])
+  end, function(_, out) io.write(out) end)
   os.remove(id)
-  os.exit(failed and 1 or 0)
+  if #failed > 0 then io.stderr:write("allreduce_demo: ", table.concat(failed, "; "), "\n") end
+  os.exit(#failed > 0 and 1 or 0)
 end
 
 -- a rank: its own GPU, its own slice of numbers

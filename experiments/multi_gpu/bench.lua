@@ -1,16 +1,45 @@
 --- Several GPUs, measured: `lua experiments/multi_gpu/bench.lua` (the launcher starts the ranks itself).
---   1. gr.sum over a sharded float32 buffer of 2^32 elements (GPUREDUCE_SHARD_N to change it) on 1, 2,
---      ... GPUs, against one GPU's gr.sum of a plain buffer of the same size: the speed-up;
+--   1. gr.sum over a sharded float32 buffer on 1, 2, ... GPUs, against one GPU's gr.sum of a plain buffer
+--      of the same size: the speed-up. The size fits the machine: the largest power of two up to 2^32
+--      elements whose plain buffer takes at most a quarter of the smallest GPU's memory
+--      (GPUREDUCE_SHARD_N to choose it);
 --   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
---      sizes from 8 B to 1 GiB: bus bandwidth as nccl-tests define it, algbw * 2 (k - 1) / k;
+--      sizes from 8 B to 1 GiB (at most an eighth of the smallest GPU's memory): bus bandwidth as
+--      nccl-tests define it, algbw * 2 (k - 1) / k;
 --   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call;
 --   and (1b) the sharded buffer's segmented sum, segments of 2^20 elements, against one GPU's.
 -- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
--- one GPU each; with one GPU they run with a single rank.
+-- one GPU each; with one GPU they run with a single rank. Exit status 1 when a rank fails (its status
+-- and output are shown) or there is no CUDA device.
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. here .. "/../?.lua;" .. package.path
+
 local gr = require "gpureduce"
+local sizes = require "lab.sizes"
+local ranks = require "ranks"
 
 local rank = tonumber(os.getenv("GPUREDUCE_RANK") or "")
-local ndev = #gr.devices()
+local devices = gr.devices()
+local ndev = #devices
+
+local function fail(msg)
+  io.stdout:flush()
+  io.stderr:write("multi_gpu/bench: ", msg, "\n")
+  os.exit(1)
+end
+
+if gr.backend() ~= "cuda" then fail("needs at least one CUDA device (backend is " .. gr.backend() .. ")") end
+
+-- the smallest GPU's memory: every size below is a fraction of it
+local memory = math.huge
+for _, d in ipairs(devices) do memory = math.min(memory, d.memory or math.huge) end
+
+--- The largest power of two at most `most` whose `bytes_each` elements fit in `budget` bytes (at least 1).
+local function fit(most, bytes_each, budget)
+  local v = most
+  while v > 1 and v * bytes_each > budget do v = v // 2 end
+  return v
+end
 
 local function median(t)
   table.sort(t)
@@ -33,7 +62,15 @@ if not rank then
   local d = gr.device()
   print(string.format("# multi-GPU benchmark: %d x %s, CUDA %s, NCCL %s", ndev, d and d.name or "cpu",
     d and d.cuda_runtime or "-", tostring(gr.nccl_version())))
-  local n = math.tointeger(tonumber(os.getenv("GPUREDUCE_SHARD_N") or "") or (1 << 32))
+  local n = fit(1 << 32, 4, memory // 4)
+  local given = os.getenv("GPUREDUCE_SHARD_N")
+  if given and given ~= "" then
+    local why
+    n, why = sizes.parse(given)
+    if not n then fail("GPUREDUCE_SHARD_N: '" .. given .. "' is not an element count (" .. why .. ")") end
+  end
+  print(string.format("# n = %d float32 elements (%.1f GiB; smallest GPU %.1f GiB)", n, n * 4 / 2 ^ 30,
+    memory / 2 ^ 30))
 
   --- One table of speed-ups: reduce(b) on a plain float32 buffer of n elements, then on sharded ones
   -- over 1, 2, ... GPUs (the same values), each the median of 10 calls.
@@ -71,27 +108,25 @@ if not rank then
   end
   -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
   -- and every GPU)
-  local sizes, seen = {}, {}
+  local comm_sizes, seen = {}, {}
   for k in (os.getenv("GPUREDUCE_RANKS") or ("2," .. ndev)):gmatch("%d+") do
     k = math.max(1, math.min(ndev, math.tointeger(tonumber(k))))
-    if not seen[k] then sizes[#sizes + 1], seen[k] = k, true end
+    if not seen[k] then comm_sizes[#comm_sizes + 1], seen[k] = k, true end
   end
   local id = os.tmpname()
-  for _, size in ipairs(sizes) do
+  local failed = {}
+  for _, size in ipairs(comm_sizes) do
     os.remove(id)
-    local children = {}
-    for r = 0, size - 1 do
-      children[r] = assert(io.popen(string.format("GPUREDUCE_RANK=%d GPUREDUCE_RANKS=%d GPUREDUCE_ID=%s %s %s 2>&1",
-        r, size, id, arg[-1] or "lua5.4", arg[0])))
-    end
-    for r = 0, size - 1 do
-      local out = children[r]:read("a")
+    local list = ranks.run(size, function(r)
+      return ranks.command(r, size, { GPUREDUCE_ID = id }, arg[-1] or "lua5.4", arg[0])
+    end, function(r, out)
       if r == 0 then io.write(out) elseif out:find("%S") then io.write("[rank " .. r .. "] " .. out) end
-      children[r]:close()
-    end
+    end)
+    for _, msg in ipairs(list) do failed[#failed + 1] = msg end
   end
   os.remove(id)
-  return
+  if #failed > 0 then fail(table.concat(failed, "; ")) end
+  os.exit(0)
 end
 
 local size = tonumber(os.getenv("GPUREDUCE_RANKS"))
@@ -103,8 +138,10 @@ say("\n## c:allreduce against ncclAllReduce, %d rank(s), float32 sum in place", 
 say("| bytes | c:allreduce us | busbw GB/s | ncclAllReduce us | busbw GB/s | ratio |")
 say("| ---: | ---: | ---: | ---: | ---: | ---: |")
 local factor = size > 1 and 2 * (size - 1) / size or 1
+local largest = fit(1 << 30, 1, memory // 8)
 for log2 = 3, 30, 3 do
   local bytes = 1 << log2
+  if bytes > largest then break end
   local b = gr.buffer(bytes // 4, "float32", { device = device }):fill(1)
   local reps = bytes >= (1 << 27) and 20 or 200
   c:barrier()
