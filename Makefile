@@ -10,6 +10,7 @@
 #   make check-asan      the specs against a CPU-only module built with ASan + UBSan (in build-asan/)
 #   make check-valgrind  the host programs under valgrind, on the CPU backend
 #   make bench           the GPU benchmarks against CUB
+#   make bench-cpu       the cpu backend: every op and dtype at 2^22 against sum (CPU_BENCH_ARGS)
 #   make accuracy        the accuracy lab: every variant's error against the exact result (ACCURACY_ARGS)
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
@@ -134,7 +135,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module run demo test check-asan check-valgrind bench accuracy clean deps install readme
+.PHONY: all module run demo test check-asan check-valgrind bench bench-cpu accuracy clean deps install readme
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module $(HOST_PROGRAMS)
@@ -220,6 +221,10 @@ run: deps all
 
 demo: deps all
 	$(LUA_ENV) $(LUA) experiments/demo.lua
+
+# The cpu backend's speed (experiments/cpu_bench.lua): every op and dtype as a ratio to sum's time.
+bench-cpu: deps all
+	GPUREDUCE_BACKEND=cpu $(LUA_ENV) $(LUA) experiments/cpu_bench.lua $(CPU_BENCH_ARGS)
 
 # The accuracy lab (experiments/accuracy.lua): errors against the exact result, bits across variants.
 accuracy: deps all
