@@ -146,8 +146,12 @@ $(MODULE): $(DEVICE_OBJ) $(ENGINE_OBJ) $(BINDING_OBJ)
 	@mkdir -p $(dir $@)
 	$(LINK) -o $@ $^ $(LINK_LIBS)
 
-# The host backend's loops are written to vectorise, which gcc does at -O3.
-$(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
+# The host backend's loops are written to vectorise, which gcc does at -O3, and for the float compares
+# and selects (NaN, norm's three sums) only without -ftrapping-math (nothing reads the FP exception
+# flags); without contraction, so that a product is rounded before it is added, as host_ops.c and the
+# kernels round it (-march=native would otherwise fuse them).
+CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
+$(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
 $(OBJ)/engine/%.o: engine/%.c $(ENGINE_H)
 	@mkdir -p $(dir $@)
