@@ -48,12 +48,11 @@ static size_t tree_leaf(int kind) {
 }
 
 int gr_cpu_kernel_for(const gr_op_desc *op, gr_dtype t, gr_dtype acc, gr_cpu_kernel *k) {
-    /* the loops write the accumulator the op takes by default, or float64 for float32 data */
-    int natural = gr_op_acc_dtype(NULL, op->id, t, -1);
-    if ((int)acc != natural && !(t == GR_FLOAT32 && acc == GR_FLOAT64)) return 0;
     int kind = kind_of(op, t);
     if (kind < 0) return 0;
     size_t leaf = gr_dtype_is_float(acc) ? tree_leaf(kind) : 0;
+    /* a tree loop writes F, the float it sums in: float32 data's own type or float64, else float64 */
+    if (leaf && acc != GR_FLOAT64 && !(acc == GR_FLOAT32 && t == GR_FLOAT32)) return 0;
     const gr_cpu_loop *row = leaf ? gr_cpu_tree_row(t, acc) : gr_cpu_exact_row(t);
     if (!row || !row[kind]) return 0;
     *k = (gr_cpu_kernel){row[kind], leaf, op, t, acc};
