@@ -13,6 +13,7 @@
 #   make check-asan      the specs against a CPU-only module built with ASan + UBSan (in build-asan/)
 #   make check-valgrind  the host programs under valgrind, on the CPU backend
 #   make bench           the GPU benchmarks against CUB
+#   make bench-cpu       the cpu backend: every op and dtype at 2^22 against sum (CPU_BENCH_ARGS)
 #   make accuracy        the accuracy lab: every variant's error against the exact result (ACCURACY_ARGS)
 #
 # CUDA architectures: by default those of the GPUs present (nvidia-smi), else 90; PTX of the highest is
@@ -166,7 +167,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module lib run demo test check-asan check-valgrind bench accuracy clean deps readme \
+.PHONY: all module lib run demo test check-asan check-valgrind bench bench-cpu accuracy clean deps readme \
         install install-lua install-lib dist rock
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
@@ -206,8 +207,12 @@ $(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(GR_VERSION)|' -e 's|@LIBS_PRIVATE@|$(strip $(ARCHIVE_LIBS))|' $< > $@
 
-# The host backend's loops are written to vectorise, which gcc does at -O3.
-$(OBJ)/engine/cpu_backend.o: FILE_CFLAGS = -O3
+# The host backend's loops are written to vectorise, which gcc does at -O3, and for the float compares
+# and selects (NaN, norm's three sums) only without -ftrapping-math (nothing reads the FP exception
+# flags); without contraction, so that a product is rounded before it is added, as host_ops.c and the
+# kernels round it (-march=native would otherwise fuse them).
+CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
+$(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
 $(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
@@ -281,6 +286,10 @@ run: deps all
 
 demo: deps all
 	$(LUA_ENV) $(LUA) experiments/demo.lua
+
+# The cpu backend's speed (experiments/cpu_bench.lua): every op and dtype as a ratio to sum's time.
+bench-cpu: deps all
+	GPUREDUCE_BACKEND=cpu $(LUA_ENV) $(LUA) experiments/cpu_bench.lua $(CPU_BENCH_ARGS)
 
 # The accuracy lab (experiments/accuracy.lua): errors against the exact result, bits across variants.
 accuracy: deps all

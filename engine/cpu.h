@@ -7,9 +7,10 @@
 #include "handles.h"
 
 /* Reduces n elements of t at p into one accumulator (written at acc_out, gr_op_acc_size bytes) with the
- * same semantics as the kernels, threaded and deterministic for a given machine; the element at p has
- * the index `first` (argmin, argmax). pairwise = 1 uses the recursive interleaved-pair order instead
- * of per-thread runs. */
+ * same semantics as the kernels, threaded, in an order fixed by n alone (the same bits whatever the
+ * number of threads; float sums pairwise, as numpy sums); the element at p has the index `first`
+ * (argmin, argmax). pairwise = 1 is the cpu_pairwise variant: the textbook's recursive interleaved
+ * pairs, on this thread. */
 gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, gr_op op,
                         gr_dtype acc, int pairwise, void *acc_out);
 /* Combines `count` accumulators of op (the CPU finish of every mode that has one; gr_op_acc_size bytes

@@ -204,6 +204,11 @@ static blue blue_of(gr_dtype acc) {
     return (blue){0x1p-511, 0x1p486, 0x1p537, 0x1p-538};
 }
 
+void gr_host_norm_scales(gr_dtype acc, double c[4]) {
+    blue b = blue_of(acc);
+    c[0] = b.tsml, c[1] = b.tbig, c[2] = b.ssml, c[3] = b.sbig;
+}
+
 static double blue_norm(gr_dtype acc, double small, double medium, double big) {
     blue c = blue_of(acc);
     double scale, sumsq;

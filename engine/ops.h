@@ -76,6 +76,16 @@ static inline gr_family gr_op_family(const gr_op_desc *d, gr_dtype t) {
     if (exact && d->family == GR_FAMILY_NORM) return GR_FAMILY_SQUARES;
     return d->family;
 }
+/* Whether op's accumulator is one value that an element of the accumulator dtype loads as itself: add,
+ * multiply, min or max of values, and/or of flags. Its partials can then be reduced again as elements
+ * (the CPU finish), and the cpu_pairwise variant folds it in a running value. */
+static inline int gr_op_folds_itself(const gr_op_desc *d) {
+    if (d->family != GR_FAMILY_VALUE) return 0;
+    if (d->map == GR_MAP_VALUE)
+        return d->combine == GR_COMBINE_ADD || d->combine == GR_COMBINE_MUL || d->combine == GR_COMBINE_MIN ||
+               d->combine == GR_COMBINE_MAX;
+    return d->map == GR_MAP_NONZERO && (d->combine == GR_COMBINE_AND || d->combine == GR_COMBINE_OR);
+}
 /* The accumulator dtype of op over dtype t, with an optional override (-1 = none); -1 and a message
  * naming "acc" when the override is not accepted. */
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override);
@@ -94,6 +104,8 @@ void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a);
 void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *x, uint64_t index, void *a);
 /* a = a (op) b. */
 void gr_host_combine(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a, const void *b);
+/* norm's thresholds and scales for an accumulator dtype (Blue's): tsml, tbig, ssml, sbig. */
+void gr_host_norm_scales(gr_dtype acc, double c[4]);
 /* The result of a reduction of n elements whose combined accumulator is at a. */
 gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *a, size_t n, int ddof);
 

@@ -52,8 +52,8 @@ static gr_status host_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uin
 #define NOT_GUARANTEED GR_DET_NOT_GUARANTEED
 
 static const gr_variant_row rows[] = {
-    {"cpu", 0, "the host backend (a threaded loop per core)",
-     "threaded host reduction: one contiguous run per core, runs combined in order, in the accumulator type",
+    {"cpu", 0, "the host backend (typed loops on every core)",
+     "threaded host reduction: subtrees of numpy's pairwise order per core, in the accumulator type",
      GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, HOST(host_cpu)},
     {"cpu_pairwise", 1, "recursiveReduce: the textbook's recursive interleaved-pair host reduction",
      "host reduction by interleaved pairs with halving strides, recursively, in the accumulator type",
