@@ -16,6 +16,8 @@
 #     then spec/exact_gpu_spec.lua and spec/determinism_spec.lua
 #   accuracy: experiments/accuracy.lua (every variant, level and accumulator against the exact result, float32
 #     and float64, all its ops, 2^20 and 2^24; ACCURACY_ARGS adds options), then spec/accuracy_lab_spec.lua
+#   lab: the sweep's validation over every op and dtype (--quick), the var case, and a kernel that
+#     drops an element (experiments/kernels/drop_first.lua), which must fail;
 #   multi: the several-GPU specs (multi_gpu_spec, sharded_reduce_spec), the two-process example and the multi-GPU
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
@@ -97,6 +99,19 @@ for step in $steps; do
               s1=$?
               $LUA experiments/segments.lua --offsets --sizes 2^2,2^8,2^14 --n 2^26 >> "$OUT/segments.log" 2>&1
               echo "segments: exit $s1 $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    lab) # the lab's validation: every op and dtype must pass (exit 0), a wrong kernel must not (exit 1)
+         $LUA experiments/sweep.lua --quick --ops all --dtypes all --no-progress --out "$OUT/lab-all" \
+             > "$OUT/lab.log" 2>&1
+         s1=$?
+         $LUA experiments/sweep.lua --quick --ops var --dtypes float64 --no-progress --out "$OUT/lab-var" \
+             >> "$OUT/lab.log" 2>&1
+         s2=$?
+         $LUA experiments/sweep.lua --kernels experiments/kernels/drop_first.lua --variants warp_shuffle \
+             --ops sum,max --dtypes float64,int32 --sizes 2^20+3 --no-progress --out "$OUT/lab-wrong" \
+             >> "$OUT/lab.log" 2>&1
+         s3=$?
+         echo "lab: all ops x dtypes exit $s1, var exit $s2, a wrong kernel exit $s3 (expected 0 0 1) ($(( $(date +%s) - t0 )) s)" \
+             >> "$OUT/summary.txt" ;;
     *) echo "unknown step $step" >> "$OUT/summary.txt" ;;
     esac
 done
