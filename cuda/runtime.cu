@@ -9,7 +9,22 @@
 #include <stdlib.h>
 
 #include "../engine/device.h"
+#include "../engine/launch.h"
 #include "driver.cuh"
+
+/* Every kernel of the catalogue, and the segmented and exact ones, named strongly. The engine names
+ * them weakly (a CPU-only build has none), and a static link takes an archive's member only for a
+ * symbol something needs: without this table, a program linked with libgpureduce.a would have no
+ * kernels. This object is in every CUDA build, since the engine calls its gr_dev_* functions. */
+#define GR_NAME_KERNEL(name) extern "C" const gr_kernel gr_kernel_##name;
+GR_CATALOGUE_KERNELS(GR_NAME_KERNEL)
+#undef GR_NAME_KERNEL
+extern "C" const gr_seg_kernel gr_segmented;
+extern "C" const gr_exact_kernel gr_exact_gpu;
+#define GR_KERNEL_ADDRESS(name) &gr_kernel_##name,
+extern "C" __attribute__((used)) const void *const gr_kernels_linked[] = {
+    GR_CATALOGUE_KERNELS(GR_KERNEL_ADDRESS) & gr_segmented, &gr_exact_gpu};
+#undef GR_KERNEL_ADDRESS
 
 extern "C" int gr_dev_present(void) {
     int count = 0;

@@ -15,6 +15,15 @@
 extern "C" {
 #endif
 
+/* The catalogue's kernels, in no particular order: variant <name> is `const gr_kernel gr_kernel_<name>`
+ * (registry.c's rows name the one each runs). The engine refers to them weakly, as it does to
+ * gr_segmented and gr_exact_gpu below, so that a CPU-only build links without them; cuda/runtime.cu
+ * refers to every one strongly, so that a static link of libgpureduce.a takes them all. */
+#define GR_CATALOGUE_KERNELS(X)                                                                             \
+    X(neighbored) X(neighbored_less) X(interleaved) X(atomic_shared) X(unroll2) X(unroll4) X(unroll8)      \
+    X(unroll_warps8) X(complete_unroll8) X(template_unroll8) X(warp_shuffle) X(grid_stride_atomic)         \
+    X(pipelined) X(cub) X(thrust)
+
 /* One pass of a variant: n inputs of in_dtype -> `grid` partials of the accumulator in `out`. When
  * `final_out` is set the pass finishes in the same kernel (finish "single"): the device epilogue of the
  * last block combines the partials and writes one accumulator value to final_out, leaving *counter

@@ -20,13 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kernels, in no particular order (the rows below name the one each runs). */
-#define GR_KERNELS(X)                                                                                       \
-    X(neighbored) X(neighbored_less) X(interleaved) X(atomic_shared) X(unroll2) X(unroll4) X(unroll8)      \
-    X(unroll_warps8) X(complete_unroll8) X(template_unroll8) X(warp_shuffle) X(grid_stride_atomic)         \
-    X(pipelined) X(cub) X(thrust)
 #define DECLARE(name) extern const gr_kernel gr_kernel_##name __attribute__((weak));
-GR_KERNELS(DECLARE)
+GR_CATALOGUE_KERNELS(DECLARE)
 #undef DECLARE
 
 static gr_status host_cpu(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, gr_op op,

@@ -117,6 +117,7 @@ describe("the scratch pool", function()
       {}, { finish = "device" }, { finish = "hybrid" }, { finish = "host" }, { finish = "single" },
       { variant = "warp_shuffle", block = 1024 }, { op = "max" }, { acc = "float64" },
     }
+    for _, m in ipairs(modes) do m.op = m.op or "sum" end
     local function all() for _, m in ipairs(modes) do gr.reduce(b, m) end end
     all()
     local before = gr.pool_stats()

@@ -152,6 +152,23 @@ describe("sweep configurations", function()
     assert.equal("h", groups[1].configs[1].variant.name)      -- teaching order
     assert.equal(1, #groups[2].configs)                         -- n = 2^26: the kernel only
   end)
+
+  -- On a GPU `--quick --ops all` ran the classic kernels over the ops they do not take and counted each
+  -- refusal as a failure (832 of 2128 on an H100).
+  it("skip and count the ops a variant does not take", function()
+    local classic = { name = "c", ordinal = 3, finishes = { "device" }, default_finish = "device",
+      block = { min = 32, max = 1024, default = 256 }, needs = { "cuda" }, ops = { "sum", "max" } }
+    local s = { variants = { "c", "h" }, blocks = { "default" }, finishes = { "default" },
+      dtypes = { "float32" }, ops = { "sum", "var" }, sizes = { 1024 }, host_max = 1 << 24 }
+    local groups, counts = matrix.build({ host, classic }, s)
+    assert.equal(2, #groups)
+    assert.equal(2, #groups[1].configs)                         -- sum: both
+    assert.equal(1, #groups[2].configs)                         -- var: the host variant only
+    assert.equal("h", groups[2].configs[1].variant.name)
+    assert.equal(1, counts.unsupported)
+    assert.is_true(matrix.takes(host, "var"))                   -- a row without a list takes every op
+    assert.is_false(matrix.takes(classic, "var"))
+  end)
 end)
 
 describe("sweep result files", function()

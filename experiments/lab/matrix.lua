@@ -1,6 +1,6 @@
 --- The sweep's configurations: variants x block sizes x finishing modes, crossed with dtypes x ops x
--- sizes. What a variant cannot run (a finish it lacks, a block outside its range or not a power of two
--- where it needs one) is skipped and counted, as are host variants above --host-max.
+-- sizes. What a variant cannot run (an op it does not take, a finish it lacks, a block outside its range
+-- or not a power of two where it needs one) is skipped and counted, as are host variants above --host-max.
 local M = {}
 
 local function has(list, x)
@@ -38,6 +38,10 @@ function M.variant_configs(v, blocks, finishes)
   return out, skipped
 end
 
+--- Whether variant v takes op (its registry row lists the ops it takes; a row without the list, such
+-- as the operators' pseudo-variant, takes what it is given).
+function M.takes(v, op) return v.ops == nil or has(v.ops, op) end
+
 --- Groups of configurations sharing one buffer: {dtype=, op=, n=, configs={...}} in the order tables
 -- are printed (dtype, op, n), and counts {configs=, unsupported=, host_capped=}.
 -- `registry` is gr.variants(); `s` the settings from lab.cli.
@@ -61,12 +65,16 @@ function M.build(registry, s)
     for _, op in ipairs(s.ops) do
       for _, n in ipairs(s.sizes) do
         local g = { dtype = dtype, op = op, n = n, configs = {} }
-        for _, list in ipairs(per_variant) do
-          for _, c in ipairs(list) do
-            if M.is_host(c.variant) and n > s.host_max then
-              counts.host_capped = counts.host_capped + 1
-            else
-              g.configs[#g.configs + 1] = c
+        for i, list in ipairs(per_variant) do
+          if not M.takes(chosen[i], op) then
+            counts.unsupported = counts.unsupported + #list
+          else
+            for _, c in ipairs(list) do
+              if M.is_host(c.variant) and n > s.host_max then
+                counts.host_capped = counts.host_capped + 1
+              else
+                g.configs[#g.configs + 1] = c
+              end
             end
           end
         end
