@@ -205,7 +205,9 @@ describe("sweep validation", function()
     assert.equal(0, code, out .. stderr)
     doc = decode(dir .. "/sweep.json")
     assert.equal(0, doc.header.failed)
-    assert.equal(#gr.ops() * #gr.dtypes() * 2 * #doc.header.options.variants, #doc.results)
+    local taken = 0                 -- each variant over the ops it takes (the classic kernels take six)
+    for _, name in ipairs(doc.header.options.variants) do taken = taken + #gr.variant(name).ops end
+    assert.equal(taken * #gr.dtypes() * 2, #doc.results)
     for _, r in ipairs(doc.results) do
       local label = r.variant .. " " .. r.dtype .. " " .. r.op
       if type(r.value) == "boolean" or math.type(r.value) == "integer" then assert.equal(0, r.bound, label) end
