@@ -121,11 +121,10 @@ GENCODE       := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a
                  -gencode arch=compute_$(HIGHEST_ARCH),code=compute_$(HIGHEST_ARCH)
 NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
-ENGINE_SRC  := $(filter-out engine/device_none.c,$(wildcard engine/*.c))
-# The NVRTC-clean device headers (those whose opening comment says so) and the lists they include,
-# embedded in the module for operators compiled at run time (engine/nvrtc.h).
-NVRTC_HEADERS := $(shell for f in cuda/*.cuh; do sed -n '1,/\*\//p' $$f | grep -q NVRTC-clean && echo $$f; done) \
-                 engine/lists.h
+ENGINE_SRC  := $(filter-out engine/base/device_none.c,$(wildcard engine/*/*.c))
+# The NVRTC-clean device headers (cuda/device/: the folder is the contract) and the lists they include,
+# embedded in the module for operators compiled at run time (engine/jit/nvrtc.h).
+NVRTC_HEADERS := $(wildcard cuda/device/*.cuh) engine/lists.h
 EMBED_OBJ   := $(OBJ)/gen/embedded_headers.o
 ENGINE_OBJ  := $(ENGINE_SRC:%.c=$(OBJ)/%.o) $(EMBED_OBJ)
 BINDING_SRC := $(wildcard lua/*.c)
@@ -133,9 +132,10 @@ BINDING_OBJ := $(BINDING_SRC:%.c=$(OBJ)/%.o)
 
 # The slowest kernels first, so that make -j starts them first (seconds for sm_90 on 2 cores: v16 67,
 # v15 44, v11 23, v10 v12 v13 v14 8-9, the rest 3-7; exact about 80); any other .cu follows in name order.
-CUDA_SLOW  := v16_thrust exact segmented v15_cub v11_template_unroll8 v10_complete_unroll8 v12_warp_shuffle \
-              v14_pipelined v13_grid_stride_atomic
-CUDA_SRC   := $(wildcard cuda/*.cu)
+CUDA_SLOW  := variants/v16_thrust kernels/exact kernels/segmented variants/v15_cub variants/v11_template_unroll8 \
+              variants/v10_complete_unroll8 variants/v12_warp_shuffle variants/v14_pipelined \
+              variants/v13_grid_stride_atomic
+CUDA_SRC   := $(wildcard cuda/*/*.cu)
 CUDA_FIRST := $(foreach s,$(CUDA_SLOW),$(filter cuda/$(s).cu,$(CUDA_SRC)))
 CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST),$(CUDA_SRC)))
 
@@ -145,7 +145,7 @@ CUDA_OBJ   := $(patsubst %.cu,$(OBJ)/%.o,$(CUDA_FIRST) $(filter-out $(CUDA_FIRST
 empty :=
 space := $(empty) $(empty)
 ifeq ($(NVCC),)
-  DEVICE_OBJ := $(OBJ)/engine/device_none.o
+  DEVICE_OBJ := $(OBJ)/engine/base/device_none.o
   LINK       := $(CC) -shared $(SANITIZE)
   LINK_LIBS  := -lpthread -lm -ldl
   HOST_LINK  := $(CC) $(SANITIZE)
@@ -211,20 +211,20 @@ $(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
 # and selects (NaN, norm's three sums) only without -ftrapping-math (nothing reads the FP exception
 # flags); without contraction, so that a product is rounded before it is added, as host_ops.c and the
 # kernels round it (-march=native would otherwise fuse them).
-CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
+CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/ops/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
 $(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
 $(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# Where engine/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
+# Where engine/jit/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
-$(OBJ)/engine/nvrtc.o: FILE_CFLAGS = $(if $(NVRTC_LIB),-DGR_NVRTC_DEFAULT='"$(NVRTC_LIB)"')
-# Where engine/comm.c looks for NCCL after GPUREDUCE_NCCL: the toolkit's lib64, then lib (NCCL ships in
+$(OBJ)/engine/jit/nvrtc.o: FILE_CFLAGS = $(if $(NVRTC_LIB),-DGR_NVRTC_DEFAULT='"$(NVRTC_LIB)"')
+# Where engine/multi/comm.c looks for NCCL after GPUREDUCE_NCCL: the toolkit's lib64, then lib (NCCL ships in
 # either), when it has one.
 NCCL_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnccl.so.2 $(CUDA_HOME)/lib/libnccl.so.2)))
-$(OBJ)/engine/comm.o: FILE_CFLAGS = $(if $(NCCL_LIB),-DGR_NCCL_DEFAULT='"$(NCCL_LIB)"')
+$(OBJ)/engine/multi/comm.o: FILE_CFLAGS = $(if $(NCCL_LIB),-DGR_NCCL_DEFAULT='"$(NCCL_LIB)"')
 
 $(BUILD)/gen/embedded_headers.c: scripts/embed_headers.sh $(NVRTC_HEADERS)
 	@mkdir -p $(dir $@)
@@ -268,7 +268,7 @@ $(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
 # The kernel cache alone: plain C and the file system, no device and no other engine module.
-$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/kcache.o $(OBJ)/engine/env.o
+$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/jit/kcache.o $(OBJ)/engine/base/env.o
 	$(CC) $(SANITIZE) -o $@ $^ -lpthread
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and
@@ -392,7 +392,7 @@ clean:
 # The headers each object included when it was last compiled (DEPFLAGS). Each object also depends on
 # its .d, a target of no recipe: an object without one (a build from before, a deleted .d) is compiled
 # again. Named here, the .d files are not intermediate files, which make would not bother to remake.
-DEP_FILES := $(patsubst %.o,%.d,$(ENGINE_OBJ) $(BINDING_OBJ) $(CUDA_OBJ) $(OBJ)/engine/device_none.o \
+DEP_FILES := $(patsubst %.o,%.d,$(ENGINE_OBJ) $(BINDING_OBJ) $(CUDA_OBJ) $(OBJ)/engine/base/device_none.o \
                $(addprefix $(OBJ)/spec/host/,embed_host.o c_api_host.o nvrtc_compile.o kcache_host.o))
 $(DEP_FILES):
 include $(wildcard $(DEP_FILES))

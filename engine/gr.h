@@ -53,7 +53,7 @@ typedef enum gr_backend { GR_BACKEND_CPU, GR_BACKEND_CUDA } gr_backend;
 
 typedef enum gr_where { GR_DEVICE, GR_HOST } gr_where;
 
-/* What happens to the per-block partials (engine/finish.c, docs/api.md "Finishing modes"). */
+/* What happens to the per-block partials (engine/core/finish.c, docs/api.md "Finishing modes"). */
 typedef enum gr_finish {
     GR_FINISH_AUTO,      /* the variant's or the planner's choice */
     GR_FINISH_DEVICE,    /* more device passes until one value remains */
@@ -216,7 +216,7 @@ typedef struct gr_options {
     size_t grid;            /* blocks of the first pass; 0 = the planner's choice */
     gr_stream *stream;      /* NULL = the context's own stream */
     /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, in
-     * engine/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
+     * engine/user/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
     const struct gr_operator_image *user;
     gr_user_fold fold;      /* with user: the CPU's combine, for finishes hybrid and host (synchronous calls) */
     void *fold_ud;
@@ -283,7 +283,7 @@ gr_status gr_segment_bounds_read(gr_context *ctx, size_t n, const gr_segments *s
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results);
 
-/* The shards of one logical buffer (engine/sharded.c): consecutive pieces of one array, each on its own
+/* The shards of one logical buffer (engine/multi/sharded.c): consecutive pieces of one array, each on its own
  * device (shard i's first element has the index of the elements before it), reduced at once on every
  * device and combined in shard order: built-in ops on the host (integer results and min/max equal one
  * device's, float results the same on every run), gpu_to_gpu's exact sums merged (one device's bits),
@@ -291,7 +291,7 @@ gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, 
  * dtype; no stream; the finish is each shard's single kernel. */
 gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                            gr_result *out);
-/* The segments of a sharded buffer (engine/sharded_segments.c), as gr_reduce_segments': segments inside
+/* The segments of a sharded buffer (engine/multi/sharded_segments.c), as gr_reduce_segments': segments inside
  * one shard by that shard's segmented reduction, those that span shards piece by piece, combined as
  * gr_reduce_shards combines. seg->offsets may be on any device or in host memory; out[i] are buffers on
  * the first shard's device (host memory on the cpu backend). */
@@ -300,7 +300,7 @@ gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, s
 /* The number of segments seg describes over n elements (gr_segment_count's checks). */
 gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k);
 
-/* ---- communicators across processes (engine/comm.c; docs/api.md "Several GPUs") ------------------ */
+/* ---- communicators across processes (engine/multi/comm.c; docs/api.md "Several GPUs") ------------------ */
 
 /* NCCL is opened on first use (GPUREDUCE_NCCL, else the toolkit's, else the loader's libnccl.so.2);
  * without it every call below is GR_ENODEV saying where it looked. */
@@ -357,7 +357,7 @@ void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out);
 /* Gives back the scratch of every idle slot (the next reductions allocate it again). */
 void gr_pool_trim(gr_context *ctx);
 
-/* ---- user operators (engine/operator.c; docs/api.md "User operators") ---------------------------- */
+/* ---- user operators (engine/user/operator.c; docs/api.md "User operators") ---------------------------- */
 
 /* An operator written as C expressions, compiled at run time with NVRTC for each input dtype. */
 typedef struct gr_operator gr_operator;
@@ -460,7 +460,7 @@ gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
 
-/* ---- a user operator's functions on the host (engine/operator_cpu.c) ------------------------------ */
+/* ---- a user operator's functions on the host (engine/core/operator_cpu.c) ------------------------------ */
 
 /* The cpu backend and host memory cannot run an operator's kernels: the host application gives the
  * operator as functions (the Lua binding: gr.operator's cpu table), set as gr_options.cpu, and the
@@ -514,13 +514,13 @@ typedef struct gr_operator_cpu {
 gr_status gr_operator_cpu_fold(gr_context *ctx, const gr_operator_cpu *cpu, gr_dtype acc, const void *partials,
                                size_t count, void *out);
 
-/* ---- user kernel variants (engine/kernel.c; docs/api.md "User kernels") --------------------------- */
+/* ---- user kernel variants (engine/user/kernel.c; docs/api.md "User kernels") --------------------------- */
 
 /* A kernel variant written by the user: a device function template that reduces a block's share of the
  * input to one value,
  *     template <class Op, class In> __device__ typename Op::acc_t ENTRY(const In *in, size_t n,
  *                                                                       unsigned long long first);
- * (cuda/user_kernel.cuh says the contract and the helpers it may use), wrapped by the engine in kernels
+ * (cuda/device/user_kernel.cuh says the contract and the helpers it may use), wrapped by the engine in kernels
  * of the catalogue's shape: one partial per block, the last block finishing in the single mode. */
 typedef struct gr_kernel_spec {
     const char *name;       /* a word of at most 64 letters, digits and '_': the variant's name */
@@ -599,7 +599,7 @@ typedef struct gr_plan {
     gr_user_fold fold;      /* gr_options.fold: a user operator's partials finished on the CPU */
     void *fold_ud;
     size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
-    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/exact_run.c) */
+    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/core/exact_run.c) */
     const struct gr_operator_image *kernel; /* gr_options.kernel: a user kernel's, which the passes run */
 } gr_plan;
 
@@ -616,7 +616,7 @@ enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
  *   not_guaranteed  the bits may differ from run to run (atomics land in any order);
  *   run_to_run      the same bits on every run of the same call on the same GPU (the default);
  *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend: the exactly rounded
- *                   results of engine/exact_run.c. */
+ *                   results of engine/core/exact_run.c. */
 typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
 const char *gr_determinism_name(gr_determinism d);
 extern const char *const gr_determinism_names[GR_DET_COUNT + 1];   /* in order, NULL-terminated */

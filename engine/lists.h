@@ -2,7 +2,7 @@
  * lists.h -- the axes of the engine written once, as X-macros: the dtypes and the built-in ops.
  *
  * Included by gr.h (which makes the enums), by the engine's tables, and by the kernels' headers
- * (cuda/ops.cuh, cuda/launch.cuh): it includes nothing, so NVRTC can compile it too.
+ * (cuda/device/ops.cuh, cuda/host/launch.cuh): it includes nothing, so NVRTC can compile it too.
  */
 #ifndef GR_LISTS_H
 #define GR_LISTS_H
@@ -20,7 +20,7 @@
     X(FLOAT64, float64, double, 8, 1, 1)
 
 /* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
- * combine and result -- is its descriptor (engine/ops.c) and its device functor (cuda/ops.cuh). The
+ * combine and result -- is its descriptor (engine/ops/ops.c) and its device functor (cuda/device/ops.cuh). The
  * first six are the classic ones every kernel variant takes; the registry says which variants take
  * the others. */
 #define GR_OP_LIST(X)                                                                                     \
@@ -34,7 +34,7 @@
 #define GR_OPS_CLASSIC (GR_OP_BIT(GR_SUM) | GR_OP_BIT(GR_PROD) | GR_OP_BIT(GR_MIN) | GR_OP_BIT(GR_MAX) | \
                         GR_OP_BIT(GR_AND) | GR_OP_BIT(GR_OR))
 #define GR_OPS_ALL ((1u << GR_OP_COUNT) - 1u)
-/* The ops whose folds are dear on 1-byte data, which the pipelined variant takes (cuda/v14_pipelined.cu)
+/* The ops whose folds are dear on 1-byte data, which the pipelined variant takes (cuda/variants/v14_pipelined.cu)
  * and auto sends there for int8 and uint8: the classic ones, count, and the extremes. */
 #define GR_OPS_PIPELINED (GR_OPS_CLASSIC | GR_OP_BIT(GR_COUNT) | GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_ARGMAX) | \
                           GR_OP_BIT(GR_MINMAX) | GR_OP_BIT(GR_NANMIN) | GR_OP_BIT(GR_NANMAX))

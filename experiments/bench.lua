@@ -126,8 +126,8 @@ if wanted("large") then
 end
 
 if wanted("exact") then
-  -- gpu_to_gpu's exact kernel (cuda/exact.cu) beside the default sum, CUB's and the read ceiling; its value
-  -- checked bit for bit against the host's exact sum of a host copy (engine/exact.c), the same digits
+  -- gpu_to_gpu's exact kernel (cuda/kernels/exact.cu) beside the default sum, CUB's and the read ceiling; its value
+  -- checked bit for bit against the host's exact sum of a host copy (engine/ops/exact.c), the same digits
   print("\n## n = 2^28: gpu_to_gpu sum (the exact kernel) vs auto vs cub::DeviceReduce vs the read-only kernel")
   print(string.format("%-8s %-10s %9s %9s %8s  %s", "dtype", "path", "ms", "GB/s", "vs read", "valid"))
   local n = 1 << 28

@@ -1,5 +1,5 @@
 /*
- * lcomm.c -- gr.comm and the Comm userdata: NCCL communicators across processes (engine/comm.c).
+ * lcomm.c -- gr.comm and the Comm userdata: NCCL communicators across processes (engine/multi/comm.c).
  *
  * The table of gr.comm{rank =, size =, id =, timeout =, device =} is read by the options parser; the
  * communicator is destroyed by c:destroy(), __close or __gc (one idempotent release), and a method of a

@@ -1,5 +1,5 @@
 /*
- * lkernel.c -- user kernel variants from Lua: gr.kernel{...} registers one (engine/kernel.c), and a
+ * lkernel.c -- user kernel variants from Lua: gr.kernel{...} registers one (engine/user/kernel.c), and a
  * reduction that names one gets its kernels prepared for its op and dtype (r->o.kernel) before the
  * engine plans it.
  *

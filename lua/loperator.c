@@ -7,7 +7,7 @@
  * identity is then checked against reduce: on the GPU by the generated check kernel, on the cpu
  * backend by the cpu functions when they are given and the identity is a literal the host can read.
  *
- * The cpu table must compute what the kernels compute (engine/operator_cpu.c runs it): post exactly where
+ * The cpu table must compute what the kernels compute (engine/core/operator_cpu.c runs it): post exactly where
  * the operator has post, identity where the host cannot read the operator's. An Operator keeps it
  * {map =, reduce =, post =, identity =} as user value 1 (nil without one), for the cpu backend's
  * reductions. The disk cache's one warning goes to stderr, once per process.

@@ -1,7 +1,7 @@
 /*
  * loperator_run.c -- gr.reduce(b, {op = operator}): a user operator's kernels prepared for the GPU (the
- * engine's plan and passes, engine/operator_run.c), or its cpu table handed to the engine as functions
- * (gr_options.cpu; engine/operator_cpu.c runs them on the cpu backend and for host buffers).
+ * engine's plan and passes, engine/user/operator_run.c), or its cpu table handed to the engine as functions
+ * (gr_options.cpu; engine/core/operator_cpu.c runs them on the cpu backend and for host buffers).
  *
  * The functions here only translate: an accumulator or an element to a Lua value, the table's function
  * called under lua_pcall, its result checked for type and handed back. They never raise -- the engine's
@@ -140,7 +140,7 @@ static gr_status cpu_identity(void *ud, gr_cpu_acc *out) {
     return st == GR_OK ? take_acc(r, F_IDENTITY, none, out) : st;
 }
 
-/* gr_options.fold: the partials of a CPU finish folded by cpu.reduce (engine/operator_cpu.c). */
+/* gr_options.fold: the partials of a CPU finish folded by cpu.reduce (engine/core/operator_cpu.c). */
 static gr_status fold_partials(void *ud, const void *partials, size_t count, void *out) {
     lgr_reduce_opts *r = ud;
     return gr_operator_cpu_fold(r->cpu_ctx, &r->cpu, (gr_dtype)r->cpu_acc, partials, count, out);

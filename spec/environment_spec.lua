@@ -1,4 +1,4 @@
--- The GPUREDUCE_* environment variables (engine/env.c): a value a variable does not accept makes
+-- The GPUREDUCE_* environment variables (engine/base/env.c): a value a variable does not accept makes
 -- `require "gpureduce"` (and gr_context_create) fail with a message that names the variable and what it
 -- accepts; before, "1e9" was a 1-byte memory limit, "abc" none, "-5" 2^64 - 5, a thread count "abc" one
 -- thread, and a malformed GPUREDUCE_FAULT was ignored. Each case runs in a process of its own.

@@ -23,7 +23,7 @@ describe("host applications", function()
       return
     end
     f:close()
-    local ok, out = run(build .. "/nvrtc_headers cuda")
+    local ok, out = run(build .. "/nvrtc_headers cuda/device")
     assert(ok, out)
     assert.matches("nvrtc_headers: ok", out)
   end)

@@ -1,4 +1,4 @@
--- The cache of compiled kernel images (engine/kcache.c) on its own, without a GPU: build/kcache_host
+-- The cache of compiled kernel images (engine/jit/kcache.c) on its own, without a GPU: build/kcache_host
 -- runs one scenario per test (spec/host/kcache_host.c says what each checks), in a directory of its
 -- own that the environment names, as a user's would.
 

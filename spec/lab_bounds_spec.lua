@@ -206,7 +206,7 @@ local function simulate(op, xs, fmt, way, rng)
     local r = fold(xs, fmt, way, rng, function(a, b) return rnd(a * b) end, function(x) return x end)
     return r.v, r.d
   end
-  -- var, std: the engine's Welford update and Chan merge (cuda/ops.cuh), every operation rounded
+  -- var, std: the engine's Welford update and Chan merge (cuda/device/ops.cuh), every operation rounded
   local function merge(a, b)
     local m = a.n + b.n
     local delta = rnd(b.mean - a.mean)

@@ -1,4 +1,4 @@
--- A user operator's cpu functions as the engine runs them (engine/operator_cpu.c): on the cpu backend and
+-- A user operator's cpu functions as the engine runs them (engine/core/operator_cpu.c): on the cpu backend and
 -- for host buffers, over whole buffers, segments, reduce_many's lists and sharded buffers. What the
 -- hardening issue found there, one block per finding; each failed before its fix: callbacks that free
 -- what the reduction reads or writes (a crash under ASan), opts.out unchecked, callback results

@@ -1,5 +1,5 @@
 -- User operators beyond whole-buffer reductions: segments (opts.segment, opts.offsets), reduce_many and
--- streamed host data. On the GPU the operator's generated gr_op_segments runs cuda/segmented.cuh's body
+-- streamed host data. On the GPU the operator's generated gr_op_segments runs cuda/device/segmented.cuh's body
 -- (every way of sharing a segment out: lanes, a warp, a block, several blocks) and streamed chunks are
 -- combined by its own kernel; each result is checked against the built-in op on the same data (integers
 -- bit for bit, floats within rounding) or against a closed form. The cpu functions give the same

@@ -1,4 +1,4 @@
--- What users write into generated CUDA sources is untrusted (engine/user_text.h): operator fields,
+-- What users write into generated CUDA sources is untrusted (engine/jit/user_text.h): operator fields,
 -- preambles and kernel sources may hold no preprocessor directive in any spelling, no inline assembly,
 -- no name of the generated code, no ';' in an expression, no unbalanced bracket, and a bounded size.
 -- Before, `map = 'x\n#include "/proc/self/environ"\n'` compiled and its error returned the environment,

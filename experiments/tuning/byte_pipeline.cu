@@ -10,7 +10,7 @@
  * Candidates, per op, on 2^28 int8 elements: the engine's register loop (gr::thread_accumulate with 2
  * and 4 loads per iteration), the cp.async ring at 3..8 stages, at 256 and 1024 threads, the same ring
  * set 16 bytes off a 32-byte sector of shared memory (how the first engine build lost 13%: see
- * cuda/pipeline.cuh), and the engine's ring itself (gr::thread_accumulate_pipelined), each with one
+ * cuda/device/pipeline.cuh), and the engine's ring itself (gr::thread_accumulate_pipelined), each with one
  * resident wave of blocks; the read kernel (the engine's, two loads per iteration) as the yardstick.
  * Every candidate's partials are combined on the host and checked against a CPU reference.
  *   nvcc -std=c++17 -O3 -arch=sm_90 -Iengine experiments/tuning/byte_pipeline.cu -o build/byte_pipeline
@@ -21,9 +21,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../../cuda/epilogue.cuh"
-#include "../../cuda/pipeline.cuh"
-#include "../../cuda/warp_block.cuh"
+#include "../../cuda/device/epilogue.cuh"
+#include "../../cuda/device/pipeline.cuh"
+#include "../../cuda/device/warp_block.cuh"
 #include "timing.cuh"
 
 
@@ -77,7 +77,7 @@ __global__ void async_kernel(const In *in, size_t n, typename Op::acc_t *partial
     if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
-/* ---- the engine's ring (cuda/pipeline.cuh, as the pipelined variant runs it) ------------------- */
+/* ---- the engine's ring (cuda/device/pipeline.cuh, as the pipelined variant runs it) ------------------- */
 template <class Op>
 __global__ void engine_ring_kernel(const In *in, size_t n, typename Op::acc_t *partials) {
     extern __shared__ uint4 smem[];
@@ -86,7 +86,7 @@ __global__ void engine_ring_kernel(const In *in, size_t n, typename Op::acc_t *p
     if (threadIdx.x == 0) partials[blockIdx.x] = v;
 }
 
-/* ---- the read kernel (cuda/read_bandwidth.cu's loop) ------------------------------------------- */
+/* ---- the read kernel (cuda/runtime/read_bandwidth.cu's loop) ------------------------------------------- */
 __global__ void read_kernel(const uint4 *v, size_t nvec, unsigned *sink) {
     const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
     unsigned x = 0;

@@ -17,10 +17,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "../../cuda/epilogue.cuh"
-#include "../../cuda/launch.cuh"
-#include "../../cuda/thread_load.cuh"
-#include "../../cuda/warp_block.cuh"
+#include "../../cuda/device/epilogue.cuh"
+#include "../../cuda/host/launch.cuh"
+#include "../../cuda/device/thread_load.cuh"
+#include "../../cuda/device/warp_block.cuh"
 #include "timing.cuh"
 
 static int g_sms = 0;

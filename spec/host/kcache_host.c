@@ -1,5 +1,5 @@
 /*
- * kcache_host.c -- the kernel cache (engine/kcache.c) on its own, without a GPU or Lua.
+ * kcache_host.c -- the kernel cache (engine/jit/kcache.c) on its own, without a GPU or Lua.
  *
  *   kcache_host            the scenarios that need nothing but a directory, in a fresh one under /tmp
  *   kcache_host SCENARIO   one scenario, in the cache directory the environment names (GPUREDUCE_CACHE
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kcache.h"
+#include "jit/kcache.h"
 
 static int failures;
 

@@ -1,8 +1,8 @@
 /*
- * nvrtc_compile.c -- the run-time compilation layer (engine/nvrtc.h) as operators will use it: a kernel
+ * nvrtc_compile.c -- the run-time compilation layer (engine/jit/nvrtc.h) as operators will use it: a kernel
  * that includes the embedded headers by name compiles to a CUBIN, a far newer architecture falls back
  * to PTX, a too old one and a source with an error fail with a message that names them, and the whole
- * log keeps the error's line. With a GPU the CUBIN is also loaded and launched (engine/device.h) and its
+ * log keeps the error's line. With a GPU the CUBIN is also loaded and launched (engine/base/device.h) and its
  * sum checked; without one, compiling is the whole test, as in CI.
  *
  *   nvrtc_compile                 the checks above; "nvrtc_compile: no NVRTC (...)" and exit 0 when
@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compile_log.h"
-#include "device.h"
-#include "nvrtc.h"
+#include "jit/compile_log.h"
+#include "base/device.h"
+#include "jit/nvrtc.h"
 
 static int failures;
 
@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
            gr_errmsg(ctx));
     expect(bad.image == NULL && bad.size == 0, "no image from a failed compile", NULL);
 
-    /* an error in a file the source includes (user texts cannot: engine/user_text.h): the log kept for
+    /* an error in a file the source includes (user texts cannot: engine/jit/user_text.h): the log kept for
      * messages has none of that file's lines, and says how many went */
     char secret[] = "/tmp/nvrtc_compile_secret.XXXXXX";
     int fd = mkstemp(secret);

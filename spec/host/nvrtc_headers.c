@@ -1,11 +1,11 @@
 /*
  * nvrtc_headers.c -- compiles the kernels' device headers with NVRTC, as run-time compiled operators
- * will: every header that says it is NVRTC-clean (cuda/core.cuh, ops, warp_block, thread_load,
- * pipeline, epilogue, classic, atomics) must compile without the CUDA runtime's headers or a standard
+ * will: the headers of cuda/device/ (core.cuh, ops, warp_block, thread_load, pipeline, epilogue,
+ * classic, atomics) must compile without the CUDA runtime's headers or a standard
  * library. The source instantiates a grid-stride kernel for the classic ops (sum .. or) on every dtype
  * and for var and norm on a few, plus the classic tree, the pipelined loads and the atomics. NVRTC
  * needs no GPU: this runs in CI too.
- *   nvrtc_headers CUDA_DIR     (the repository's cuda/ folder); prints one line, exits 0 on success
+ *   nvrtc_headers DEVICE_DIR   (the repository's cuda/device/ folder); prints one line, exits 0 on success
  */
 #include <nvrtc.h>
 #include <stdio.h>

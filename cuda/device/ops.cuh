@@ -1,0 +1,377 @@
+/*
+ * ops.cuh -- the op functors: the device definition of every built-in op.
+ *
+ * An op functor has an accumulator type acc_t, identity(), load(x) -- or load(x, i) where kIndexed is
+ * set: the element's 0-based index is part of the value (argmin, argmax) -- and combine(a, b). The
+ * accumulator layouts are the host's (engine/ops/host_ops.c) byte for byte, since host finishes combine
+ * device partials. OpOf<id, In, Acc> names the functor of a built-in op (engine/lists.h's GR_OP_LIST)
+ * for an input and an accumulator dtype; the dispatch (launch.cuh) goes through it, so a new op is a
+ * functor and an OpOf here, and a descriptor in engine/ops/ops.c (docs/extending.md). AccInput<Op> is the
+ * same op over its own accumulators, for the passes that combine partials. NVRTC-clean (core.cuh).
+ */
+#pragma once
+
+#include "../../engine/lists.h"
+#include "core.cuh"
+
+namespace gr {
+
+/* The ids of the built-in ops, in gr.h's order: op_sum, op_prod, ... */
+enum OpId : int {
+#define GR_OPID_(E, name) op_##name,
+    GR_OP_LIST(GR_OPID_)
+#undef GR_OPID_
+    op_count_of_ops
+};
+
+/* ---- one-value accumulators ------------------------------------------------------------------------ */
+
+/* Integer sums and products use unsigned 64-bit accumulators: wrapping is defined there, and the bits
+ * equal those of the signed result (two's complement), so one instantiation serves both signs. */
+template <class Acc> struct Sum {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
+    template <class T> static GR_HOSTDEV Acc load(T x) { return Acc(x); }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a + b; }
+};
+
+template <class Acc> struct Prod {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(1); }
+    template <class T> static GR_HOSTDEV Acc load(T x) { return Acc(x); }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a * b; }
+};
+
+/* Min and max stay in the input type. A NaN wins: once one is in, it propagates (x != x is false for
+ * integers, and the compiler drops the tests). */
+template <class T> struct Min {
+    using acc_t = T;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV T identity() {
+        if constexpr (limits<T>::has_infinity) return limits<T>::infinity();
+        else return limits<T>::max();
+    }
+    template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
+    static GR_HOSTDEV T combine(T a, T b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
+};
+
+template <class T> struct Max {
+    using acc_t = T;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV T identity() {
+        if constexpr (limits<T>::has_infinity) return -limits<T>::infinity();
+        else return limits<T>::lowest();
+    }
+    template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
+    static GR_HOSTDEV T combine(T a, T b) { return a != a ? a : b != b ? b : (b > a ? b : a); }
+};
+
+/* Logical and/or over "x != 0" flags, kept as bytes. NaN is not zero, so it counts as true. */
+struct And {
+    using acc_t = u8;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV u8 identity() { return 1; }
+    template <class T> static GR_HOSTDEV u8 load(T x) { return x != T(0); }
+    static GR_HOSTDEV u8 combine(u8 a, u8 b) { return a & b; }
+};
+
+struct Or {
+    using acc_t = u8;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV u8 identity() { return 0; }
+    template <class T> static GR_HOSTDEV u8 load(T x) { return x != T(0); }
+    static GR_HOSTDEV u8 combine(u8 a, u8 b) { return a | b; }
+};
+
+/* The number of non-zero elements (NaN is not zero). */
+struct Count {
+    using acc_t = u64;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV u64 identity() { return 0; }
+    template <class T> static GR_HOSTDEV u64 load(T x) { return x != T(0); }
+    static GR_HOSTDEV u64 combine(u64 a, u64 b) { return a + b; }
+};
+
+/* The sum of squares, in the accumulator's type (64-bit wrapping for integers, like their sums). */
+template <class Acc> struct SumSq {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
+    template <class T> static GR_HOSTDEV Acc load(T x) {
+        const Acc v = Acc(x);
+        return v * v;
+    }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a + b; }
+};
+
+/* The sum with NaN taken as zero. */
+template <class Acc> struct NanSum {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
+    template <class T> static GR_HOSTDEV Acc load(T x) { return x != x ? Acc(0) : Acc(x); }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a + b; }
+};
+
+/* Min and max that skip NaN: the identity is NaN, which loses to any number, so all-NaN gives NaN. For
+ * integers these are Min and Max. */
+template <class T, bool kMin> struct NanExtreme {
+    using acc_t = T;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV T identity() {
+        if constexpr (limits<T>::has_infinity) return T(limits<T>::infinity() - limits<T>::infinity());
+        else return kMin ? Min<T>::identity() : Max<T>::identity();
+    }
+    template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
+    static GR_HOSTDEV T combine(T a, T b) {
+        if (a != a) return b;
+        if (b != b) return a;
+        return kMin ? (b < a ? b : a) : (b > a ? b : a);
+    }
+};
+
+/* ---- accumulators of several values ---------------------------------------------------------------- */
+
+/* argmin / argmax: the value and the 0-based index of its first occurrence. */
+template <class T> struct ArgAcc {
+    u64 index;
+    T value;
+};
+
+/* The more extreme value wins; a NaN is the most extreme of all; ties go to the lower index, so the
+ * first occurrence wins and the identity (index 2^64 - 1) loses every tie. */
+template <class T, bool kMin> struct ArgExtreme {
+    using acc_t = ArgAcc<T>;
+    static constexpr bool kIndexed = true;
+    static GR_HOSTDEV acc_t identity() { return {~0ull, kMin ? Min<T>::identity() : Max<T>::identity()}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x, u64 i) { return {i, T(x)}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
+        const bool an = a.value != a.value, bn = b.value != b.value;
+        if (an || bn) return (an && bn) ? (b.index < a.index ? b : a) : (bn ? b : a);
+        const bool better = kMin ? b.value < a.value : b.value > a.value;
+        const bool worse = kMin ? a.value < b.value : a.value > b.value;
+        return (better || (!worse && b.index < a.index)) ? b : a;
+    }
+};
+
+/* minmax: both extremes in one pass, each with Min's and Max's NaN rule. */
+template <class T> struct alignas(sizeof(T) < 4 ? 4 : sizeof(T)) MinMaxAcc {
+    T lo, hi;
+};
+
+template <class T> struct MinMax {
+    using acc_t = MinMaxAcc<T>;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {Min<T>::identity(), Max<T>::identity()}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {T(x), T(x)}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
+        return {Min<T>::combine(a.lo, b.lo), Max<T>::combine(a.hi, b.hi)};
+    }
+};
+
+/* var / std: Welford's running count, mean and sum of squared deviations, merged with Chan's formula:
+ * delta = mb - ma, mean = ma + delta * nb / n, m2 = m2a + m2b + delta^2 * na * nb / n. */
+template <class F> struct WelfordAcc {
+    u64 n;
+    F mean, m2;
+};
+
+template <class F> struct Welford {
+    using acc_t = WelfordAcc<F>;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {0, F(0), F(0)}; }
+    /* m2 = x - x: 0 for a finite x, NaN for NaN or +-inf (a lone one makes the variance NaN) */
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, F(x), F(x) - F(x)}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
+        if (b.n == 0) return a;
+        if (a.n == 0) return b;
+        const u64 n = a.n + b.n;
+        const F delta = b.mean - a.mean, wb = F(b.n) / F(n), wab = F(a.n) * wb;
+        return {n, a.mean + delta * wb, (a.m2 + b.m2) + (delta * delta) * wab};
+    }
+};
+
+/* var / std / norm of integers of up to 32 bits: exact sums instead, which need no division per
+ * element, give the same bits in any order, and let 1-byte data use the dot-product instructions
+ * (thread_load.cuh). The sum of squares is 128 bits wide (two words, low first): a square of a 32-bit
+ * integer is below 2^64, so four of them can already carry. engine/ops/ops.c's gr_op_family chooses the
+ * same way; the host finishes the result (engine/ops/host_ops.c, moments_m2) and results.cuh likewise. */
+template <class In> constexpr bool exact_int_v = !is_float_v<In> && sizeof(In) <= 4;
+
+struct U128 {
+    u64 lo, hi;
+};
+GR_HOSTDEV U128 add128(U128 a, U128 b) {
+    const u64 lo = a.lo + b.lo;
+    return {lo, a.hi + b.hi + (lo < a.lo)};
+}
+GR_HOSTDEV U128 sub128(U128 a, U128 b) { return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo)}; }
+GR_DEV U128 mul_wide(u64 a, u64 b) { return {a * b, __umul64hi(a, b)}; }
+/* x^2 of an integer of up to 32 bits, exactly. */
+template <class In> GR_HOSTDEV u64 square_of(In x) {
+    if constexpr (is_signed_v<In>) return u64((long long)x * (long long)x);
+    else return u64(x) * u64(x);
+}
+
+struct MomentsAcc {
+    u64 n, sum;         /* the sum's bits: two's complement when the input is signed */
+    U128 sumsq;
+};
+
+template <class In> struct Moments {
+    using acc_t = MomentsAcc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {0, 0, {0, 0}}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, u64((long long)x), {square_of(x), 0}}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {a.n + b.n, a.sum + b.sum, add128(a.sumsq, b.sumsq)}; }
+};
+
+struct SquaresAcc {
+    U128 sumsq;
+};
+
+template <class In> struct Squares {
+    using acc_t = SquaresAcc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {{0, 0}}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return {{square_of(x), 0}}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {add128(a.sumsq, b.sumsq)}; }
+};
+
+/* norm: Blue's three sums of squares (LAPACK's nrm2 since 3.10): elements above tbig scaled down by
+ * sbig, below tsml up by ssml, before they are squared, so no square overflows or underflows; the host
+ * joins the three sums at the end (engine/ops/host_ops.c, where the constants are derived). */
+template <class F> struct NormAcc {
+    F small, medium, big;
+};
+
+template <class F> struct Blue;
+template <> struct Blue<float> {
+    static GR_HOSTDEV float tsml() { return 0x1p-63f; }
+    static GR_HOSTDEV float tbig() { return 0x1p52f; }
+    static GR_HOSTDEV float ssml() { return 0x1p75f; }
+    static GR_HOSTDEV float sbig() { return 0x1p-76f; }
+};
+template <> struct Blue<double> {
+    static GR_HOSTDEV double tsml() { return 0x1p-511; }
+    static GR_HOSTDEV double tbig() { return 0x1p486; }
+    static GR_HOSTDEV double ssml() { return 0x1p537; }
+    static GR_HOSTDEV double sbig() { return 0x1p-538; }
+};
+
+template <class F> struct Norm {
+    using acc_t = NormAcc<F>;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {F(0), F(0), F(0)}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) {
+        const F v = F(x), ax = v < F(0) ? -v : v;
+        if (ax > Blue<F>::tbig()) {
+            const F s = ax * Blue<F>::sbig();
+            return {F(0), F(0), s * s};
+        }
+        if (ax < Blue<F>::tsml()) {
+            const F s = ax * Blue<F>::ssml();
+            return {s * s, F(0), F(0)};
+        }
+        return {F(0), ax * ax, F(0)};
+    }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
+        return {a.small + b.small, a.medium + b.medium, a.big + b.big};
+    }
+};
+
+/* nanmean: the sum of the elements that are not NaN, and how many they are. */
+template <class F> struct CountedAcc {
+    u64 n;
+    F sum;
+};
+
+template <class F> struct NanMean {
+    using acc_t = CountedAcc<F>;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return {0, F(0)}; }
+    template <class U> static GR_HOSTDEV acc_t load(U x) {
+        if (x != x) return {0, F(0)};
+        return {1, F(x)};
+    }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {a.n + b.n, a.sum + b.sum}; }
+};
+
+/* ---- passes over accumulators -------------------------------------------------------------------- */
+
+/* The op over its own accumulators: what a pass over partials runs (the elements are accumulators
+ * already, so loading one is taking it as it is). */
+template <class Op> struct AccInput {
+    using acc_t = typename Op::acc_t;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV acc_t identity() { return Op::identity(); }
+    static GR_HOSTDEV acc_t load(acc_t x) { return x; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return Op::combine(a, b); }
+};
+
+/* Whether load() is the identity on the op's own accumulator values: then a pass over partials can run
+ * the op itself (the classic kernels do), and Thrust can skip the transform. */
+template <class Op> constexpr bool load_keeps_acc_v = false;
+template <class A> constexpr bool load_keeps_acc_v<Sum<A>> = true;
+template <class A> constexpr bool load_keeps_acc_v<Prod<A>> = true;
+template <class T> constexpr bool load_keeps_acc_v<Min<T>> = true;
+template <class T> constexpr bool load_keeps_acc_v<Max<T>> = true;
+template <> constexpr bool load_keeps_acc_v<And> = true;
+template <> constexpr bool load_keeps_acc_v<Or> = true;
+
+/* Whether load() is the identity for inputs of type In (Thrust can then skip the transform). */
+template <class Op, class In> constexpr bool plain_load_v =
+    is_same_v<In, typename Op::acc_t> && !is_same_v<Op, And> && !is_same_v<Op, Or>;
+
+/* An element into an accumulator, with its index where the op wants one. */
+template <class Op, class In> GR_HOSTDEV typename Op::acc_t load_at(In x, u64 i) {
+    if constexpr (Op::kIndexed) return Op::load(x, i);
+    else return Op::load(x);
+}
+
+/* ---- the functor of each built-in op, by its id ---------------------------------------------------
+ * OpOf<id, In, Acc>::type is the functor for inputs In with the accumulator dtype's C type Acc;
+ * `valid` is false for pairs the engine never asks for (the dispatch then reports an invalid value
+ * instead of instantiating them). */
+template <int Id, class In, class Acc> struct OpOf { static constexpr bool valid = false; using type = void; };
+
+/* The accumulator rules of engine/ops/ops.c: wide (integers: 64-bit wrapping; floats: their own or
+ * float64), the input itself, or float (integers: float64; floats: their own or float64). */
+template <class In, class Acc> constexpr bool wide_ok_v =
+    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, In>)
+                   : sizeof(Acc) == 8 && !is_signed_v<Acc>;     /* uint64_t, whichever its spelling */
+template <class In, class Acc> constexpr bool float_ok_v =
+    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, In>) : is_same_v<Acc, double>;
+template <class In, class Acc> using wide_t = conditional_t<is_float_v<In>, Acc, u64>;
+
+#define GR_OPOF(ID, VALID, ...)                                                                          \
+    template <class In, class Acc> struct OpOf<ID, In, Acc> {                                            \
+        static constexpr bool valid = VALID;                                                             \
+        using type = __VA_ARGS__;                                                                        \
+    };
+GR_OPOF(op_sum, (wide_ok_v<In, Acc>), Sum<wide_t<In, Acc>>)
+GR_OPOF(op_prod, (wide_ok_v<In, Acc>), Prod<wide_t<In, Acc>>)
+GR_OPOF(op_min, (is_same_v<Acc, In>), Min<In>)
+GR_OPOF(op_max, (is_same_v<Acc, In>), Max<In>)
+GR_OPOF(op_and, (is_same_v<Acc, u8>), And)
+GR_OPOF(op_or, (is_same_v<Acc, u8>), Or)
+GR_OPOF(op_count, (sizeof(Acc) == 8 && !is_signed_v<Acc> && !is_float_v<Acc>), Count)
+GR_OPOF(op_mean, (wide_ok_v<In, Acc>), Sum<wide_t<In, Acc>>)
+template <class In, class Acc> using moments_t =
+    conditional_t<exact_int_v<In>, Moments<In>, Welford<conditional_t<is_float_v<Acc>, Acc, double>>>;
+GR_OPOF(op_var, (float_ok_v<In, Acc>), moments_t<In, Acc>)
+GR_OPOF(op_std, (float_ok_v<In, Acc>), moments_t<In, Acc>)
+GR_OPOF(op_argmin, (is_same_v<Acc, In>), ArgExtreme<In, true>)
+GR_OPOF(op_argmax, (is_same_v<Acc, In>), ArgExtreme<In, false>)
+GR_OPOF(op_minmax, (is_same_v<Acc, In>), MinMax<In>)
+GR_OPOF(op_sumsq, (wide_ok_v<In, Acc>), SumSq<wide_t<In, Acc>>)
+GR_OPOF(op_norm, (float_ok_v<In, Acc>), conditional_t<exact_int_v<In>, Squares<In>, Norm<conditional_t<is_float_v<Acc>, Acc, double>>>)
+GR_OPOF(op_nansum, (wide_ok_v<In, Acc>), conditional_t<is_float_v<In>, NanSum<wide_t<In, Acc>>, Sum<wide_t<In, Acc>>>)
+GR_OPOF(op_nanmin, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, true>, Min<In>>)
+GR_OPOF(op_nanmax, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, false>, Max<In>>)
+GR_OPOF(op_nanmean, (float_ok_v<In, Acc>), NanMean<conditional_t<is_float_v<Acc>, Acc, double>>)
+#undef GR_OPOF
+
+}  // namespace gr

@@ -1,0 +1,155 @@
+/*
+ * segmented.cuh -- the body of the segmented kernel: the segments of a buffer (fixed size or CSR
+ * offsets) or the items of reduce_many, each reduced and its result written by a writer class W
+ * (W::write(acc, n, ddof, out0, out1, s)). cuda/kernels/segmented.cu instantiates it for the built-in ops with
+ * results.cuh's writers; a user operator's generated source (engine/user/operator_source.c) for its functor
+ * with a writer of post's value. NVRTC-clean.
+ *
+ * How a segment is shared out depends on its size, as CUB's segmented dispatch does (the choice is the
+ * planner's, engine/core/policy.c): G lanes per segment (G = 1, 2, ..., 32) -- a segment of up to 16 bytes
+ * is one thread's, a few hundred bytes a handful of lanes', a few KiB a warp's; a block per segment for
+ * segments of many KiB; several blocks per segment for a few huge segments that would leave SMs idle.
+ * The lanes read 16-byte vectors where the segment starts on a 16-byte boundary, elements otherwise.
+ * Reads the input only.
+ */
+#pragma once
+
+#include "thread_load.cuh"
+#include "warp_block.cuh"
+
+namespace gr {
+
+/* One item of reduce_many: engine/base/launch.h's gr_seg_item, spelt without <stdint.h>. */
+struct SegItem {
+    const void *ptr;
+    u64 n;
+};
+
+struct SegArgs {
+    const void *in;
+    u64 k, size;
+    const long long *offsets;
+    const SegItem *items;
+    void *out0, *out1;
+    int ddof;
+};
+
+/* Where segment s lies: its first element and its length. */
+template <class In> struct Span {
+    const In *p;
+    u64 n;
+};
+
+template <class In>
+GR_DEV Span<In> segment_span(const In *in, u64 size, const long long *offsets, const SegItem *items, u64 s) {
+    if (size) return {in + s * size, size};
+    if (offsets) {
+        const long long lo = offsets[s], hi = offsets[s + 1];
+        return {in + lo, u64(hi - lo)};
+    }
+    return {static_cast<const In *>(items[s].ptr), items[s].n};
+}
+
+/* The part of span sp that lane `lane` of `lanes` takes, folded into the thread's accumulator: 16-byte
+ * vectors lane, lane + lanes, ... where the span starts on a 16-byte boundary, then the elements after
+ * the last vector one by one. A span that starts off a boundary (CSR offsets, a shard's local boundaries)
+ * and is long enough for it peels the elements before its first boundary one by one and reads whole
+ * vectors after them; a short one is read element by element (the aligned path and the short one, which
+ * tiny segments take, stay as they were before the peel). Element j of the span has index first + j
+ * (an index counts from its segment's start). */
+template <class Op, class In>
+GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes, u64 first = 0) {
+    using T = ThreadAcc<Op, In>;
+    typename T::type acc = T::init();
+    if constexpr (vectorizable_v<In>) {
+        using V = Vec16<In>;
+        constexpr int kV = V::kCount;
+        const unsigned off = unsigned(reinterpret_cast<uptr>(sp.p) & 15);
+        if (off == 0) {
+            const V *v = reinterpret_cast<const V *>(sp.p);
+            const u64 nvec = sp.n / kV;
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + i * kV);
+            for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            return T::value(acc);
+        }
+        if (sp.n >= u64(4 * kV)) {
+            const u64 head = (16 - off) / sizeof(In);
+            for (u64 i = lane; i < head; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            const V *v = reinterpret_cast<const V *>(sp.p + head);
+            const u64 nvec = (sp.n - head) / kV;
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + head + i * kV);
+            for (u64 i = head + nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+            return T::value(acc);
+        }
+    }
+    for (u64 i = lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+    return T::value(acc);
+}
+
+/* One body for every way of sharing (a kernel per way would triple the instantiations: an op on a
+ * dtype is already one kernel per pair):
+ *   g <= 32   g lanes per segment (g a power of two); the warps of the grid walk the segments 32 / g
+ *             at a time -- the walk is the warp's, not the group's, so that every lane of a warp reaches
+ *             the shuffles (a group past the last segment takes part with the identity);
+ *   g == 0    a block per segment, the blocks walking the segments (splits == 1), or `splits` blocks per
+ *             segment: block b takes part b % splits of segment b / splits, and the last block of a
+ *             segment to finish combines the parts in order (so the result does not depend on which
+ *             came last), leaving the segment's counter zero again.
+ * The kernel around it takes blocks of up to 1024 threads (the policy's largest). */
+template <class W, class Op, class In>
+GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
+    using Acc = typename Op::acc_t;
+    const In *in = static_cast<const In *>(a.in);
+    if (g > 0) {
+        const unsigned per_warp = 32u / unsigned(g), lane = threadIdx.x % unsigned(g);
+        const unsigned group = (threadIdx.x % 32) / unsigned(g);
+        const u64 warp = (u64(blockIdx.x) * blockDim.x + threadIdx.x) / 32, warps = u64(gridDim.x) * (blockDim.x / 32);
+        for (u64 s0 = warp * per_warp; s0 < a.k; s0 += warps * per_warp) {
+            const u64 s = s0 + group;
+            Acc v = Op::identity();
+            Span<In> sp = {in, 0};
+            if (s < a.k) {
+                sp = segment_span(in, a.size, a.offsets, a.items, s);
+                v = lane_share<Op>(sp, lane, unsigned(g));
+            }
+            for (unsigned d = unsigned(g) / 2; d > 0; d >>= 1) v = Op::combine(v, shfl_xor(v, d));
+            if (s < a.k && lane == 0) W::write(v, sp.n, a.ddof, a.out0, a.out1, s);
+        }
+        return;
+    }
+    if (splits <= 1) {
+        for (u64 s = blockIdx.x; s < a.k; s += gridDim.x) {
+            const Span<In> sp = segment_span(in, a.size, a.offsets, a.items, s);
+            Acc v = block_reduce<Op>(lane_share<Op>(sp, threadIdx.x, blockDim.x));
+            if (threadIdx.x == 0) W::write(v, sp.n, a.ddof, a.out0, a.out1, s);
+        }
+        return;
+    }
+    __shared__ bool is_last;
+    const u64 s = blockIdx.x / unsigned(splits), part = blockIdx.x % unsigned(splits);
+    const Span<In> sp = segment_span(in, a.size, a.offsets, a.items, s);
+    /* whole 16-byte runs per part keep every part's start aligned like the segment's */
+    const u64 unit = vectorizable_v<In> ? 16 / sizeof(In) : 1;
+    const u64 units = (sp.n + unit - 1) / unit;          /* a part run short at the end is covered too */
+    const u64 per = (units + unsigned(splits) - 1) / unsigned(splits) * unit;
+    const u64 lo = part * per < sp.n ? part * per : sp.n, hi = lo + per < sp.n ? lo + per : sp.n;
+    Acc v = block_reduce<Op>(lane_share<Op>(Span<In>{sp.p + lo, hi - lo}, threadIdx.x, blockDim.x, lo));
+    if (threadIdx.x == 0) {
+        partials[blockIdx.x] = v;
+        __threadfence();
+        is_last = atomicAdd(&counters[s], 1u) == unsigned(splits) - 1;
+    }
+    __syncthreads();
+    if (!is_last || threadIdx.x != 0) return;
+    __threadfence();
+    Acc t = Op::identity();
+    for (int i = 0; i < splits; i++) {
+        Acc p;
+        memcpy(&p, const_cast<const Acc *>(partials + s * unsigned(splits) + i), sizeof p);
+        t = Op::combine(t, p);
+    }
+    W::write(t, sp.n, a.ddof, a.out0, a.out1, s);
+    counters[s] = 0;
+}
+
+}  // namespace gr

@@ -1,0 +1,77 @@
+/*
+ * device.h -- the device interface: every call the engine makes to the GPU goes through these
+ * functions, so that no engine file includes a CUDA header.
+ *
+ * Implemented by cuda/runtime/runtime.cu (the runtime calls), cuda/runtime/generate.cu (fill, iota, random),
+ * cuda/runtime/read_bandwidth.cu (the read ceiling) and cuda/runtime/jit.cu (code compiled at run time) in a CUDA
+ * build, and by engine/base/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
+ * code (an int: the engine names it in its messages).
+ */
+#ifndef GR_DEVICE_H
+#define GR_DEVICE_H
+
+#include "gr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+int gr_dev_present(void);                             /* 1 when a usable CUDA device exists */
+/* Several devices (engine/devices.c): their count, the facts of one without touching it, one made
+ * current and described (its primary context created; context.c picks the first, GPUREDUCE_DEVICE),
+ * and the current device of the calling thread set (a no-op when this thread last set the same one
+ * through here). */
+int gr_dev_count(void);
+int gr_dev_props(int dev, gr_device_info *info);
+int gr_dev_init_on(int dev, gr_device_info *info);
+int gr_dev_use(int dev);
+const char *gr_dev_error_name(int code);
+const char *gr_dev_error_string(int code);
+int gr_dev_error_is_oom(int code);
+/* 1 for the errors that leave the CUDA context unusable (a kernel that faulted: an illegal address, a
+ * trap, an assert): every later CUDA call of the process fails with it */
+int gr_dev_error_is_sticky(int code);
+int gr_dev_malloc(void **p, size_t bytes);
+int gr_dev_free(void *p);
+int gr_dev_host_alloc(void **p, size_t bytes);        /* pinned and mapped */
+int gr_dev_host_free(void *p);
+int gr_dev_memset(void *p, int v, size_t bytes, void *stream);
+int gr_dev_copy(void *dst, const void *src, size_t bytes, void *stream);   /* any direction, async */
+int gr_dev_stream_create(void **s);
+int gr_dev_stream_destroy(void *s);
+int gr_dev_stream_sync(void *s);
+int gr_dev_event_create(void **e, int timing);
+int gr_dev_event_destroy(void *e);
+int gr_dev_event_record(void *e, void *stream);
+int gr_dev_event_sync(void *e);
+int gr_dev_event_query(void *e);                      /* 0 done, 1 not yet, else an error code */
+int gr_dev_event_elapsed(float *ms, void *start, void *end);
+int gr_dev_stream_wait_event(void *stream, void *e);
+int gr_dev_stream_query(void *s);                     /* 0 done, 1 not yet, else an error code */
+/* queues a write of value to *flag (pinned host memory) after the stream's earlier work */
+int gr_dev_write_flag(void *stream, unsigned *flag, unsigned value);
+/* CUDA graphs: capture what the stream is given between begin and end into an executable graph */
+int gr_dev_capture_begin(void *stream);
+int gr_dev_capture_end(void *stream, void **exec);     /* *exec NULL on failure */
+int gr_dev_graph_launch(void *exec, void *stream);
+int gr_dev_graph_destroy(void *exec);
+/* Code compiled at run time (engine/jit/nvrtc.c): a CUBIN or PTX image loaded into the device's context,
+ * the loader's messages in log when it fails (log may be NULL); a kernel of it by its extern "C" name;
+ * a launch of a 1-D grid, args pointing at each of the kernel's arguments in order. */
+int gr_dev_module_load(const void *image, void **module, char *log, size_t loglen);
+int gr_dev_module_function(void *module, const char *name, void **fn);
+int gr_dev_module_unload(void *module);
+int gr_dev_launch(void *fn, unsigned grid, unsigned block, size_t smem, void *stream, void **args);
+/* the read-bandwidth ceiling kernel: reads n bytes at p, XOR-folds them into *sink */
+int gr_dev_read_all(const void *p, size_t bytes, unsigned *sink, int sms, void *stream);
+/* generators of buffer contents, on the device */
+int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
+/* element i of p gets the value of index first + i (a shard of a larger buffer) */
+int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step, void *stream);
+int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo,
+                  gr_scalar hi, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,18 @@
+/*
+ * error.h -- failures, recorded in the context (error.c).
+ */
+#ifndef GR_ERROR_H
+#define GR_ERROR_H
+
+#include "core/handles.h"
+
+gr_status gr_fail(gr_context *ctx, gr_status st, const char *fmt, ...);
+/* A failure that concerns one parameter, named in C words ("block"): the message starts with it and
+ * gr_errarg returns it. */
+gr_status gr_fail_arg(gr_context *ctx, gr_status st, const char *arg, const char *fmt, ...);
+/* Wraps a CUDA error code into GR_ECUDA (GR_ENOMEM for allocation failures) with its name; `site` is
+ * the file and line of a kernel launch that failed, or NULL. */
+gr_status gr_fail_dev(gr_context *ctx, int code, const char *what);
+gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char *site);
+
+#endif

@@ -1,0 +1,141 @@
+/*
+ * launch.h -- the contract between the engine and a kernel variant: all a file under cuda/ sees of the
+ * engine (with gr.h for the dtype and op names).
+ *
+ * A kernel variant (cuda/vNN_name.cu) defines one `gr_kernel` named gr_kernel_<name>: its launcher,
+ * the grid it wants for n inputs, and the scratch it needs. The registry (engine/core/registry.c) names
+ * that symbol in the variant's row; a CPU-only build has no such symbols and the rows say so.
+ */
+#ifndef GR_LAUNCH_H
+#define GR_LAUNCH_H
+
+#include "gr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The catalogue's kernels, in no particular order: variant <name> is `const gr_kernel gr_kernel_<name>`
+ * (registry.c's rows name the one each runs). The engine refers to them weakly, as it does to
+ * gr_segmented and gr_exact_gpu below, so that a CPU-only build links without them; cuda/runtime/runtime.cu
+ * refers to every one strongly, so that a static link of libgpureduce.a takes them all. */
+#define GR_CATALOGUE_KERNELS(X)                                                                             \
+    X(neighbored) X(neighbored_less) X(interleaved) X(atomic_shared) X(unroll2) X(unroll4) X(unroll8)      \
+    X(unroll_warps8) X(complete_unroll8) X(template_unroll8) X(warp_shuffle) X(grid_stride_atomic)         \
+    X(pipelined) X(cub) X(thrust)
+
+/* One pass of a variant: n inputs of in_dtype -> `grid` partials of the accumulator in `out`. When
+ * `final_out` is set the pass finishes in the same kernel (finish "single"): the device epilogue of the
+ * last block combines the partials and writes one accumulator value to final_out, leaving *counter
+ * zero. */
+typedef struct gr_launch {
+    const void *in;
+    size_t n;
+    gr_dtype in_dtype;      /* the reduction's input dtype (also in a pass over partials) */
+    int partials_in;        /* 1: `in` holds accumulators of the op (a pass over partials), not elements */
+    uint64_t first;         /* the index of in[0] among the reduction's elements (argmin, argmax) */
+    gr_op op;
+    gr_dtype acc;
+    void *out;
+    size_t grid;
+    int block;
+    void *stream;
+    unsigned *counter;
+    void *final_out;
+    void *scratch;          /* device scratch for variants that ask for it (CUB's temporary storage) */
+    size_t smem;            /* a user operator's pass: dynamic shared memory (exec.c sets it from gr_kernel.smem) */
+    size_t scratch_bytes;
+    const char *site;       /* set by a launcher whose launch failed: "file:line" of the launch */
+} gr_launch;
+
+/* ---- segmented reductions (cuda/kernels/segmented.cu) ----------------------------------------------------- */
+
+/* One run of a segmented reduction's input in the `items` form: a pointer and a length (reduce_many). */
+typedef struct gr_seg_item {
+    const void *ptr;
+    uint64_t n;
+} gr_seg_item;
+
+/* Every segment of one input, reduced and its result(s) written: segment s is elements
+ * [s * size, (s + 1) * size) of `in` (size > 0), or [offsets[s], offsets[s + 1]) (offsets set), or the
+ * items[s] run (items set). `group` lanes share a segment (1..32, a power of two), or, with group 0,
+ * blocks do: `splits` of them per segment, their partial accumulators in `partials` and a counter per
+ * segment in `counters` (zero before, left zero after) when splits > 1. */
+typedef struct gr_seg_launch {
+    const void *in;
+    gr_dtype in_dtype, acc;
+    gr_op op;
+    int ddof;
+    size_t k;
+    size_t size;
+    const int64_t *offsets;
+    const gr_seg_item *items;
+    void *out[2];
+    int group, block, splits;
+    size_t grid;
+    void *partials;
+    unsigned *counters;
+    void *stream;
+    const char *site;
+} gr_seg_launch;
+
+typedef struct gr_seg_kernel {
+    int (*launch)(gr_seg_launch *L);
+    /* checks k + 1 CSR boundaries on the device: leaves *bad at 2^64 - 1 when none is negative, none
+     * decreases and none passes n; otherwise 1 + the index of the first boundary at fault */
+    int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream);
+} gr_seg_kernel;
+
+/* ---- the exact sums of opts.determinism = "gpu_to_gpu" (cuda/kernels/exact.cu) ------------------------------ */
+
+/* A launch of the exact kernels over n elements of in_dtype (float32 or float64) for op. The whole-buffer
+ * kernel adds every block's exact sums into `sums`, a device gr_xsum (engine/ops/exact_acc.h) zeroed before,
+ * in `grid` blocks of `block` threads (at most 2^30 elements per block per launch: the caller splits
+ * longer inputs). The segmented kernel reduces k segments -- [s * size, (s + 1) * size), or
+ * [offsets[s], offsets[s + 1]) -- and writes each one's result, rounded on the device, as element s of
+ * `out` (out_dtype, float32 or float64, which says where the result is rounded to). */
+typedef struct gr_exact_launch {
+    const void *in;
+    size_t n;
+    gr_dtype in_dtype;
+    gr_op op;
+    void *sums;
+    size_t grid;
+    int block;
+    void *stream;
+    size_t k, size;
+    const int64_t *offsets;
+    void *out;
+    gr_dtype out_dtype;
+    int ddof;
+    size_t round;           /* segments: the elements a block folds between two carry steps of its words */
+    const char *site;
+} gr_exact_launch;
+
+typedef struct gr_exact_kernel {
+    int (*launch)(gr_exact_launch *L);
+    int (*segments)(gr_exact_launch *L);
+} gr_exact_kernel;
+
+/* What the planner tells a grid function about the device. */
+typedef struct gr_launch_device {
+    int sms;
+    int max_threads_per_sm;
+} gr_launch_device;
+
+typedef struct gr_kernel {
+    /* queues the pass; returns a CUDA error code, 0 = success (and sets L->site on failure) */
+    int (*launch)(gr_launch *L);
+    /* blocks of a pass over n elements of elem_bytes each at `block` threads; 0 when n == 0 */
+    size_t (*grid)(size_t n, int block, size_t elem_bytes, const gr_launch_device *dev);
+    /* device scratch one pass needs, bytes (NULL: none) */
+    size_t (*scratch)(size_t n, gr_dtype in, gr_op op, gr_dtype acc);
+    /* dynamic shared memory a pass over elements takes at `block` threads, for a user operator's kernel
+     * of this variant's shape (NULL: none) */
+    size_t (*smem)(int block);
+} gr_kernel;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

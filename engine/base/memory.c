@@ -1,0 +1,86 @@
+/*
+ * memory.c -- every allocation of device and pinned memory the context makes, in one place.
+ *
+ * Buffers and the scratch pool allocate through here, so the context knows what it holds (live bytes
+ * and allocations per kind, for gr_pool_stats and leak checks), can refuse to go past a limit
+ * (GPUREDUCE_MEMORY_LIMIT or gr_context_set_memory_limit: a test can make a small device of a large
+ * one), and can be made to fail its k-th allocation (faults.c). On the cpu backend, host memory stands
+ * in for both kinds. Copies between the kinds go through gr_copy, which injected faults reach too.
+ */
+#include "base/memory.h"
+#include "base/device.h"
+#include "base/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kind_names[GR_MEM_KINDS] = {"device", "pinned host"};
+
+/* The CUDA runtime's code for an allocation that failed (cudaErrorMemoryAllocation). */
+enum { OOM_CODE = 2 };
+
+static gr_status out_of_memory(gr_context *ctx, gr_mem_kind kind, size_t bytes, const char *why) {
+    if (ctx->backend == GR_BACKEND_CUDA) {
+        char what[160];
+        snprintf(what, sizeof what, "allocation of %zu bytes (%s memory)%s", bytes, kind_names[kind], why);
+        return gr_fail_dev(ctx, OOM_CODE, what);
+    }
+    return gr_fail(ctx, GR_ENOMEM, "allocation of %zu bytes: out of host memory%s", bytes, why);
+}
+
+gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **out) {
+    *out = NULL;
+    size_t alloc = bytes ? bytes : 1;
+    if (gr_fault_hit(ctx, GR_FAULT_ALLOC)) {
+        ctx->fault.injected = 0;        /* said in the message instead */
+        return out_of_memory(ctx, kind, bytes, " (injected fault)");
+    }
+    size_t held = ctx->mem.live_bytes[GR_MEM_DEVICE] + ctx->mem.live_bytes[GR_MEM_PINNED];
+    if (ctx->mem.limit && (alloc > ctx->mem.limit || held > ctx->mem.limit - alloc)) {
+        char why[96];
+        snprintf(why, sizeof why, " (over the context's memory limit of %zu bytes, %zu held)", ctx->mem.limit,
+                 held);
+        return out_of_memory(ctx, kind, bytes, why);
+    }
+    int rc = 0;
+    if (ctx->backend != GR_BACKEND_CUDA) {
+        if (alloc > SIZE_MAX - 63) return out_of_memory(ctx, kind, bytes, "");
+        *out = aligned_alloc(64, (alloc + 63) / 64 * 64);
+        if (!*out) return out_of_memory(ctx, kind, bytes, "");
+    } else {
+        rc = kind == GR_MEM_PINNED ? gr_dev_host_alloc(out, alloc) : gr_dev_malloc(out, alloc);
+        if (rc) {
+            *out = NULL;
+            if (gr_dev_error_is_oom(rc)) return out_of_memory(ctx, kind, bytes, "");
+            char what[96];
+            snprintf(what, sizeof what, "allocation of %zu bytes (%s memory)", bytes, kind_names[kind]);
+            return gr_fail_dev(ctx, rc, what);
+        }
+    }
+    ctx->mem.live_bytes[kind] += alloc;
+    ctx->mem.live_count[kind]++;
+    return GR_OK;
+}
+
+void gr_mem_free(gr_context *ctx, gr_mem_kind kind, void *p, size_t bytes) {
+    if (!p) return;
+    size_t alloc = bytes ? bytes : 1;
+    if (ctx->backend != GR_BACKEND_CUDA) free(p);
+    else if (kind == GR_MEM_PINNED) gr_dev_host_free(p);
+    else gr_dev_free(p);
+    ctx->mem.live_bytes[kind] -= alloc;
+    ctx->mem.live_count[kind]--;
+}
+
+void gr_context_set_memory_limit(gr_context *ctx, size_t bytes) { ctx->mem.limit = bytes; }
+
+int gr_copy(gr_context *ctx, void *dst, const void *src, size_t bytes, void *stream) {
+    int code = gr_fault_hit(ctx, GR_FAULT_COPY);
+    if (code) return code;
+    if (ctx->backend != GR_BACKEND_CUDA) {
+        memmove(dst, src, bytes);
+        return 0;
+    }
+    return gr_dev_copy(dst, src, bytes, stream);
+}

@@ -1,0 +1,378 @@
+/*
+ * buffer.c -- buffers: allocation, wrapping, views, host transfers and generated contents.
+ *
+ * A buffer handle is a view (offset, count, dtype) of a reference-counted storage. Slices and queued
+ * reductions hold references, so memory never goes while something can still read it; anything that
+ * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce). Also the
+ * copies between buffers (gr_buffer_copy), overlapping views included.
+ */
+#include "core/buffer.h"
+#include "ops/cpu_backend.h"
+#include "base/device.h"
+#include "core/context.h"
+#include "base/error.h"
+#include "base/memory.h"
+#include "core/pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int on_gpu(const gr_context *ctx) { return ctx->backend == GR_BACKEND_CUDA; }
+
+static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
+
+static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_storage **out) {
+    gr_storage *st = calloc(1, sizeof *st);
+    if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    st->bytes = bytes;
+    st->where = where;
+    st->owned = 1;
+    st->refs = 1;
+    st->device = ctx->device;
+    gr_status s = gr_mem_alloc(ctx, kind_of(where), bytes, &st->ptr);
+    if (s == GR_OK && bytes) {
+        if (!on_gpu(ctx) || where == GR_HOST) {
+            memset(st->ptr, 0, bytes);
+        } else {
+            int rc = gr_dev_memset(st->ptr, 0, bytes, ctx->stream);
+            if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+            if (rc) s = gr_fail_dev(ctx, rc, "zero-filling a new buffer");
+        }
+    }
+    if (s != GR_OK) {
+        gr_mem_free(ctx, kind_of(where), st->ptr, bytes);
+        free(st);
+        return s;
+    }
+    *out = st;
+    return GR_OK;
+}
+
+static void storage_unref(gr_context *ctx, gr_storage *st) {
+    if (--st->refs > 0) return;
+    gr_storage_quiesce(ctx, st);
+    if (st->last_read) gr_dev_event_destroy(st->last_read);
+    if (st->owned) gr_mem_free(ctx, kind_of(st->where), st->ptr, st->bytes);
+    free(st);
+}
+
+gr_status gr_storage_quiesce(gr_context *ctx, gr_storage *st) {
+    if (!st->last_read) return GR_OK;
+    int rc = gr_dev_event_sync(st->last_read);
+    return rc ? gr_fail_dev(ctx, rc, "waiting for reductions of the buffer") : GR_OK;
+}
+
+/* Marks the storage as read by work queued on `stream`. If an earlier reduction on another stream
+ * still reads it, the new event is made to follow that one too, so one event covers both. */
+gr_status gr_storage_mark_read(gr_context *ctx, gr_storage *st, void *stream) {
+    int rc = 0;
+    if (!st->last_read) rc = gr_dev_event_create(&st->last_read, 0);
+    else rc = gr_dev_stream_wait_event(stream, st->last_read);
+    if (rc == 0) rc = gr_dev_event_record(st->last_read, stream);
+    return rc ? gr_fail_dev(ctx, rc, "recording the buffer's use") : GR_OK;
+}
+
+static gr_status handle_new(gr_context *ctx, gr_storage *st, size_t offset, size_t n, gr_dtype t,
+                            gr_buffer **out) {
+    gr_buffer *b = calloc(1, sizeof *b);
+    if (!b) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    b->st = st;
+    b->offset = offset;
+    b->n = n;
+    b->dtype = t;
+    *out = b;
+    return GR_OK;
+}
+
+static gr_status check_dtype(gr_context *ctx, gr_dtype t) {
+    if ((unsigned)t >= GR_DTYPE_COUNT)
+        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype (accepted: %s)", gr_dtype_names());
+    return GR_OK;
+}
+
+gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
+    *out = NULL;
+    ctx = gr_ctx_enter(ctx);
+    gr_status s = check_dtype(ctx, t);
+    if (s != GR_OK) return s;
+    size_t es = gr_dtype_size(t);
+    if (n > SIZE_MAX / es / 2)
+        return gr_fail_arg(ctx, GR_EINVAL, "size", "%zu elements of %s are more bytes than memory can hold", n,
+                           gr_dtype_name(t));
+    gr_storage *st = NULL;
+    if ((s = storage_new(ctx, n * es, where, &st)) != GR_OK) return s;
+    if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) storage_unref(ctx, st);
+    return s;
+}
+
+gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
+    *out = NULL;
+    gr_context *on;
+    gr_status s = gr_context_on(ctx, device - 1, &on);
+    return s == GR_OK ? gr_buffer_new(on, n, t, where, out) : s;
+}
+
+int gr_buffer_device(const gr_buffer *b) { return b->st->device + 1; }
+
+gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_where where,
+                         gr_buffer **out) {
+    *out = NULL;
+    gr_status s = check_dtype(ctx, t);
+    if (s != GR_OK) return s;
+    if (!ptr && n) return gr_fail_arg(ctx, GR_EINVAL, "ptr", "NULL pointer for %zu elements", n);
+    if (n > SIZE_MAX / gr_dtype_size(t) / 2)
+        return gr_fail_arg(ctx, GR_EINVAL, "size", "%zu elements of %s are more bytes than memory can hold", n,
+                           gr_dtype_name(t));
+    gr_storage *st = calloc(1, sizeof *st);
+    if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL, ctx->device};
+    if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) free(st);
+    return s;
+}
+
+gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out) {
+    *out = NULL;
+    if (offset > b->n || count > b->n - offset)
+        return gr_fail_arg(ctx, GR_EINVAL, "offset", "%zu elements from offset %zu are outside the buffer "
+                           "(size %zu)", count, offset, b->n);
+    gr_status s = handle_new(ctx, b->st, b->offset + offset, count, b->dtype, out);
+    if (s == GR_OK) b->st->refs++;
+    return s;
+}
+
+void gr_buffer_free(gr_context *ctx, gr_buffer *b) {
+    if (!b) return;
+    ctx = gr_ctx_for(ctx, b);
+    storage_unref(ctx, b->st);
+    free(b);
+}
+
+gr_status gr_buffers_hold(gr_context *ctx, gr_buffer *const *bufs, size_t count, gr_buffer ***out) {
+    gr_buffer **held = *out = calloc(count ? count : 1, sizeof *held);
+    if (!held) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    for (size_t i = 0; i < count; i++) {
+        gr_status s = bufs[i] ? gr_buffer_slice(ctx, bufs[i], 0, bufs[i]->n, &held[i]) : GR_OK;
+        if (s != GR_OK) {
+            gr_buffers_release(ctx, held, i);
+            *out = NULL;
+            return s;
+        }
+    }
+    return GR_OK;
+}
+
+void gr_buffers_release(gr_context *ctx, gr_buffer **held, size_t count) {
+    if (!held) return;
+    for (size_t i = 0; i < count; i++) gr_buffer_free(ctx, held[i]);
+    free(held);
+    gr_ctx_enter(ctx);          /* each free made its buffer's device current */
+}
+
+size_t gr_buffer_size(const gr_buffer *b) { return b->n; }
+gr_dtype gr_buffer_dtype(const gr_buffer *b) { return b->dtype; }
+gr_where gr_buffer_where(const gr_buffer *b) { return b->st->where; }
+void *gr_buffer_data(const gr_buffer *b) {
+    return (char *)b->st->ptr + b->offset * gr_dtype_size(b->dtype);
+}
+
+/* Host-side access is plain memory on the cpu backend and for pinned buffers. */
+static int host_visible(const gr_context *ctx, const gr_buffer *b) {
+    return !on_gpu(ctx) || b->st->where == GR_HOST;
+}
+
+/* n elements at offset must fit: the values are to blame when the offset itself is inside. */
+static gr_status check_range(gr_context *ctx, const gr_buffer *b, size_t offset, size_t n, const char *what) {
+    if (offset > b->n)
+        return gr_fail_arg(ctx, GR_EINVAL, "offset", "%zu is past the end of the buffer (size %zu)", offset, b->n);
+    if (n > b->n - offset)
+        return gr_fail_arg(ctx, GR_EINVAL, what, "%zu elements from offset %zu do not fit in a buffer of %zu "
+                           "(room for %zu)", n, offset, b->n, b->n - offset);
+    return GR_OK;
+}
+
+gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_status s = check_range(ctx, b, offset, n, "values");
+    if (s != GR_OK || n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    size_t es = gr_dtype_size(b->dtype);
+    char *dst = (char *)gr_buffer_data(b) + offset * es;
+    if (host_visible(ctx, b)) {
+        memcpy(dst, src, n * es);
+        return GR_OK;
+    }
+    int rc = gr_copy(ctx, dst, src, n * es, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy to the device") : GR_OK;
+}
+
+gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, void *dst, size_t n) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_status s = check_range(ctx, b, offset, n, "count");
+    if (s != GR_OK || n == 0) return s;
+    size_t es = gr_dtype_size(b->dtype);
+    const char *src = (const char *)gr_buffer_data(b) + offset * es;
+    if (host_visible(ctx, b)) {
+        memcpy(dst, src, n * es);
+        return GR_OK;
+    }
+    int rc = gr_copy(ctx, dst, src, n * es, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy from the device") : GR_OK;
+}
+
+/* ---- generated contents -------------------------------------------------------------------------- */
+
+/* A scalar in the form the generators take: a double for float dtypes, 64 two's-complement bits for
+ * integer dtypes (checked to fit the dtype). */
+static gr_status normalize(gr_context *ctx, gr_scalar in, gr_dtype t, const char *what, gr_scalar *out) {
+    union { int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; double f; float f32; } e;
+    gr_status s = gr_scalar_store(ctx, in, t, &e, what);
+    if (s != GR_OK) return s;
+    switch (t) {
+    case GR_FLOAT32:
+        /* keep the double: iota and random compute in double and round once */
+        out->kind = GR_SCALAR_FLOAT;
+        out->v.f = in.kind == GR_SCALAR_FLOAT ? in.v.f : in.kind == GR_SCALAR_UINT ? (double)in.v.u : (double)in.v.i;
+        break;
+    case GR_FLOAT64: out->kind = GR_SCALAR_FLOAT; out->v.f = e.f; break;
+    case GR_INT8: out->kind = GR_SCALAR_INT; out->v.i = e.i8; break;
+    case GR_UINT8: out->kind = GR_SCALAR_UINT; out->v.u = e.u8; break;
+    case GR_INT32: out->kind = GR_SCALAR_INT; out->v.i = e.i32; break;
+    case GR_UINT32: out->kind = GR_SCALAR_UINT; out->v.u = e.u32; break;
+    case GR_INT64: out->kind = GR_SCALAR_INT; out->v.i = e.i64; break;
+    default: out->kind = GR_SCALAR_UINT; out->v.u = e.u64; break;
+    }
+    return GR_OK;
+}
+
+/* A generator's launch on the device, waited for. */
+static gr_status finish_generate(gr_context *ctx, int rc, const char *what) {
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, what) : GR_OK;
+}
+
+gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_scalar v;
+    gr_status s = normalize(ctx, value, b->dtype, "value", &v);
+    if (s != GR_OK || b->n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        union { uint64_t u; double f; } elem;
+        gr_scalar_store(ctx, v, b->dtype, &elem, "value");
+        gr_cpu_fill(gr_buffer_data(b), b->n, b->dtype, &elem);
+        return GR_OK;
+    }
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_fill(gr_buffer_data(b), b->n, b->dtype, v, ctx->stream);
+    return finish_generate(ctx, rc, "fill");
+}
+
+gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scalar step) {
+    return gr_buffer_iota_at(ctx, b, 0, start, step);
+}
+
+gr_status gr_buffer_iota_at(gr_context *ctx, gr_buffer *b, uint64_t first, gr_scalar start, gr_scalar step) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_scalar a, d;
+    gr_status s = normalize(ctx, start, b->dtype, "start", &a);
+    if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "step", &d);
+    else if (s == GR_OK) {
+        /* an integer step may be negative for an unsigned dtype: it wraps like the values do */
+        if (step.kind == GR_SCALAR_UINT) d = step;
+        else s = normalize(ctx, step, GR_INT64, "step", &d);
+    }
+    if (s != GR_OK || b->n == 0) return s;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, first, a, d);
+        return GR_OK;
+    }
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_iota(gr_buffer_data(b), b->n, b->dtype, first, a, d, ctx->stream);
+    return finish_generate(ctx, rc, "iota");
+}
+
+static int finite(double x) { return x - x == 0.0; }
+
+gr_status gr_buffer_random(gr_context *ctx, gr_buffer *b, uint64_t seed, gr_scalar lo, gr_scalar hi) {
+    return gr_buffer_random_at(ctx, b, 0, seed, lo, hi);
+}
+
+gr_status gr_buffer_random_at(gr_context *ctx, gr_buffer *b, uint64_t first, uint64_t seed, gr_scalar lo,
+                              gr_scalar hi) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_scalar l, h;
+    gr_status s = normalize(ctx, lo, b->dtype, "lo", &l);
+    if (s == GR_OK) s = normalize(ctx, hi, b->dtype, "hi", &h);
+    if (s != GR_OK) return s;
+    int is_float = gr_dtype_is_float(b->dtype);
+    if (is_float && !finite(l.v.f)) return gr_fail_arg(ctx, GR_EINVAL, "lo", "must be finite (got %g)", l.v.f);
+    if (is_float && !finite(h.v.f)) return gr_fail_arg(ctx, GR_EINVAL, "hi", "must be finite (got %g)", h.v.f);
+    int bad = is_float ? !(l.v.f < h.v.f) : l.kind == GR_SCALAR_INT ? l.v.i > h.v.i : l.v.u > h.v.u;
+    if (bad)
+        return gr_fail_arg(ctx, GR_EINVAL, "hi", "must be %s lo", is_float ? "greater than" : "at least");
+    if (b->n == 0) return GR_OK;
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (host_visible(ctx, b)) {
+        gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, first, seed, l, h);
+        return GR_OK;
+    }
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_dev_random(gr_buffer_data(b), b->n, b->dtype, seed, first, l, h, ctx->stream);
+    return finish_generate(ctx, rc, "random");
+}
+
+/* ---- copies -------------------------------------------------------------------------------------- */
+
+/* A bounce area for copies between overlapping device ranges: at most this many bytes at a time. */
+#define BOUNCE_BYTES ((size_t)16 << 20)
+
+/* memmove between device ranges that overlap, through a scratch area: forward when dst is below src,
+ * backward otherwise, so no chunk overwrites bytes that a later chunk still has to read. */
+static gr_status move_overlapping(gr_context *ctx, char *dst, const char *src, size_t bytes) {
+    size_t step = bytes < BOUNCE_BYTES ? bytes : BOUNCE_BYTES;
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(ctx, step, 0, &slot);
+    if (st != GR_OK) return st;
+    int rc = 0;
+    size_t chunks = (bytes + step - 1) / step;
+    for (size_t k = 0; k < chunks && rc == 0; k++) {
+        size_t i = dst < src ? k : chunks - 1 - k;
+        size_t lo = i * step, len = bytes - lo < step ? bytes - lo : step;
+        rc = gr_copy(ctx, slot->dev, src + lo, len, ctx->stream);
+        if (rc == 0) rc = gr_copy(ctx, dst + lo, slot->dev, len, ctx->stream);
+    }
+    int sync = gr_dev_stream_sync(ctx->stream);
+    if (rc == 0) rc = sync;
+    gr_slot_release(ctx, slot);
+    return rc ? gr_fail_dev(ctx, rc, "copy") : GR_OK;
+}
+
+/* Between devices the copy runs on the destination's stream; the runtime moves the bytes peer to peer
+ * where the devices allow it, else through the host. */
+gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
+    ctx = gr_ctx_for(ctx, dst);
+    if (dst->dtype != src->dtype || dst->n != src->n)
+        return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (they must match)",
+                           src->n, gr_dtype_name(src->dtype), dst->n, gr_dtype_name(dst->dtype));
+    gr_status st = gr_storage_quiesce(ctx, dst->st);
+    if (st != GR_OK || dst->n == 0) return st;
+    size_t bytes = dst->n * gr_dtype_size(dst->dtype);
+    char *d = gr_buffer_data(dst);
+    const char *s = gr_buffer_data(src);
+    if (d == s) return GR_OK;
+    /* cudaMemcpy is undefined for overlapping ranges (slices of one buffer); memmove is not */
+    int overlap = d < s + bytes && s < d + bytes;
+    if (overlap && ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
+        return move_overlapping(ctx, d, s, bytes);
+    if (overlap || ctx->backend != GR_BACKEND_CUDA) {
+        memmove(d, s, bytes);     /* host memory on both sides */
+        return GR_OK;
+    }
+    int rc = gr_copy(ctx, d, s, bytes, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, "copy") : GR_OK;
+}

@@ -1,0 +1,21 @@
+/*
+ * storage.h -- what the rest of the engine does with a buffer's memory (buffer.c).
+ */
+#ifndef GR_STORAGE_H
+#define GR_STORAGE_H
+
+#include "core/handles.h"
+
+/* Waits for queued reductions that read the storage; called before anything writes or frees it. */
+gr_status gr_storage_quiesce(gr_context *ctx, gr_storage *st);
+/* Marks the storage as read by the work queued on `stream` until now. */
+gr_status gr_storage_mark_read(gr_context *ctx, gr_storage *st, void *stream);
+
+/* Handles of the engine's own on the memory of bufs[0..count) (the same views), for a reduction that
+ * calls code which may free the caller's handles meanwhile (a user operator's functions): it reads and
+ * writes through these, and the memory stays until gr_buffers_release. *out is malloc'd; a NULL entry
+ * stays NULL. */
+gr_status gr_buffers_hold(gr_context *ctx, gr_buffer *const *bufs, size_t count, gr_buffer ***out);
+void gr_buffers_release(gr_context *ctx, gr_buffer **held, size_t count);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * policy.c -- what "auto" means, with the measurement behind each choice.
+ *
+ * Every automatic choice of the engine is made here, as CUB keeps one tuning policy per architecture;
+ * the planner, the streamed path and the host staging ask this file rather than deciding themselves.
+ * The probes named below are in the repository; their figures are in docs/performance.md.
+ */
+#include "core/policy.h"
+#include "core/registry.h"
+
+/* auto on the cuda backend, device data: 1-byte types take pipelined, whose folds are dear enough (an
+ * int8 product: about 40 instructions per 16 bytes) that warp_shuffle's loads stall behind them: 75-95%
+ * of the read kernel at 2^28 against pipelined's 94-96% (experiments/tuning/pipelined_probe.lua, H200).
+ * Wider types fold cheaply: there the two are level at 2^28 and warp_shuffle is ahead below 2^24.
+ * Pinned host data, and everything on the cpu backend, is reduced where it is, by the host backend. */
+int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n) {
+    (void)n;
+    static int cpu = -1;
+    if (ctx->backend == GR_BACKEND_CUDA && where == GR_DEVICE) return gr_policy_streamed_variant(t, op);
+    return gr_catalogue_index("cpu", &cpu);
+}
+
+/* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
+ * that pipelined does not take (GR_OPS_PIPELINED) runs on warp_shuffle, which takes every op. */
+int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
+    static int pipelined = -1, warp_shuffle = -1;
+    int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op));
+    return bytes ? gr_catalogue_index("pipelined", &pipelined) : gr_catalogue_index("warp_shuffle", &warp_shuffle);
+}
+
+/* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every
+ * dtype at 2^28 on an H200, and 4-6% better for 1-byte types, whose 256 MiB leave fixed costs more
+ * weight (experiments/tuning/byte_finish_probe.lua); smaller buffers keep the variant's default. */
+#define AUTO_LARGE_BYTES ((size_t)64 << 20)
+
+int gr_policy_block(const gr_variant *v, int requested, int auto_variant, size_t bytes) {
+    if (requested) return requested;
+    if (auto_variant && (v->needs & GR_NEEDS_CUDA) && v->block_max >= 1024 && bytes >= AUTO_LARGE_BYTES)
+        return 1024;
+    return v->block_default;
+}
+
+/* auto takes the single-pass finish where the variant has it: one launch, the value written straight to
+ * pinned memory -- fastest at every size (experiments/tuning/tune.cu); a named variant keeps its own. */
+gr_finish gr_policy_finish(const gr_variant *v, gr_finish requested, int auto_variant) {
+    if (requested != GR_FINISH_AUTO) return requested;
+    if (auto_variant && (v->finishes & (1u << GR_FINISH_SINGLE))) return GR_FINISH_SINGLE;
+    return v->default_finish;
+}
+
+/* hybrid: CPU-finishing up to 4K partials saves 3-6 us against another device pass, while 8K-20K
+ * partials cost 13-34 us more (wall time of whole calls, experiments/multipass.lua, H200). */
+#define HYBRID_THRESHOLD 4096
+
+size_t gr_policy_hybrid_threshold(size_t requested) { return requested ? requested : HYBRID_THRESHOLD; }
+
+/* Host variants over device memory: 64 MiB pieces through pinned memory, large enough that the copy
+ * runs at full speed, small enough not to hold much pinned memory. */
+size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
+
+/* Segments: as many lanes as a segment has 16-byte vectors, up to a warp -- one thread for up to 16
+ * bytes, 2 to 32 lanes for up to 512, a warp for up to 8 KiB -- then a block per segment, sized so that
+ * the segments fill the device in one wave (every SM at 2048 threads, each thread one load in flight):
+ * 256 threads from 4 segments per SM up, 512 or 1024 below that, and several 1024-thread blocks per
+ * segment when even those leave SMs idle. The lab (experiments/segments.lua, float32 sum over 2^28
+ * elements, H100, against CUB's DeviceSegmentedReduce in the same run): with 256-thread blocks
+ * throughout, 512 segments of 2 MiB ran at 0.91x CUB and 256 of 4 MiB, split in two, at 0.94x, while
+ * 1024 segments of 1 MiB -- one full wave -- ran level with it; a warp per 16 KiB segment ran at 0.94x,
+ * a block per 16 KiB segment at 0.96x. Four loads in flight per thread instead closed the gap for the
+ * large segments but raised the kernel past 32 registers, which cost the small segments a quarter of
+ * their speed (one kernel serves every shape). */
+#define SEG_BLOCK 256
+#define SEG_BLOCK_MAX 1024
+#define SEG_WARP_BYTES ((size_t)8 << 10)
+#define SEG_THREADS_PER_SM 2048
+
+gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es) {
+    gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
+    int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
+    size_t mean_bytes = k ? n / k * es : 0, fill = (size_t)sms * SEG_THREADS_PER_SM;
+    size_t waves = fill / SEG_BLOCK;
+    if (mean_bytes <= SEG_WARP_BYTES) {
+        int g = 1;
+        while (g < 32 && (size_t)g * 16 < mean_bytes) g *= 2;
+        s.group = g;
+        size_t groups_per_block = SEG_BLOCK / (size_t)g, want = (k + groups_per_block - 1) / groups_per_block;
+        s.grid = want < waves ? (want ? want : 1) : waves;
+        return s;
+    }
+    /* whole blocks: the largest block (256 .. 1024) with which the k segments still fit in one wave */
+    while (s.block < SEG_BLOCK_MAX && k * (size_t)s.block * 2 <= fill) s.block *= 2;
+    if (k * (size_t)s.block * 2 <= fill) {
+        /* 1024-thread blocks and still less than half the device: several blocks per segment, as many
+         * as fit in one wave, each with four vectors a thread at least */
+        size_t per_block = (size_t)s.block * 16 * 4, parts = fill / s.block / k;
+        size_t most = (mean_bytes + per_block - 1) / per_block;
+        s.splits = (int)(parts < most ? parts : most);
+        if (s.splits < 1) s.splits = 1;
+    }
+    size_t slots = fill / (size_t)s.block;
+    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < slots * 4 ? k : slots * 4);
+    if (s.grid < 1) s.grid = 1;
+    return s;
+}
+
+/* In reduce_many's one launch each buffer is one block's (or a few lanes'): past a few MiB one block
+ * (~10-20 GB/s) takes longer than a reduction of its own (a few µs of launch, then the whole GPU). */
+size_t gr_policy_many_item_bytes(void) { return (size_t)4 << 20; }
+
+/* Streamed host data: 64 MiB chunks on 4 streams reached 98% of the pinned host-to-device copy with a
+ * 1 GiB buffer (16 MiB / 2: 99%, 128 MiB / 4: 99%; make bench, H200). */
+size_t gr_policy_chunk_bytes(size_t requested) { return requested ? requested : (size_t)64 << 20; }
+int gr_policy_streams(int requested) { return requested ? requested : 4; }

@@ -1,0 +1,38 @@
+/*
+ * policy.h -- every automatic choice of the engine, in one place (policy.c): what "auto" means for the
+ * variant, the block size, the finish, the hybrid threshold, host staging and streamed host data.
+ */
+#ifndef GR_POLICY_H
+#define GR_POLICY_H
+
+#include "core/handles.h"
+
+/* The variant auto runs for n elements of dtype t in memory of kind `where`, for op. */
+int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n);
+/* The variant that reduces each chunk of streamed host data once it is on the device. */
+int gr_policy_streamed_variant(gr_dtype t, gr_op op);
+/* Threads per block: `requested` if the caller gave one, else the variant's default, or more for a
+ * large input when auto chose the variant. */
+int gr_policy_block(const gr_variant *v, int requested, int auto_variant, size_t bytes);
+/* The finishing mode: `requested` unless it is auto. */
+gr_finish gr_policy_finish(const gr_variant *v, gr_finish requested, int auto_variant);
+/* hybrid: at or below this many partials, the CPU finishes. */
+size_t gr_policy_hybrid_threshold(size_t requested);
+/* A host variant over device memory copies it to pinned memory in pieces of this many bytes. */
+size_t gr_policy_stage_bytes(void);
+/* How a segmented reduction shares its segments out (cuda/kernels/segmented.cu): `group` lanes per segment, or
+ * with group 0 whole blocks, `splits` of them per segment; `block` threads per block, `grid` blocks. */
+typedef struct gr_seg_shape {
+    int group, block, splits;
+    size_t grid;
+} gr_seg_shape;
+/* The shape for k segments of n elements in all (their mean size n / k) of es bytes each. */
+gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
+/* reduce_many: a buffer of more bytes than this is reduced on its own, not as one block's item. */
+size_t gr_policy_many_item_bytes(void);
+
+/* Streamed host data: bytes per chunk and streams, from the caller's values (0 = the default). */
+size_t gr_policy_chunk_bytes(size_t requested);
+int gr_policy_streams(int requested);
+
+#endif

@@ -1,0 +1,425 @@
+/*
+ * segments.c -- many reductions in one call: the segments of a buffer (fixed size or CSR offsets), and
+ * many buffers at once (reduce_many).
+ *
+ * On the cuda backend a device buffer's segments are reduced by one launch of cuda/kernels/segmented.cu, shaped
+ * by the policy (lanes, a block or several blocks per segment), and the results stay on the device;
+ * host data, and everything on the cpu backend, is reduced segment by segment on the host with the same
+ * ops (host_ops.c), whose results land in the same dtypes. reduce_many on the GPU lays the buffers out
+ * as the items of one segmented launch per dtype, its results in pinned memory.
+ */
+#include "gr.h"
+#include "ops/cpu_backend.h"
+#include "base/device.h"
+#include "core/context.h"
+#include "base/error.h"
+#include "core/exact_run.h"
+#include "base/launch.h"
+#include "base/memory.h"
+#include "user/operator.h"
+#include "core/operator_cpu.h"
+#include "ops/ops.h"
+#include "core/plan.h"
+#include "core/policy.h"
+#include "core/pool.h"
+#include "core/registry.h"
+#include "core/segments.h"
+#include "core/buffer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern const gr_seg_kernel gr_segmented __attribute__((weak));
+
+/* ---- options and shapes ---------------------------------------------------------------------------- */
+
+/* The op, the accumulator and the result dtypes of a segmented reduction of dtype t. */
+static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dtype *acc, gr_dtype out[2], int *count) {
+    const gr_op_desc *d = gr_op_desc_get(o->op);
+    if (!d && !o->user && !o->cpu) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
+    const char *way = gr_options_way(o);
+    if (way)
+        return gr_fail_arg(ctx, GR_EINVAL, way, "segmented reductions choose their own kernel and shape (the "
+                           "policy's); this option does not apply to them");
+    gr_status dst = gr_check_determinism(ctx, NULL, o->determinism);    /* they keep no atomics */
+    if (dst != GR_OK) return dst;
+    if (o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
+                           "stream, synchronously (leave opts.stream out)");
+    if (o->user || o->cpu) {        /* a user operator: its own accumulator, one result per segment */
+        if (o->acc >= 0)
+            return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
+        int has_post = o->user ? o->user->has_post : gr_operator_get_spec(o->cpu->op)->post != NULL;
+        int acc_dtype = o->user ? o->user->acc_dtype : gr_operator_acc_dtype(o->cpu->op);
+        int r = gr_operator_segment_dtype(ctx, has_post, acc_dtype);
+        if (r < 0) return GR_EINVAL;
+        *acc = acc_dtype >= 0 ? (gr_dtype)acc_dtype : GR_UINT8;
+        *count = 1;
+        out[0] = out[1] = (gr_dtype)r;
+        return GR_OK;
+    }
+    int a = gr_op_acc_dtype(ctx, o->op, t, o->acc);
+    if (a < 0) return GR_EINVAL;
+    *acc = (gr_dtype)a;
+    *count = d->arity;
+    for (int i = 0; i < 2; i++) out[i] = gr_op_result_dtype(o->op, t, *acc, i);
+    return GR_OK;
+}
+
+gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count) {
+    gr_dtype acc;
+    return resolve(ctx, o, in, &acc, out, count);
+}
+
+/* Copies the k + 1 boundaries to the host (only the cpu path reads them there). */
+static gr_status host_offsets(gr_context *ctx, const gr_buffer *off, int64_t **out) {
+    size_t count = gr_buffer_size(off);
+    *out = malloc((count ? count : 1) * sizeof **out);
+    if (!*out) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    gr_status st = gr_buffer_read(ctx, off, 0, *out, count);
+    if (st != GR_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+static gr_status bad_offset(gr_context *ctx, size_t i, int64_t v, size_t n) {
+    return gr_fail_arg(ctx, GR_EINVAL, "offsets", "boundary %zu (%lld) is %s (boundaries are 0-based element "
+                       "offsets, non-decreasing, at most the buffer's size %zu)", i + 1, (long long)v,
+                       v < 0 ? "negative" : (uint64_t)v > n ? "past the end of the buffer" : "below the one before it", n);
+}
+
+gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k) {
+    if (seg->size) {
+        if (n % seg->size)
+            return gr_fail_arg(ctx, GR_EINVAL, "segment", "%zu does not divide the buffer's size %zu", seg->size, n);
+        *k = n / seg->size;
+        return GR_OK;
+    }
+    const gr_buffer *off = seg->offsets;
+    if (!off) return gr_fail_arg(ctx, GR_EINVAL, "segment", "give a segment size or offsets");
+    if (gr_buffer_dtype(off) != GR_INT64)
+        return gr_fail_arg(ctx, GR_EINVAL, "offsets", "must be an int64 buffer (got %s)", gr_dtype_name(gr_buffer_dtype(off)));
+    if (gr_buffer_size(off) < 1)
+        return gr_fail_arg(ctx, GR_EINVAL, "offsets", "needs k + 1 boundaries, at least one (got none)");
+    *k = gr_buffer_size(off) - 1;
+    return GR_OK;
+}
+
+gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k) {
+    return gr_segment_count_of(ctx, gr_buffer_size(b), seg, k);
+}
+
+/* Boundaries checked where they are: on the device by a small kernel, on the host by a loop. */
+static gr_status check_bounds(gr_context *ctx, const int64_t *host, size_t k, size_t n) {
+    for (size_t i = 0; i <= k; i++)
+        if (host[i] < 0 || (uint64_t)host[i] > n || (i > 0 && host[i] < host[i - 1]))
+            return bad_offset(ctx, i, host[i], n);
+    return GR_OK;
+}
+
+static gr_status check_offsets(gr_context *ctx, const gr_buffer *b, const gr_buffer *off, const int64_t *host) {
+    size_t n = gr_buffer_size(b), k = gr_buffer_size(off) - 1;
+    if (host) return check_bounds(ctx, host, k, n);
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(ctx, 0, 0, &slot);
+    if (st != GR_OK) return st;
+    unsigned long long *bad = (unsigned long long *)slot->result;
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = gr_segmented.check_offsets(gr_buffer_data(off), k, n, bad, ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    unsigned long long at = *(volatile unsigned long long *)bad;
+    gr_slot_release(ctx, slot);
+    if (rc) return gr_fail_dev(ctx, rc, "checking the offsets");
+    if (at == ~0ull) return GR_OK;
+    int64_t v = 0;
+    gr_buffer_read(ctx, off, (size_t)at - 1, &v, 1);
+    return bad_offset(ctx, (size_t)at - 1, v, n);
+}
+
+gr_status gr_segment_bounds_read(gr_context *ctx, size_t n, const gr_segments *seg, int64_t **out) {
+    size_t k;
+    *out = NULL;
+    gr_status st = gr_segment_count_of(ctx, n, seg, &k);
+    if (st == GR_OK && seg->size)
+        st = gr_fail_arg(ctx, GR_EINVAL, "offsets", "these segments have a size, not boundaries");
+    if (st == GR_OK) st = host_offsets(ctx, seg->offsets, out);
+    if (st == GR_OK && (st = check_bounds(ctx, *out, k, n)) != GR_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, int64_t **out) {
+    return gr_segment_bounds_read(ctx, gr_buffer_size(b), seg, out);
+}
+
+/* Whether two buffers share bytes (views of one storage whose element ranges meet). */
+static int overlap(const gr_buffer *a, const gr_buffer *b) {
+    if (!a || !b || a->st != b->st) return 0;
+    size_t alo = a->offset * gr_dtype_size(a->dtype), ahi = alo + a->n * gr_dtype_size(a->dtype);
+    size_t blo = b->offset * gr_dtype_size(b->dtype), bhi = blo + b->n * gr_dtype_size(b->dtype);
+    return alo < bhi && blo < ahi;
+}
+
+gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
+                                int count, const gr_dtype want[2], size_t k) {
+    for (int i = 0; i < count; i++) {
+        const char *arg = i ? "out2" : "out";
+        if (!out[i]) return gr_fail_arg(ctx, GR_EINVAL, arg, "missing result buffer");
+        if (gr_buffer_dtype(out[i]) != want[i] || gr_buffer_size(out[i]) != k)
+            return gr_fail_arg(ctx, GR_EINVAL, arg, "must be %zu elements of %s (got %zu of %s)", k,
+                               gr_dtype_name(want[i]), gr_buffer_size(out[i]), gr_dtype_name(gr_buffer_dtype(out[i])));
+        if (gr_buffer_where(out[i]) != gr_buffer_where(b) && ctx->backend == GR_BACKEND_CUDA)
+            return gr_fail_arg(ctx, GR_EINVAL, arg, "must be in %s memory, like the input",
+                               gr_buffer_where(b) == GR_HOST ? "pinned host" : "device");
+        /* results written while the input is read would change what is reduced */
+        if (overlap(out[i], b) || overlap(out[i], offsets) || (i == 1 && overlap(out[0], out[1])))
+            return gr_fail_arg(ctx, GR_EINVAL, arg, "shares memory with the %s: give a buffer of its own",
+                               overlap(out[i], b) ? "input" : overlap(out[i], offsets) ? "offsets" : "first result");
+    }
+    return GR_OK;
+}
+
+/* ---- the host path ------------------------------------------------------------------------------- */
+
+/* A result value stored as element i of a result buffer of dtype t (and/or's booleans as 0/1 bytes). */
+gr_status gr_segment_result_store(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v) {
+    if (v.kind == GR_SCALAR_BOOL) {
+        int b = v.v.b;
+        v.kind = GR_SCALAR_UINT;
+        v.v.u = (uint64_t)b;
+    }
+    return gr_scalar_store(ctx, v, t, (char *)p + i * gr_dtype_size(t), "result");
+}
+
+static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_dtype acc, size_t size,
+                                  const int64_t *offsets, size_t k, gr_buffer *out[2], int count) {
+    const gr_op_desc *d = gr_op_desc_get(o->op);
+    gr_dtype t = gr_buffer_dtype(b);
+    size_t es = gr_dtype_size(t);
+    const char *base = gr_buffer_data(b);
+    gr_dtype rt[2] = {gr_buffer_dtype(out[0]), count > 1 ? gr_buffer_dtype(out[1]) : GR_UINT8};
+    void *dst[2] = {gr_buffer_data(out[0]), count > 1 ? gr_buffer_data(out[1]) : NULL};
+    for (size_t s = 0; s < k; s++) {
+        size_t lo = size ? s * size : (size_t)offsets[s], hi = size ? lo + size : (size_t)offsets[s + 1];
+        unsigned char a[GR_ACC_MAX];
+        gr_status st = gr_cpu_reduce(ctx, base + lo * es, hi - lo, 0, t, o->op, acc, 0, a);
+        if (st != GR_OK) return st;
+        gr_result r = gr_host_result(d, t, acc, a, hi - lo, o->ddof);
+        for (int i = 0; i < count && st == GR_OK; i++) st = gr_segment_result_store(ctx, dst[i], s, rt[i], r.value[i]);
+        if (st != GR_OK) return st;
+    }
+    return GR_OK;
+}
+
+/* ---- entry points -------------------------------------------------------------------------------- */
+
+gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                             gr_buffer *out[2]) {
+    gr_seg_wait w;
+    gr_status st = gr_segments_queue(ctx, b, o, seg, out, &w);
+    gr_status done = gr_segments_wait(&w);
+    return st != GR_OK ? st : done;
+}
+
+gr_status gr_segments_wait(gr_seg_wait *w) {
+    if (!w->ctx) return GR_OK;
+    gr_context *ctx = gr_ctx_enter(w->ctx);
+    int sync = gr_dev_stream_sync(ctx->stream);
+    int rc = w->rc ? w->rc : sync;
+    if (w->slot) gr_slot_release(ctx, w->slot);
+    w->ctx = NULL;
+    w->slot = NULL;
+    return rc ? gr_fail_dev_at(ctx, rc, w->what, w->site) : GR_OK;
+}
+
+gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], gr_seg_wait *w) {
+    memset(w, 0, sizeof *w);
+    ctx = gr_ctx_for(ctx, b);
+    gr_dtype acc, want[2];
+    int count;
+    size_t k;
+    gr_status st = resolve(ctx, o, gr_buffer_dtype(b), &acc, want, &count);
+    if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
+    if (st == GR_OK) st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
+    if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
+    for (int i = 0; i < count && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
+    if (st != GR_OK) return st;
+    for (int i = 0; i < count; i++)
+        if ((st = gr_storage_quiesce(ctx, out[i]->st)) != GR_OK) return st;
+    if (k == 0) return GR_OK;
+
+    int on_device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    int by_cpu = gr_operator_cpu_takes(ctx, o, b);
+    if (!on_device && o->user && !by_cpu)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
+                           "(give the operator cpu functions for host data and the cpu backend)");
+    if (!on_device || by_cpu) {
+        int64_t *offsets = NULL;
+        if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
+        st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
+        if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
+        else if (st == GR_OK)
+            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0], NULL)
+                                                     : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
+        free(offsets);
+        return st;
+    }
+    if (!&gr_segmented || !gr_segmented.launch)
+        return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
+    if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
+    if (o->determinism == GR_DET_GPU_TO_GPU)
+        return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0], w);
+
+    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
+    if (o->user && (st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
+    gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
+    size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
+    size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
+    size_t counters = shape.splits > 1 ? k * sizeof(unsigned) : 0;
+    gr_slot *slot;
+    if ((st = gr_slot_acquire(ctx, partials + counters, 0, &slot)) != GR_OK) return st;
+    int rc = 0;
+    if (counters) rc = gr_dev_memset((char *)slot->dev + partials, 0, counters, ctx->stream);
+    gr_seg_launch L = {
+        .in = gr_buffer_data(b), .in_dtype = gr_buffer_dtype(b), .acc = acc, .op = o->op, .ddof = o->ddof, .k = k,
+        .size = seg->size, .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
+        .out = {gr_buffer_data(out[0]), count > 1 ? gr_buffer_data(out[1]) : NULL},
+        .group = shape.group, .block = shape.block, .splits = shape.splits, .grid = shape.grid,
+        .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
+    };
+    if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+    *w = (gr_seg_wait){ctx, slot, rc, "segmented reduction", L.site};    /* a failure too: drained first */
+    return GR_OK;
+}
+
+/* A result read back from the result elements of one item: the same values gr_reduce would give. */
+static gr_result result_of(const gr_op_desc *d, const gr_dtype rt[2], const void *v0, const void *v1, size_t i) {
+    gr_result r = {0};
+    r.count = d->arity;
+    const void *src[2] = {v0, v1};
+    for (int k = 0; k < d->arity; k++) {
+        const char *p = (const char *)src[k] + i * gr_dtype_size(rt[k]);
+        gr_scalar s = gr_scalar_load(p, rt[k]);
+        if (d->result == GR_RESULT_BOOL) {
+            s.kind = GR_SCALAR_BOOL;
+            s.v.b = *(const uint8_t *)p != 0;
+        }
+        r.value[k] = s;
+    }
+    return r;
+}
+
+static int is_alone(const gr_buffer *b, size_t bytes) {
+    return gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b)) > bytes;
+}
+
+/* Whether b is an item of dtype t's batched launch. */
+static int batched(const gr_buffer *b, int t, size_t alone) {
+    return gr_buffer_dtype(b) == (gr_dtype)t && !is_alone(b, alone);
+}
+
+static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o, gr_result *results) {
+    for (size_t i = 1; i < count; i++) {
+        gr_status dst = gr_same_device(ctx, bufs[0], bufs[i], "bufs");
+        if (dst != GR_OK) return dst;
+    }
+    if (count) ctx = gr_ctx_for(ctx, bufs[0]);
+    const gr_op_desc *d = o->user ? NULL : gr_op_desc_get(o->op);
+    if (!d && !o->user) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
+    for (size_t i = 0; i < count && o->user; i++)     /* an operator's kernels are compiled per dtype */
+        if (gr_buffer_dtype(bufs[i]) != o->user->in)
+            return gr_fail_arg(ctx, GR_EINVAL, "op", "the operator was prepared for %s, buffer %zu is %s",
+                               gr_dtype_name(o->user->in), i + 1, gr_dtype_name(gr_buffer_dtype(bufs[i])));
+    for (size_t i = 0; i < count && d; i++)
+        if (gr_buffer_size(bufs[i]) == 0 && !d->has_identity)
+            return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity): buffer %zu",
+                           d->name, i + 1);
+    int gpu = ctx->backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
+    for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
+    if (!gpu || gr_options_way(o) || o->determinism == GR_DET_GPU_TO_GPU) {
+        /* one reduction after the other: the host, options that name a way of reducing, gpu_to_gpu */
+        for (size_t i = 0; i < count; i++) {
+            gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
+            if (st != GR_OK) return st;
+        }
+        return GR_OK;
+    }
+    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffers' device */
+    if (o->user) {
+        gr_status st = gr_operator_image_on(ctx, o->user, &img);
+        if (st != GR_OK) return st;
+    }
+    /* large buffers on their own; the others, one launch per dtype: the buffers of that dtype as the
+     * items of a segmented reduction */
+    size_t alone = gr_policy_many_item_bytes();
+    for (size_t i = 0; i < count; i++)
+        if (is_alone(bufs[i], alone)) {
+            gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
+            if (st != GR_OK) return st;
+        }
+    for (int t = 0; t < GR_DTYPE_COUNT; t++) {
+        size_t k = 0, total = 0;
+        for (size_t i = 0; i < count; i++)
+            if (batched(bufs[i], t, alone)) {
+                k++;
+                total += gr_buffer_size(bufs[i]);
+            }
+        if (k == 0) continue;
+        gr_dtype acc, rt[2];
+        int arity;
+        gr_status st = resolve(ctx, o, (gr_dtype)t, &acc, rt, &arity);
+        if (st != GR_OK) return st;
+        size_t items = (k * sizeof(gr_seg_item) + 255) / 256 * 256;
+        /* an operator with post also gives each item's value in post's kind, 8 bytes, at out1 */
+        size_t b1 = o->user ? (o->user->has_post ? 8 : 0) : gr_dtype_size(rt[1]);
+        size_t outs[2] = {(k * gr_dtype_size(rt[0]) + 255) / 256 * 256, (k * b1 + 255) / 256 * 256};
+        gr_slot *slot;
+        if ((st = gr_slot_acquire(ctx, 0, items + outs[0] + outs[1], &slot)) != GR_OK) return st;
+        gr_seg_item *list = slot->host;
+        char *o0 = (char *)slot->host + items, *o1 = o0 + outs[0];
+        size_t j = 0;
+        for (size_t i = 0; i < count; i++)
+            if (batched(bufs[i], t, alone)) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
+        gr_seg_shape shape = gr_policy_segments(ctx, total, k, gr_dtype_size((gr_dtype)t));
+        if (shape.splits > 1) {             /* items of one launch share no scratch: a block each */
+            shape.splits = 1;
+            shape.grid = k;
+        }
+        gr_seg_launch L = {
+            .in = NULL, .in_dtype = (gr_dtype)t, .acc = acc, .op = o->op, .ddof = o->ddof, .k = k, .items = list,
+            .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
+            .stream = ctx->stream,
+        };
+        int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+        if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+        int sync = gr_dev_stream_sync(ctx->stream);
+        if (rc == 0) rc = sync;
+        if (rc == 0) {
+            j = 0;
+            for (size_t i = 0; i < count; i++)
+                if (batched(bufs[i], t, alone))
+                    results[i] = d ? result_of(d, rt, o0, o1, j++) : gr_operator_item_result(o->user, o0, o1, j++);
+        }
+        gr_slot_release(ctx, slot);
+        if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);
+    }
+    return GR_OK;
+}
+
+gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
+                         gr_result *results) {
+    if (o->cpu && !o->user) return gr_operator_cpu_many(ctx, o, bufs, count, results);
+    if (!o->cpu && !o->fold) return many(ctx, bufs, count, o, results);
+    /* a user's functions run between the buffers' reductions and may free them: the engine's own handles */
+    gr_buffer **held;
+    gr_status st = gr_buffers_hold(ctx, bufs, count, &held);
+    if (st == GR_OK) st = many(ctx, held, count, o, results);
+    gr_buffers_release(ctx, held, count);
+    return st;
+}

@@ -1,0 +1,35 @@
+/*
+ * segments.h -- what segments.c lends to the other segmented paths (the shards' segments,
+ * sharded_segments.c): the check of the result buffers, a result stored as an element.
+ */
+#ifndef GR_SEGMENTS_H
+#define GR_SEGMENTS_H
+
+#include "core/handles.h"
+
+/* out[0..count) checked for k results of the dtypes want[]: present, of that dtype and size, on b's
+ * side (device or host memory, on the cuda backend), sharing no memory with b, the offsets or each
+ * other; each failure names "out" or "out2". */
+gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
+                                int count, const gr_dtype want[2], size_t k);
+/* A result value v stored as element i of p, a result buffer's memory of dtype t (a bool as 0 / 1). */
+gr_status gr_segment_result_store(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v);
+
+/* A segmented reduction queued on its device's stream and not yet waited for: the shards of a sharded
+ * buffer queue theirs on every device before they wait for any. */
+typedef struct gr_seg_wait {
+    gr_context *ctx;        /* the context whose stream runs it; NULL: nothing in flight (done, or host) */
+    gr_slot *slot;          /* scratch the kernel uses, released at the wait; or NULL */
+    int rc;                 /* a launch's failure, reported at the wait */
+    const char *what, *site;
+} gr_seg_wait;
+
+/* gr_reduce_segments less its wait: everything checked, the kernel queued (host data is reduced at once,
+ * leaving nothing in flight). After GR_OK the caller must call gr_segments_wait. */
+gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], gr_seg_wait *w);
+/* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
+ * kernel's failure, if any. Does nothing for a record with nothing in flight. */
+gr_status gr_segments_wait(gr_seg_wait *w);
+
+#endif

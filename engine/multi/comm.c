@@ -1,0 +1,427 @@
+/*
+ * comm.c -- communicators across processes (and nodes) through NCCL, opened with dlopen on first use.
+ *
+ * NCCL's types are declared here, not taken from nccl.h (which includes the CUDA runtime's headers):
+ * a communicator is an opaque pointer, a result and the enums ints with NCCL's documented values, and
+ * the configuration is the layout NCCL 2.14 introduced (NCCL reads a configuration by its `size` and
+ * `version`, so later libraries accept it). Where the library is looked for, in order:
+ *   1. GPUREDUCE_NCCL, a path -- when set, the only place tried;
+ *   2. the toolkit the module was built against (GR_NCCL_DEFAULT, set by the Makefile: lib64, then lib);
+ *   3. libnccl.so.2 through the loader's search path (LD_LIBRARY_PATH, the system's libraries).
+ *
+ * Every communicator is non-blocking (config.blocking = 0): its creation and each collective return
+ * at once and are polled, with a deadline, so that a rank that never joins, or stops taking part,
+ * ends in a clear error and ncclCommAbort instead of a hang.
+ */
+#include "gr.h"
+#include "base/device.h"
+#include "core/context.h"
+#include "base/error.h"
+#include "base/library.h"
+#include "base/memory.h"
+#include "core/buffer.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- NCCL, as declared by nccl.h ------------------------------------------------------------------ */
+
+typedef struct { char internal[128]; } nccl_id;      /* ncclUniqueId */
+enum { NCCL_OK = 0, NCCL_IN_PROGRESS = 7 };           /* ncclSuccess, ncclInProgress */
+enum { NCCL_INT8 = 0, NCCL_UINT8 = 1, NCCL_INT32 = 2, NCCL_UINT32 = 3, NCCL_INT64 = 4, NCCL_UINT64 = 5,
+       NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8 };
+enum { NCCL_SUM = 0, NCCL_PROD = 1, NCCL_MAX = 2, NCCL_MIN = 3, NCCL_AVG = 4 };
+
+typedef struct {            /* ncclConfig_t of NCCL 2.14 */
+    size_t size;
+    unsigned magic, version;
+    int blocking, cga_cluster_size, min_ctas, max_ctas;
+    const char *net_name;
+} nccl_config;
+#define NCCL_CONFIG_MAGIC 0xcafebeefu
+#define NCCL_CONFIG_VERSION 21400u                    /* NCCL_VERSION(2, 14, 0) */
+#define NCCL_UNDEF_INT (-2147483647 - 1)              /* NCCL_CONFIG_UNDEF_INT: NCCL's default */
+
+#define GR_NCCL_FUNCS(X)                                                                              \
+    X(int, ncclGetVersion, (int *version))                                                            \
+    X(const char *, ncclGetErrorString, (int result))                                                 \
+    X(int, ncclGetUniqueId, (nccl_id *id))                                                            \
+    X(int, ncclCommInitRankConfig, (void **comm, int nranks, nccl_id id, int rank, nccl_config *config)) \
+    X(int, ncclCommGetAsyncError, (void *comm, int *state))                                           \
+    X(int, ncclCommFinalize, (void *comm))                                                            \
+    X(int, ncclCommDestroy, (void *comm))                                                             \
+    X(int, ncclCommAbort, (void *comm))                                                               \
+    X(int, ncclAllReduce, (const void *send, void *recv, size_t count, int dtype, int op, void *comm,  \
+                           void *stream))
+
+static struct {
+#define GR_NCCL_FIELD_(ret, fn, params) ret(*fn) params;
+    GR_NCCL_FUNCS(GR_NCCL_FIELD_)
+#undef GR_NCCL_FIELD_
+    int loaded, version;
+    char why[1024];         /* every place tried and why it failed, when none served */
+} nc;
+
+static pthread_once_t nc_once = PTHREAD_ONCE_INIT;
+
+static void why_more(const char *what) {
+    size_t used = strlen(nc.why);
+    snprintf(nc.why + used, sizeof nc.why - used, "%s%s", strchr(nc.why, ':') ? "; " : ": ", what);
+}
+
+static int nc_open(const char *path) {
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        why_more(dlerror());
+        return 0;
+    }
+#define GR_NCCL_TAKE_(ret, fn, params)                         \
+    if (!(nc.fn = (ret(*) params)dlsym(lib, #fn))) {           \
+        char what[256];                                        \
+        snprintf(what, sizeof what, "%s has no %s", path, #fn); \
+        why_more(what);                                        \
+        dlclose(lib);                                          \
+        return 0;                                              \
+    }
+    GR_NCCL_FUNCS(GR_NCCL_TAKE_)
+#undef GR_NCCL_TAKE_
+    nc.ncclGetVersion(&nc.version);
+    return 1;
+}
+
+static void nc_load(void) {
+    static const char *const candidates[] = {
+#ifdef GR_NCCL_DEFAULT
+        GR_NCCL_DEFAULT,    /* the toolkit the module was built against */
+#endif
+        "libnccl.so.2", "libnccl.so",
+    };
+    nc.loaded = gr_library_search("NCCL", "GPUREDUCE_NCCL", "install it, or set GPUREDUCE_NCCL to the path of "
+                                  "libnccl.so.2", candidates, sizeof candidates / sizeof candidates[0], nc_open,
+                                  nc.why, sizeof nc.why);
+}
+
+/* NCCL, or GR_ENODEV saying why not (also on the cpu backend: NCCL moves device memory). */
+static gr_status need_nccl(gr_context *ctx) {
+    if (ctx->backend != GR_BACKEND_CUDA)
+        return gr_fail(ctx, GR_ENODEV, "communicators need NCCL and a CUDA device (backend is cpu)");
+    pthread_once(&nc_once, nc_load);
+    return nc.loaded ? GR_OK : gr_fail(ctx, GR_ENODEV, "%s", nc.why);
+}
+
+int gr_nccl_version(void) {
+    pthread_once(&nc_once, nc_load);
+    return nc.loaded ? nc.version : 0;
+}
+
+/* ---- the communicator ----------------------------------------------------------------------------- */
+
+struct gr_comm {
+    void *nccl;             /* ncclComm_t; NULL once destroyed or aborted */
+    int rank, size;
+    gr_context *on;         /* the context of its device */
+    double timeout;         /* seconds any one wait may take */
+    void *dev, *host;       /* 16 bytes each, device and pinned: c:reduce's value, the barrier's word */
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". */
+static gr_status give_up(gr_context *ctx, gr_comm *c, gr_status st, const char *what) {
+    if (c->nccl) nc.ncclCommAbort(c->nccl);
+    c->nccl = NULL;
+    return gr_fail(ctx, st, "rank %d of %d: %s", c->rank, c->size, what);
+}
+
+static gr_status nccl_failed(gr_context *ctx, gr_comm *c, const char *what, int rc) {
+    char msg[384];
+    snprintf(msg, sizeof msg, "%s: %s (NCCL error %d)", what, nc.ncclGetErrorString(rc), rc);
+    return give_up(ctx, c, GR_ECUDA, msg);
+}
+
+/* One turn of a wait that began at t0: past the timeout, aborts with "<late> within T s" and returns 1;
+ * else spins (the first millisecond: collectives mostly end within it) or sleeps a little. */
+static int overdue(gr_context *ctx, gr_comm *c, double t0, const char *late, gr_status *st) {
+    double t = now_s() - t0;
+    if (t > c->timeout) {
+        char msg[320];
+        snprintf(msg, sizeof msg, "%s within %g s", late, c->timeout);
+        *st = give_up(ctx, c, GR_ETIMEOUT, msg);
+        return 1;
+    }
+    if (t > 1e-3) {
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* Waits until NCCL's work on the communicator is issued (rc from the call that started it). */
+static gr_status settle(gr_context *ctx, gr_comm *c, int rc, const char *what, const char *late) {
+    double t0 = now_s();
+    gr_status st;
+    while (rc == NCCL_IN_PROGRESS) {
+        if (overdue(ctx, c, t0, late, &st)) return st;
+        if (nc.ncclCommGetAsyncError(c->nccl, &rc) != NCCL_OK) break;
+    }
+    return rc == NCCL_OK ? GR_OK : nccl_failed(ctx, c, what, rc);
+}
+
+/* Waits for the collectives queued on the device's stream, watching NCCL's own errors. */
+static gr_status finish(gr_context *ctx, gr_comm *c, const char *what) {
+    double t0 = now_s();
+    char late[128];
+    snprintf(late, sizeof late, "%s did not complete (does every rank take part?)", what);
+    for (gr_status st;;) {
+        int q = gr_dev_stream_query(c->on->stream);
+        if (q == 0) return GR_OK;
+        if (q > 1) return gr_fail_dev(ctx, q, what);
+        int state = NCCL_OK;
+        nc.ncclCommGetAsyncError(c->nccl, &state);
+        if (state != NCCL_OK && state != NCCL_IN_PROGRESS) return nccl_failed(ctx, c, what, state);
+        if (overdue(ctx, c, t0, late, &st)) return st;
+    }
+}
+
+/* ---- the unique id: hex text, passed as a string or through a file -------------------------------- */
+
+static void to_hex(const nccl_id *id, char hex[GR_COMM_ID_CHARS + 1]) {
+    for (int i = 0; i < 128; i++) snprintf(hex + 2 * i, 3, "%02x", (unsigned char)id->internal[i]);
+}
+
+static int from_hex(const char *hex, nccl_id *id) {
+    if (strlen(hex) != GR_COMM_ID_CHARS) return 0;
+    for (int i = 0; i < 128; i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1) return 0;
+        id->internal[i] = (char)v;
+    }
+    return strspn(hex, "0123456789abcdefABCDEF") == GR_COMM_ID_CHARS;
+}
+
+gr_status gr_comm_id(gr_context *ctx, char hex[GR_COMM_ID_CHARS + 1]) {
+    gr_status st = need_nccl(ctx);
+    if (st != GR_OK) return st;
+    nccl_id id;
+    int rc = nc.ncclGetUniqueId(&id);
+    if (rc != NCCL_OK) return gr_fail(ctx, GR_ECUDA, "ncclGetUniqueId: %s", nc.ncclGetErrorString(rc));
+    to_hex(&id, hex);
+    return GR_OK;
+}
+
+/* Rank 0 writes the id to a temporary file beside the path and renames it there (readers never see a
+ * part of it); the others wait for the file until the deadline. */
+static gr_status exchange_id(gr_context *ctx, const char *path, int rank, double timeout, nccl_id *id) {
+    char hex[GR_COMM_ID_CHARS + 2];
+    if (rank == 0) {
+        gr_status st = gr_comm_id(ctx, hex);
+        if (st != GR_OK) return st;
+        from_hex(hex, id);
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        int ok = f && fputs(hex, f) >= 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok || rename(tmp, path) != 0) {
+            int e = errno;
+            remove(tmp);
+            return gr_fail_arg(ctx, GR_EINVAL, "id", "cannot write the id file '%s': %s", path, strerror(e));
+        }
+        return GR_OK;
+    }
+    double t0 = now_s();
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        if (f) {
+            size_t got = fread(hex, 1, GR_COMM_ID_CHARS, f);
+            fclose(f);
+            hex[got] = '\0';
+            if (got == GR_COMM_ID_CHARS && from_hex(hex, id)) return GR_OK;
+            return gr_fail_arg(ctx, GR_EINVAL, "id", "'%s' does not hold a communicator id (%d hex digits from "
+                               "rank 0 or gr.comm_id())", path, GR_COMM_ID_CHARS);
+        }
+        if (now_s() - t0 > timeout)
+            return gr_fail(ctx, GR_ETIMEOUT, "rank %d: rank 0 did not write the id file '%s' within %g s", rank, path,
+                           timeout);
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **out) {
+    *out = NULL;
+    if (spec->size < 1)
+        return gr_fail_arg(ctx, GR_EINVAL, "size", "must be at least 1 (got %d)", spec->size);
+    if (spec->rank < 0 || spec->rank >= spec->size)
+        return gr_fail_arg(ctx, GR_EINVAL, "rank", "must be 0 to %d for a size of %d (got %d)", spec->size - 1,
+                           spec->size, spec->rank);
+    if (!spec->id || !*spec->id)
+        return gr_fail_arg(ctx, GR_EINVAL, "id", "expected a file path or the string of gr.comm_id()");
+    if (!(spec->timeout > 0))
+        return gr_fail_arg(ctx, GR_EINVAL, "timeout", "must be a positive number of seconds (got %g)", spec->timeout);
+    gr_status st = need_nccl(ctx);
+    if (st != GR_OK) return st;
+    gr_context *on;
+    if ((st = gr_context_on(ctx, spec->device ? spec->device - 1 : ctx->root->device, &on)) != GR_OK) return st;
+
+    nccl_id id;
+    int is_file = !from_hex(spec->id, &id);
+    if (is_file && (st = exchange_id(on, spec->id, spec->rank, spec->timeout, &id)) != GR_OK) return st;
+    gr_comm *c = calloc(1, sizeof *c);
+    if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    *c = (gr_comm){NULL, spec->rank, spec->size, on, spec->timeout, NULL, NULL};
+    st = gr_mem_alloc(on, GR_MEM_DEVICE, 16, &c->dev);
+    if (st == GR_OK) st = gr_mem_alloc(on, GR_MEM_PINNED, 16, &c->host);
+    if (st == GR_OK) {
+        nccl_config cfg = {sizeof cfg, NCCL_CONFIG_MAGIC, NCCL_CONFIG_VERSION, 0, NCCL_UNDEF_INT, NCCL_UNDEF_INT,
+                           NCCL_UNDEF_INT, NULL};
+        int rc = nc.ncclCommInitRankConfig(&c->nccl, spec->size, id, spec->rank, &cfg);
+        if (rc != NCCL_OK && rc != NCCL_IN_PROGRESS && !c->nccl) {
+            st = gr_fail(on, GR_ECUDA, "rank %d of %d: ncclCommInitRankConfig: %s", spec->rank, spec->size,
+                         nc.ncclGetErrorString(rc));
+        } else {
+            char late[96];
+            snprintf(late, sizeof late, "%s joined", spec->size == 2 ? "the other rank never" : "not every rank");
+            st = settle(on, c, rc, "ncclCommInitRankConfig", late);
+        }
+    }
+    if (st == GR_OK && is_file && spec->rank == 0) remove(spec->id);    /* every rank has read it */
+    if (st != GR_OK) {
+        gr_comm_destroy(ctx, c);
+        return st;
+    }
+    *out = c;
+    return GR_OK;
+}
+
+void gr_comm_destroy(gr_context *ctx, gr_comm *c) {
+    (void)ctx;
+    if (!c) return;
+    gr_context *on = gr_ctx_enter(c->on);
+    if (c->nccl) {
+        gr_dev_stream_sync(on->stream);
+        int rc = nc.ncclCommFinalize(c->nccl);
+        if (settle(on, c, rc, "ncclCommFinalize", "finalizing did not end") == GR_OK) nc.ncclCommDestroy(c->nccl);
+        c->nccl = NULL;
+    }
+    gr_mem_free(on, GR_MEM_DEVICE, c->dev, 16);
+    gr_mem_free(on, GR_MEM_PINNED, c->host, 16);
+    free(c);
+}
+
+int gr_comm_rank(const gr_comm *c) { return c->rank; }
+int gr_comm_size(const gr_comm *c) { return c->size; }
+int gr_comm_device(const gr_comm *c) { return c->on->device + 1; }
+
+static gr_status usable(gr_context *ctx, gr_comm *c) {
+    return c->nccl ? GR_OK : gr_fail(ctx, GR_EINVAL, "rank %d of %d: the communicator was aborted after an "
+                                     "earlier failure; make a new one", c->rank, c->size);
+}
+
+static int nccl_dtype(gr_dtype t) {
+    switch (t) {
+    case GR_INT8: return NCCL_INT8;
+    case GR_UINT8: return NCCL_UINT8;
+    case GR_INT32: return NCCL_INT32;
+    case GR_UINT32: return NCCL_UINT32;
+    case GR_INT64: return NCCL_INT64;
+    case GR_UINT64: return NCCL_UINT64;
+    case GR_FLOAT32: return NCCL_FLOAT32;
+    case GR_FLOAT64: return NCCL_FLOAT64;
+    default: return -1;
+    }
+}
+
+static const int nccl_ops[GR_COMM_OP_COUNT] = {NCCL_SUM, NCCL_PROD, NCCL_MIN, NCCL_MAX, NCCL_AVG};
+const char *const gr_comm_op_names[GR_COMM_OP_COUNT + 1] = {"sum", "prod", "min", "max", "avg", NULL};
+
+/* One all-reduce queued on the communicator's stream, issued (not yet finished). */
+static gr_status queue(gr_context *ctx, gr_comm *c, void *p, size_t n, int dtype, gr_comm_op op) {
+    int rc = nc.ncclAllReduce(p, p, n, dtype, nccl_ops[op], c->nccl, c->on->stream);
+    return settle(ctx, c, rc, "ncclAllReduce", "ncclAllReduce was not issued");
+}
+
+gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op) {
+    gr_status st = usable(ctx, c);
+    if (st != GR_OK) return st;
+    if ((unsigned)op >= GR_COMM_OP_COUNT)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: sum, prod, min, max, avg)");
+    if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c))
+        return gr_fail_arg(ctx, GR_EINVAL, "b", "the buffer is %s %d, the communicator's device is %d (it reduces "
+                           "device buffers of its own device)", gr_buffer_where(b) == GR_HOST ? "host memory of device"
+                           : "on device", gr_buffer_device(b), gr_comm_device(c));
+    gr_context *on = gr_ctx_enter(c->on);
+    if ((st = gr_storage_quiesce(on, b->st)) != GR_OK) return st;
+    if (b->n == 0) return GR_OK;
+    if ((st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op)) != GR_OK) return st;
+    return finish(on, c, "allreduce");
+}
+
+gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
+    gr_status st = usable(ctx, c);
+    if (st != GR_OK) return st;
+    static const struct { gr_op op; gr_comm_op across; } table[] = {
+        {GR_SUM, GR_COMM_SUM}, {GR_PROD, GR_COMM_PROD}, {GR_MIN, GR_COMM_MIN}, {GR_MAX, GR_COMM_MAX},
+        {GR_AND, GR_COMM_MIN}, {GR_OR, GR_COMM_MAX}, {GR_COUNT, GR_COMM_SUM}, {GR_SUMSQ, GR_COMM_SUM},
+        {GR_NANSUM, GR_COMM_SUM}, {GR_NANMIN, GR_COMM_MIN}, {GR_NANMAX, GR_COMM_MAX},
+    };
+    int across = -1;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].op == o->op) across = (int)table[i].across;
+    if (across < 0)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' across ranks is not built (accepted: sum, prod, min, max, "
+                           "and, or, count, sumsq, nansum, nanmin, nanmax)", gr_op_name(o->op));
+    gr_result local;
+    if ((st = gr_reduce(ctx, b, o, &local)) != GR_OK) return st;
+    gr_context *on = gr_ctx_enter(c->on);
+    gr_scalar *v = &local.value[0];
+    int dtype = v->kind == GR_SCALAR_FLOAT ? NCCL_FLOAT64 : v->kind == GR_SCALAR_UINT ? NCCL_UINT64
+              : v->kind == GR_SCALAR_INT ? NCCL_INT64 : NCCL_UINT8;
+    memcpy(c->host, &v->v, sizeof v->v);
+    if (v->kind == GR_SCALAR_BOOL) *(unsigned char *)c->host = (unsigned char)(v->v.b != 0);
+    int rc = gr_copy(on, c->dev, c->host, 8, on->stream);
+    if (rc) return gr_fail_dev(on, rc, "reduce: copy to the device");
+    if ((st = queue(on, c, c->dev, 1, dtype, (gr_comm_op)across)) != GR_OK) return st;
+    rc = gr_copy(on, c->host, c->dev, 8, on->stream);
+    if (rc) return gr_fail_dev(on, rc, "reduce: copy from the device");
+    if ((st = finish(on, c, "reduce")) != GR_OK) return st;
+    if (v->kind == GR_SCALAR_BOOL) v->v.b = *(unsigned char *)c->host != 0;
+    else memcpy(&v->v, c->host, sizeof v->v);
+    *out = local;
+    return GR_OK;
+}
+
+gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c) {
+    gr_status st = usable(ctx, c);
+    if (st != GR_OK) return st;
+    gr_context *on = gr_ctx_enter(c->on);
+    if ((st = queue(on, c, c->dev, 1, NCCL_INT32, GR_COMM_SUM)) != GR_OK) return st;
+    return finish(on, c, "barrier");
+}
+
+gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op, int reps, int sync_each,
+                            double *seconds) {
+    *seconds = 0;
+    gr_status st = usable(ctx, c);
+    if (st != GR_OK) return st;
+    if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c) || reps < 1)
+        return gr_fail_arg(ctx, GR_EINVAL, "b", "expected a device buffer of the communicator's device and reps >= 1");
+    gr_context *on = gr_ctx_enter(c->on);
+    double t0 = now_s();
+    for (int i = 0; i < reps && st == GR_OK; i++) {
+        st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op);
+        if (st == GR_OK && (sync_each || i == reps - 1)) st = finish(on, c, "allreduce");
+    }
+    *seconds = (now_s() - t0) / reps;
+    return st;
+}

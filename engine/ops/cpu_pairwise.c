@@ -1,0 +1,178 @@
+/*
+ * cpu_pairwise.c -- the cpu_pairwise variant: the textbook's recursive interleaved-pair host reduction.
+ *
+ * Tiles of PAIR_TILE elements are reduced by halving strides in the accumulator type (v[i] op= v[i + half],
+ * an odd element out folded into v[0] first, as the textbook's recursiveReduce does), then the tile
+ * results the same way, recursively. It never writes to its input (the textbook version reduces in place).
+ * The one-value ops that fold themselves (gr_op_folds_itself) run over a running value in the widest form
+ * of the op's category, rounded to float32 after every step for float32 accumulators; every other op
+ * over accumulators, through the host functions (host_ops.c). One thread: a lesson, not a fast path
+ * (the cpu variant, cpu_backend.c, is that).
+ */
+#include "ops/cpu_pairwise.h"
+#include "base/error.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A running value in the widest form of the op's category. */
+typedef union { uint64_t u; int64_t i; double f; } acc64;
+
+enum category { CAT_UINT, CAT_INT, CAT_FLOAT };
+
+/* The folds below work from the op's descriptor (ops.h): its map and its combine, never its name. */
+static enum category category_of(const gr_op_desc *d, gr_dtype t) {
+    if (d->map == GR_MAP_NONZERO) return CAT_UINT;
+    if (gr_dtype_is_float(t)) return CAT_FLOAT;
+    if (d->acc == GR_ACC_WIDE) return CAT_UINT;     /* wrapping 64-bit */
+    return gr_dtype_is_signed(t) ? CAT_INT : CAT_UINT;
+}
+
+static acc64 identity64(const gr_op_desc *d, enum category c) {
+    acc64 a;
+    switch (d->combine) {
+    case GR_COMBINE_ADD: case GR_COMBINE_OR: a.u = 0; if (c == CAT_FLOAT) a.f = 0.0; break;
+    case GR_COMBINE_MUL: case GR_COMBINE_AND: a.u = 1; if (c == CAT_FLOAT) a.f = 1.0; break;
+    case GR_COMBINE_MIN:
+        if (c == CAT_FLOAT) a.f = INFINITY; else if (c == CAT_INT) a.i = INT64_MAX; else a.u = UINT64_MAX;
+        break;
+    default:
+        if (c == CAT_FLOAT) a.f = -INFINITY; else if (c == CAT_INT) a.i = INT64_MIN; else a.u = 0;
+        break;
+    }
+    return a;
+}
+
+/* NaN wins min and max: once a NaN is in, it stays. */
+static inline double fmin_nan(double a, double b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
+static inline double fmax_nan(double a, double b) { return a != a ? a : b != b ? b : (b > a ? b : a); }
+
+static acc64 combine64(const gr_op_desc *d, enum category c, acc64 a, acc64 b) {
+    switch (d->combine) {
+    case GR_COMBINE_ADD: if (c == CAT_FLOAT) a.f += b.f; else a.u += b.u; break;
+    case GR_COMBINE_MUL: if (c == CAT_FLOAT) a.f *= b.f; else a.u *= b.u; break;
+    case GR_COMBINE_MIN:
+        if (c == CAT_FLOAT) a.f = fmin_nan(a.f, b.f);
+        else if (c == CAT_INT) a.i = b.i < a.i ? b.i : a.i;
+        else a.u = b.u < a.u ? b.u : a.u;
+        break;
+    case GR_COMBINE_MAX:
+        if (c == CAT_FLOAT) a.f = fmax_nan(a.f, b.f);
+        else if (c == CAT_INT) a.i = b.i > a.i ? b.i : a.i;
+        else a.u = b.u > a.u ? b.u : a.u;
+        break;
+    case GR_COMBINE_AND: a.u = a.u && b.u; break;
+    default: a.u = a.u || b.u; break;
+    }
+    return a;
+}
+
+/* One element of dtype t at p[k] in the op's category. */
+static inline acc64 load64(const void *p, size_t k, gr_dtype t, const gr_op_desc *d, enum category c) {
+    acc64 a = {0};
+    switch (t) {
+    case GR_INT8: a.i = ((const int8_t *)p)[k]; break;
+    case GR_UINT8: a.u = ((const uint8_t *)p)[k]; break;
+    case GR_INT32: a.i = ((const int32_t *)p)[k]; break;
+    case GR_UINT32: a.u = ((const uint32_t *)p)[k]; break;
+    case GR_INT64: a.i = ((const int64_t *)p)[k]; break;
+    case GR_UINT64: a.u = ((const uint64_t *)p)[k]; break;
+    case GR_FLOAT32: a.f = ((const float *)p)[k]; break;
+    case GR_FLOAT64: case GR_DTYPE_COUNT: a.f = ((const double *)p)[k]; break;
+    }
+    if (d->map == GR_MAP_NONZERO) {
+        int nz = gr_dtype_is_float(t) ? a.f != 0.0 : a.u != 0;
+        a.u = (uint64_t)nz;
+    } else if (c == CAT_UINT && gr_dtype_is_signed(t)) {
+        a.u = (uint64_t)a.i;      /* signed into the wrapping accumulator: two's complement */
+    }
+    return a;
+}
+
+/* Rounds the running value into the accumulator dtype's bytes. */
+static void store_acc(acc64 a, enum category c, gr_dtype acc, void *out) {
+    switch (acc) {
+    case GR_FLOAT32: *(float *)out = (float)a.f; break;
+    case GR_FLOAT64: *(double *)out = a.f; break;
+    case GR_INT8: *(int8_t *)out = (int8_t)a.i; break;
+    case GR_UINT8: *(uint8_t *)out = (uint8_t)a.u; break;
+    case GR_INT32: *(int32_t *)out = (int32_t)a.i; break;
+    case GR_UINT32: *(uint32_t *)out = (uint32_t)a.u; break;
+    case GR_INT64: *(int64_t *)out = a.i; break;
+    case GR_UINT64: case GR_DTYPE_COUNT: *(uint64_t *)out = c == CAT_INT ? (uint64_t)a.i : a.u; break;
+    }
+}
+
+#define PAIR_TILE 2048
+
+/* Interleaved pairs in place over a small array of running values: v[i] op= v[i + half], halving;
+ * an odd element out is folded into v[0] first, as the textbook's recursiveReduce does. */
+static acc64 interleaved_pairs(acc64 *v, size_t n, const gr_op_desc *op, enum category c, int round_float32) {
+    while (n > 1) {
+        if (n & 1) {
+            v[0] = combine64(op, c, v[0], v[n - 1]);
+            if (round_float32) v[0].f = (float)v[0].f;
+        }
+        n /= 2;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = combine64(op, c, v[i], v[i + n]);
+            if (round_float32) v[i].f = (float)v[i].f;     /* stay in float32 like the textbook */
+        }
+    }
+    return v[0];
+}
+
+static gr_status reduce_pairwise(gr_context *ctx, const void *p, size_t n, gr_dtype t, const gr_op_desc *op,
+                                 gr_dtype acc, acc64 *out) {
+    enum category c = category_of(op, t);
+    int round32 = c == CAT_FLOAT && acc == GR_FLOAT32;
+    size_t tiles = (n + PAIR_TILE - 1) / PAIR_TILE;
+    acc64 tile[PAIR_TILE];
+    acc64 *level = malloc((tiles ? tiles : 1) * sizeof *level);
+    if (!level) return gr_fail(ctx, GR_ENOMEM, "cpu_pairwise: out of host memory for %zu tiles", tiles);
+    for (size_t k = 0; k < tiles; k++) {
+        size_t lo = k * PAIR_TILE, len = n - lo < PAIR_TILE ? n - lo : PAIR_TILE;
+        for (size_t i = 0; i < len; i++) tile[i] = load64(p, lo + i, t, op, c);
+        level[k] = interleaved_pairs(tile, len, op, c, round32);
+    }
+    *out = tiles ? interleaved_pairs(level, tiles, op, c, round32) : identity64(op, c);
+    free(level);
+    return GR_OK;
+}
+
+/* The textbook's recursive interleaved pairs over accumulators (cpu_pairwise for every op). */
+static gr_status host_pairwise(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t,
+                               const gr_op_desc *op, gr_dtype acc, void *out) {
+    size_t as = GR_ACC_MAX, es = gr_dtype_size(t), tiles = (n + PAIR_TILE - 1) / PAIR_TILE;
+    unsigned char *v = malloc((PAIR_TILE + (tiles ? tiles : 1)) * as);
+    if (!v) return gr_fail(ctx, GR_ENOMEM, "cpu_pairwise: out of host memory for %zu tiles", tiles);
+    unsigned char *level = v + PAIR_TILE * as;
+    for (size_t k = 0; k <= tiles; k++) {
+        unsigned char *w = k < tiles ? v : level;
+        size_t len = k < tiles ? (n - k * PAIR_TILE < PAIR_TILE ? n - k * PAIR_TILE : PAIR_TILE) : tiles;
+        if (k < tiles)
+            for (size_t i = 0; i < len; i++)
+                gr_host_load(op, t, acc, (const char *)p + (k * PAIR_TILE + i) * es, first + k * PAIR_TILE + i,
+                             w + i * as);
+        while (len > 1) {
+            if (len & 1) gr_host_combine(op, t, acc, w, w + (len - 1) * as);
+            len /= 2;
+            for (size_t i = 0; i < len; i++) gr_host_combine(op, t, acc, w + i * as, w + (i + len) * as);
+        }
+        if (k < tiles) memcpy(level + k * as, w, as);
+        else if (tiles) memcpy(out, w, gr_host_acc_size(op, t, acc));    /* out holds one accumulator */
+    }
+    if (!tiles) gr_host_identity(op, t, acc, out);
+    free(v);
+    return GR_OK;
+}
+
+gr_status gr_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uint64_t first, gr_dtype t, const gr_op_desc *d,
+                          gr_dtype acc, void *acc_out) {
+    if (!gr_op_folds_itself(d)) return host_pairwise(ctx, p, n, first, t, d, acc, acc_out);
+    acc64 a;
+    gr_status st = reduce_pairwise(ctx, p, n, t, d, acc, &a);
+    if (st == GR_OK) store_acc(a, category_of(d, t), acc, acc_out);
+    return st;
+}

@@ -1,0 +1,57 @@
+/*
+ * gen_element.h -- the element generators behind fill/iota/random, written once for host and device.
+ *
+ * Included by the CPU backend (C) and by cuda/runtime/generate.cu (CUDA C++), so a buffer filled by seed on a
+ * GPU holds exactly what the CPU backend would put there: specs can compare the two backends, and a
+ * result reproduced on a machine without a GPU is the same data.
+ */
+#ifndef GR_GEN_ELEMENT_H
+#define GR_GEN_ELEMENT_H
+
+#include "gr.h"
+
+#ifdef __CUDACC__
+#define GR_HD __host__ __device__ __forceinline__
+#else
+#define GR_HD static inline
+#endif
+
+/* A counter-based hash (the splitmix64 finaliser over seed and index): every element is independent,
+ * so any thread can produce any element and the sequence does not depend on the launch shape. */
+GR_HD uint64_t gr_hash64(uint64_t seed, uint64_t i) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + (i + 1) * 0xD1B54A32D192ED03ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi) for floats: 53 random bits scaled; a value that rounds up to hi folds to lo. Where
+ * hi - lo overflows (bounds near the type's limits), the two ends are weighted separately instead. */
+GR_HD double gr_random_real(uint64_t h, double lo, double hi) {
+    double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
+    double span = hi - lo;
+    double v = span - span == 0.0 ? lo + span * u : lo * (1.0 - u) + hi * u;
+    return v >= hi ? lo : v;
+}
+
+/* The same in float32: a value that rounds up to hi in float32 folds to lo too. */
+GR_HD float gr_random_real32(uint64_t h, double lo, double hi) {
+    float v = (float)gr_random_real(h, lo, hi);
+    return v >= (float)hi ? (float)lo : v;
+}
+
+/* Uniform in [lo, hi] for integers, in 64-bit two's-complement arithmetic (span 0 = the full range),
+ * element i of the sequence of `seed`. h % span alone favours the small values when span does not
+ * divide 2^64 (by up to 2:1 for spans near 2^63): draws below 2^64 mod span are rejected and replaced
+ * by fresh hashes of the same element, so every value is equally likely and each element still
+ * depends on (seed, i) alone. */
+GR_HD uint64_t gr_random_bits(uint64_t seed, uint64_t i, uint64_t lo, uint64_t hi) {
+    uint64_t span = hi - lo + 1;
+    uint64_t h = gr_hash64(seed, i);
+    if (span == 0) return lo + h;
+    uint64_t reject_below = (0 - span) % span;      /* 2^64 mod span */
+    for (uint64_t k = 1; h < reject_below; k++) h = gr_hash64(seed ^ (k * 0x9E3779B97F4A7C15ull), i);
+    return lo + h % span;
+}
+
+#endif
