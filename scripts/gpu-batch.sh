@@ -7,8 +7,9 @@
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
-#     and bench.lua's large, small, streamed and 2^28 wall tables (COMPARE_ONLY to choose) run A B A B
-#     (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over them;
+#     and bench.lua's large, small, streamed and 2^28 wall tables (COMPARE_ONLY to choose, e.g. with ops) run
+#     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
+#     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -80,6 +81,19 @@ for step in $steps; do
               done
               $LUA experiments/compare_bench.lua $(ls "$OUT"/compare-A*.log | sort -V) -- $(ls "$OUT"/compare-B*.log | sort -V) \
                   > "$OUT/compare.log" 2>&1
+              # the segments lab, A B A B likewise (COMPARE_SEGMENTS=0 leaves it out)
+              if [ "${COMPARE_SEGMENTS:-1}" = 1 ]; then
+                  for i in $(seq "${COMPARE_ROUNDS:-2}"); do
+                      for side in A B; do
+                          tree=.; [ $side = A ] && tree=.baseline
+                          LUA_CPATH="$tree/build/?.so;$LUA_CPATH" LUA_PATH="$tree/lua/?.lua;$tree/lua/?/init.lua;$LUA_PATH" \
+                              $LUA experiments/segments.lua --reps "${BENCH_REPS:-30}" --out "$OUT/seg-$side$i" \
+                              > "$OUT/seg-$side$i.log" 2>&1
+                      done
+                  done
+                  $LUA experiments/compare_segments.lua $(ls "$OUT"/seg-A*/segments.json | sort -V) -- \
+                      $(ls "$OUT"/seg-B*/segments.json | sort -V) >> "$OUT/compare.log" 2>&1
+              fi
               echo "compare: ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
           fi ;;
     ops) BENCH_ONLY=ops,many $LUA experiments/bench.lua > "$OUT/ops.log" 2>&1
