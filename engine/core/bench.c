@@ -94,7 +94,7 @@ static gr_status run_read(gr_context *ctx, void *arg) {
 
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
-    if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
+    if (ctx->base.backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
     read_job j = {b, NULL};
     gr_status st = gr_slot_acquire(ctx, 0, 0, &j.slot);
     if (st != GR_OK) return st;
@@ -115,7 +115,7 @@ gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
                             gr_buffer *out[2], int warmup, int reps, gr_bench_result *result) {
     ctx = gr_ctx_for(ctx, b);
     segments_job j = {b, o, seg, out};
-    int device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     return time_reps(ctx, run_segments, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
                      (double)b->n * gr_dtype_size(b->dtype), result);
 }

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int on_gpu(const gr_context *ctx) { return ctx->backend == GR_BACKEND_CUDA; }
+static int on_gpu(const gr_context *ctx) { return ctx->base.backend == GR_BACKEND_CUDA; }
 
 static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
 
@@ -366,9 +366,9 @@ gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) 
     if (d == s) return GR_OK;
     /* cudaMemcpy is undefined for overlapping ranges (slices of one buffer); memmove is not */
     int overlap = d < s + bytes && s < d + bytes;
-    if (overlap && ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
+    if (overlap && ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
         return move_overlapping(ctx, d, s, bytes);
-    if (overlap || ctx->backend != GR_BACKEND_CUDA) {
+    if (overlap || ctx->base.backend != GR_BACKEND_CUDA) {
         memmove(d, s, bytes);     /* host memory on both sides */
         return GR_OK;
     }

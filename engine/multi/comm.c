@@ -109,7 +109,7 @@ static void nc_load(void) {
 
 /* NCCL, or GR_ENODEV saying why not (also on the cpu backend: NCCL moves device memory). */
 static gr_status need_nccl(gr_context *ctx) {
-    if (ctx->backend != GR_BACKEND_CUDA)
+    if (ctx->base.backend != GR_BACKEND_CUDA)
         return gr_fail(ctx, GR_ENODEV, "communicators need NCCL and a CUDA device (backend is cpu)");
     pthread_once(&nc_once, nc_load);
     return nc.loaded ? GR_OK : gr_fail(ctx, GR_ENODEV, "%s", nc.why);
@@ -272,7 +272,7 @@ gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **ou
     gr_status st = need_nccl(ctx);
     if (st != GR_OK) return st;
     gr_context *on;
-    if ((st = gr_context_on(ctx, spec->device ? spec->device - 1 : ctx->root->device, &on)) != GR_OK) return st;
+    if ((st = gr_context_on(ctx, spec->device ? spec->device - 1 : gr_ctx_root(ctx)->device, &on)) != GR_OK) return st;
 
     nccl_id id;
     int is_file = !from_hex(spec->id, &id);

@@ -20,7 +20,7 @@
 #ifndef GR_OPS_H
 #define GR_OPS_H
 
-#include "core/handles.h"
+#include "base/state.h"
 
 typedef enum {
     GR_FAMILY_VALUE,            /* one value of the accumulator dtype */

@@ -487,7 +487,7 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *
                 gr_fail(ctx, GR_EINVAL, "%s does not compile, and NVRTC's log has no error about it (%s)", what,
                         *c->log ? "the log follows" : "the log is empty");
         } else if (strcmp(gr_errarg(ctx), "arch") != 0) {
-            char said[sizeof ctx->err];
+            char said[GR_ERR_BYTES];
             snprintf(said, sizeof said, "%s", gr_errmsg(ctx));
             gr_fail(ctx, st, "%s: %s", what, said);
         }
