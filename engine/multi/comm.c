@@ -15,6 +15,7 @@
  */
 #include "gr.h"
 #include "base/device.h"
+#include "base/dtype.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "base/library.h"
@@ -34,8 +35,7 @@
 
 typedef struct { char internal[128]; } nccl_id;      /* ncclUniqueId */
 enum { NCCL_OK = 0, NCCL_IN_PROGRESS = 7 };           /* ncclSuccess, ncclInProgress */
-enum { NCCL_INT8 = 0, NCCL_UINT8 = 1, NCCL_INT32 = 2, NCCL_UINT32 = 3, NCCL_INT64 = 4, NCCL_UINT64 = 5,
-       NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8 };
+/* ncclDataType_t: a column of GR_DTYPE_LIST (gr_dtype_nccl) */
 enum { NCCL_SUM = 0, NCCL_PROD = 1, NCCL_MAX = 2, NCCL_MIN = 3, NCCL_AVG = 4 };
 
 typedef struct {            /* ncclConfig_t of NCCL 2.14 */
@@ -328,18 +328,11 @@ static gr_status usable(gr_context *ctx, gr_comm *c) {
                                      "earlier failure; make a new one", c->rank, c->size);
 }
 
-static int nccl_dtype(gr_dtype t) {
-    switch (t) {
-    case GR_INT8: return NCCL_INT8;
-    case GR_UINT8: return NCCL_UINT8;
-    case GR_INT32: return NCCL_INT32;
-    case GR_UINT32: return NCCL_UINT32;
-    case GR_INT64: return NCCL_INT64;
-    case GR_UINT64: return NCCL_UINT64;
-    case GR_FLOAT32: return NCCL_FLOAT32;
-    case GR_FLOAT64: return NCCL_FLOAT64;
-    default: return -1;
-    }
+/* NCCL's type for the elements of b, or GR_EINVAL naming b where NCCL has none. */
+static gr_status nccl_type(gr_context *ctx, const gr_buffer *b, int *code) {
+    *code = gr_dtype_nccl(b->dtype);
+    return *code >= 0 ? GR_OK : gr_fail_arg(ctx, GR_EINVAL, "b", "NCCL has no type for %s elements",
+                                            gr_dtype_name(b->dtype));
 }
 
 static const int nccl_ops[GR_COMM_OP_COUNT] = {NCCL_SUM, NCCL_PROD, NCCL_MIN, NCCL_MAX, NCCL_AVG};
@@ -360,10 +353,12 @@ gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
         return gr_fail_arg(ctx, GR_EINVAL, "b", "the buffer is %s %d, the communicator's device is %d (it reduces "
                            "device buffers of its own device)", gr_buffer_where(b) == GR_HOST ? "host memory of device"
                            : "on device", gr_buffer_device(b), gr_comm_device(c));
+    int type;
+    if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     if ((st = gr_storage_quiesce(on, b->st)) != GR_OK) return st;
     if (b->n == 0) return GR_OK;
-    if ((st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op)) != GR_OK) return st;
+    if ((st = queue(on, c, gr_buffer_data(b), b->n, type, op)) != GR_OK) return st;
     return finish(on, c, "allreduce");
 }
 
@@ -385,8 +380,8 @@ gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_opt
     if ((st = gr_reduce(ctx, b, o, &local)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     gr_scalar *v = &local.value[0];
-    int dtype = v->kind == GR_SCALAR_FLOAT ? NCCL_FLOAT64 : v->kind == GR_SCALAR_UINT ? NCCL_UINT64
-              : v->kind == GR_SCALAR_INT ? NCCL_INT64 : NCCL_UINT8;
+    int dtype = gr_dtype_nccl(v->kind == GR_SCALAR_FLOAT ? GR_FLOAT64 : v->kind == GR_SCALAR_UINT ? GR_UINT64
+                              : v->kind == GR_SCALAR_INT ? GR_INT64 : GR_UINT8);
     memcpy(c->host, &v->v, sizeof v->v);
     if (v->kind == GR_SCALAR_BOOL) *(unsigned char *)c->host = (unsigned char)(v->v.b != 0);
     int rc = gr_copy(on, c->dev, c->host, 8, on->stream);
@@ -405,7 +400,7 @@ gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c) {
     gr_status st = usable(ctx, c);
     if (st != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
-    if ((st = queue(on, c, c->dev, 1, NCCL_INT32, GR_COMM_SUM)) != GR_OK) return st;
+    if ((st = queue(on, c, c->dev, 1, gr_dtype_nccl(GR_INT32), GR_COMM_SUM)) != GR_OK) return st;
     return finish(on, c, "barrier");
 }
 
@@ -416,10 +411,12 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
     if (st != GR_OK) return st;
     if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c) || reps < 1)
         return gr_fail_arg(ctx, GR_EINVAL, "b", "expected a device buffer of the communicator's device and reps >= 1");
+    int type;
+    if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     double t0 = now_s();
     for (int i = 0; i < reps && st == GR_OK; i++) {
-        st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op);
+        st = queue(on, c, gr_buffer_data(b), b->n, type, op);
         if (st == GR_OK && (sync_each || i == reps - 1)) st = finish(on, c, "allreduce");
     }
     *seconds = (now_s() - t0) / reps;
