@@ -36,7 +36,7 @@ static gr_status check_op(gr_context *ctx, const gr_options *o, gr_dtype t) {
     if (o->user)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' has no form for a user operator (its "
                            "combine is the user's) (accepted with operators: not_guaranteed, run_to_run)");
-    if (!gr_x_sums_of(o->op) || !gr_dtype_is_float(t))
+    if (!gr_x_sums_of(o->op) || !gr_exact_takes(t))
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum, nansum, mean, "
                            "nanmean, sumsq, norm, var and std of float32 and float64 (not %s of %s) (accepted "
                            "here: not_guaranteed, run_to_run)", gr_op_name(o->op), gr_dtype_name(t));
