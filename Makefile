@@ -260,7 +260,8 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
 # The C API host and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
-# so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o alone.
+# so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o with the base
+# modules it uses (env, hash).
 C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
 $(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(OBJ)/spec/host/%.d
 	@mkdir -p $(dir $@)
@@ -272,8 +273,9 @@ $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 $(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
-# The kernel cache alone: plain C and the file system, no device and no other engine module.
-$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/jit/kcache.o $(OBJ)/engine/base/env.o
+# The kernel cache alone: plain C and the file system, no device and no engine module above base/.
+$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/jit/kcache.o $(OBJ)/engine/base/env.o \
+                      $(OBJ)/engine/base/hash.o
 	$(CC) $(SANITIZE) -o $@ $^ -lpthread
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and

@@ -4,23 +4,17 @@
  * On the cpu backend the monotonic clock stands in for events.
  */
 #include "core/plan.h"
+#include "base/clock.h"
 #include "base/device.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "core/pool.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static void summarise(double *ms, int reps, gr_bench_result *out) {
@@ -55,10 +49,10 @@ static gr_status time_reps(gr_context *ctx, timed_fn run, timed_fn complete, voi
     }
     for (int i = 0; i < reps && st == GR_OK; i++) {
         if (!stream) {
-            double t0 = now_ms();
+            double t0 = gr_now_ms();
             st = run(ctx, arg);
             if (st == GR_OK && complete) st = complete(ctx, arg);
-            ms[i] = now_ms() - t0;
+            ms[i] = gr_now_ms() - t0;
             continue;
         }
         float f = 0;

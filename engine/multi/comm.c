@@ -14,6 +14,7 @@
  * ends in a clear error and ncclCommAbort instead of a hang.
  */
 #include "gr.h"
+#include "base/clock.h"
 #include "base/device.h"
 #include "base/dtype.h"
 #include "core/context.h"
@@ -130,12 +131,6 @@ struct gr_comm {
     void *dev, *host;       /* 16 bytes each, device and pinned: c:reduce's value, the barrier's word */
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". */
 static gr_status give_up(gr_context *ctx, gr_comm *c, gr_status st, const char *what) {
     if (c->nccl) nc.ncclCommAbort(c->nccl);
@@ -152,7 +147,7 @@ static gr_status nccl_failed(gr_context *ctx, gr_comm *c, const char *what, int 
 /* One turn of a wait that began at t0: past the timeout, aborts with "<late> within T s" and returns 1;
  * else spins (the first millisecond: collectives mostly end within it) or sleeps a little. */
 static int overdue(gr_context *ctx, gr_comm *c, double t0, const char *late, gr_status *st) {
-    double t = now_s() - t0;
+    double t = (gr_now_ms() - t0) / 1e3;
     if (t > c->timeout) {
         char msg[320];
         snprintf(msg, sizeof msg, "%s within %g s", late, c->timeout);
@@ -168,7 +163,7 @@ static int overdue(gr_context *ctx, gr_comm *c, double t0, const char *late, gr_
 
 /* Waits until NCCL's work on the communicator is issued (rc from the call that started it). */
 static gr_status settle(gr_context *ctx, gr_comm *c, int rc, const char *what, const char *late) {
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     gr_status st;
     while (rc == NCCL_IN_PROGRESS) {
         if (overdue(ctx, c, t0, late, &st)) return st;
@@ -179,7 +174,7 @@ static gr_status settle(gr_context *ctx, gr_comm *c, int rc, const char *what, c
 
 /* Waits for the collectives queued on the device's stream, watching NCCL's own errors. */
 static gr_status finish(gr_context *ctx, gr_comm *c, const char *what) {
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     char late[128];
     snprintf(late, sizeof late, "%s did not complete (does every rank take part?)", what);
     for (gr_status st;;) {
@@ -239,7 +234,7 @@ static gr_status exchange_id(gr_context *ctx, const char *path, int rank, double
         }
         return GR_OK;
     }
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     for (;;) {
         FILE *f = fopen(path, "r");
         if (f) {
@@ -250,7 +245,7 @@ static gr_status exchange_id(gr_context *ctx, const char *path, int rank, double
             return gr_fail_arg(ctx, GR_EINVAL, "id", "'%s' does not hold a communicator id (%d hex digits from "
                                "rank 0 or gr.comm_id())", path, GR_COMM_ID_CHARS);
         }
-        if (now_s() - t0 > timeout)
+        if ((gr_now_ms() - t0) / 1e3 > timeout)
             return gr_fail(ctx, GR_ETIMEOUT, "rank %d: rank 0 did not write the id file '%s' within %g s", rank, path,
                            timeout);
         struct timespec ts = {0, 10000000};
@@ -414,11 +409,11 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
     int type;
     if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     for (int i = 0; i < reps && st == GR_OK; i++) {
         st = queue(on, c, gr_buffer_data(b), b->n, type, op);
         if (st == GR_OK && (sync_each || i == reps - 1)) st = finish(on, c, "allreduce");
     }
-    *seconds = (now_s() - t0) / reps;
+    *seconds = (gr_now_ms() - t0) / 1e3 / reps;
     return st;
 }
