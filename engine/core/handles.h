@@ -106,7 +106,8 @@ struct gr_context {
     } graphs;
 };
 
-_Static_assert(offsetof(struct gr_context, base) == 0, "base/state.h: gr_base_of casts a context to its first member");
+/* base/state.h: gr_base_of casts a context to its first member */
+_Static_assert(offsetof(struct gr_context, base) == 0, "gr_base must come first in gr_context");
 
 /* The root context of ctx: the one its caller made (itself, or the root of an inner context). */
 static inline gr_context *gr_ctx_root(const gr_context *ctx) { return (gr_context *)(void *)ctx->base.root; }
