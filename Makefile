@@ -214,9 +214,14 @@ $(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
 CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/ops/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
 $(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
+# -Wswitch-enum: a switch over an axis (gr_dtype, gr_op, an op's kinds) names every value and has no
+# default:, so that a new dtype or op is a warning at each switch that must learn it (docs/extending.md).
+# The files below still end such switches in a default: until they are rewritten; no other may.
+SWITCH_ENUM_LATER := engine/ops/host_ops.c engine/ops/cpu_pairwise.c engine/user/operator.c
+
 $(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(if $(filter $<,$(SWITCH_ENUM_LATER)),,-Wswitch-enum) $(DEPFLAGS) -c $< -o $@
 
 # Where engine/jit/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))
@@ -255,7 +260,8 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
 # The C API host and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
-# so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o alone.
+# so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o with the base
+# modules it uses (env, hash).
 C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
 $(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(OBJ)/spec/host/%.d
 	@mkdir -p $(dir $@)
@@ -267,8 +273,9 @@ $(BUILD)/embed_host: $(OBJ)/spec/host/embed_host.o
 $(C_HOSTS): $(BUILD)/%: $(OBJ)/spec/host/%.o $(LIB_A)
 	$(HOST_LINK) -o $@ $^ $(LINK_LIBS)
 
-# The kernel cache alone: plain C and the file system, no device and no other engine module.
-$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/jit/kcache.o $(OBJ)/engine/base/env.o
+# The kernel cache alone: plain C and the file system, no device and no engine module above base/.
+$(BUILD)/kcache_host: $(OBJ)/spec/host/kcache_host.o $(OBJ)/engine/jit/kcache.o $(OBJ)/engine/base/env.o \
+                      $(OBJ)/engine/base/hash.o
 	$(CC) $(SANITIZE) -o $@ $^ -lpthread
 
 # CUB on the lab's shapes (ArgMin/ArgMax, DeviceSegmentedReduce): the yardsticks of make bench and

@@ -36,7 +36,7 @@ typedef enum gr_status {
 #include "lists.h"
 
 typedef enum gr_dtype {
-#define GR_DTYPE_ENUM_(E, name, ctype, bytes, is_float, is_signed) GR_##E,
+#define GR_DTYPE_ENUM_(E, ...) GR_##E,
     GR_DTYPE_LIST(GR_DTYPE_ENUM_)
 #undef GR_DTYPE_ENUM_
     GR_DTYPE_COUNT
@@ -178,6 +178,8 @@ typedef struct gr_result {
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what);
 /* One element of dtype t as a scalar: integers as INT or UINT by the dtype's sign, floats as FLOAT. */
 gr_scalar gr_scalar_load(const void *p, gr_dtype t);
+/* The smallest and largest values of dtype t (floats: -inf and inf), as scalars of its kind. */
+void gr_dtype_limits(gr_dtype t, gr_scalar *lowest, gr_scalar *highest);
 
 gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value);
 /* b[i] = start + i * step, computed in double for floats and in 64-bit wrapping arithmetic for integers. */

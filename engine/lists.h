@@ -7,17 +7,27 @@
 #ifndef GR_LISTS_H
 #define GR_LISTS_H
 
-/* The dtypes, written once: X(ENUM, name, C type, bytes, is_float, is_signed). The engine's tables and
- * the kernels' dispatch are generated from this list; a new dtype is a new line here (docs/extending.md). */
-#define GR_DTYPE_LIST(X)                           \
-    X(INT8, int8, int8_t, 1, 0, 1)                 \
-    X(UINT8, uint8, uint8_t, 1, 0, 0)              \
-    X(INT32, int32, int32_t, 4, 0, 1)              \
-    X(UINT32, uint32, uint32_t, 4, 0, 0)           \
-    X(INT64, int64, int64_t, 8, 0, 1)              \
-    X(UINT64, uint64, uint64_t, 8, 0, 0)           \
-    X(FLOAT32, float32, float, 4, 1, 1)            \
-    X(FLOAT64, float64, double, 8, 1, 1)
+/* The dtypes, written once, with every fact the engine keeps per dtype:
+ *   X(ENUM, name, C type, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl)
+ *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>);
+ *              an element converts to and from that kind by a C cast of its C type
+ *   lowest, highest  the smallest and largest values it holds (floats: the infinities), as <stdint.h>
+ *              and <math.h> name them: only expanders that include those use these columns
+ *   float_acc  the float dtype its float accumulations take by default (sums of floats, means of
+ *              integers): a dtype of this list
+ *   nccl       NCCL's ncclDataType_t for it, -1 where NCCL has none
+ * The engine's tables (base/dtype.c) and the kernels' dispatch are generated from this list; a new dtype
+ * is a new line here (docs/extending.md) and the build's -Wswitch-enum names each switch that must learn
+ * it. An expander takes the columns it uses and `...` for the rest, so that a column can be added. */
+#define GR_DTYPE_LIST(X)                                                                        \
+    X(INT8, int8, int8_t, 1, 0, 1, INT, INT8_MIN, INT8_MAX, FLOAT64, 0)                         \
+    X(UINT8, uint8, uint8_t, 1, 0, 0, UINT, 0, UINT8_MAX, FLOAT64, 1)                           \
+    X(INT32, int32, int32_t, 4, 0, 1, INT, INT32_MIN, INT32_MAX, FLOAT64, 2)                    \
+    X(UINT32, uint32, uint32_t, 4, 0, 0, UINT, 0, UINT32_MAX, FLOAT64, 3)                       \
+    X(INT64, int64, int64_t, 8, 0, 1, INT, INT64_MIN, INT64_MAX, FLOAT64, 4)                    \
+    X(UINT64, uint64, uint64_t, 8, 0, 0, UINT, 0, UINT64_MAX, FLOAT64, 5)                       \
+    X(FLOAT32, float32, float, 4, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 7)                 \
+    X(FLOAT64, float64, double, 8, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT64, 8)
 
 /* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
  * combine and result -- is its descriptor (engine/ops/ops.c) and its device functor (cuda/device/ops.cuh). The

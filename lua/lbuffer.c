@@ -14,19 +14,8 @@
 
 /* ---- marshalling --------------------------------------------------------------------------------- */
 
-/* One element of dtype t at p as a Lua value. */
-static void push_element(lua_State *L, const void *p, gr_dtype t) {
-    switch (t) {
-    case GR_INT8: lua_pushinteger(L, *(const int8_t *)p); break;
-    case GR_UINT8: lua_pushinteger(L, *(const uint8_t *)p); break;
-    case GR_INT32: lua_pushinteger(L, *(const int32_t *)p); break;
-    case GR_UINT32: lua_pushinteger(L, *(const uint32_t *)p); break;
-    case GR_INT64: lua_pushinteger(L, (lua_Integer) * (const int64_t *)p); break;
-    case GR_UINT64: lua_pushinteger(L, (lua_Integer) * (const uint64_t *)p); break;   /* the same bits */
-    case GR_FLOAT32: lua_pushnumber(L, *(const float *)p); break;
-    default: lua_pushnumber(L, *(const double *)p); break;
-    }
-}
+/* One element of dtype t at p as a Lua value: the engine's reader, then the scalar's conversion. */
+static void push_element(lua_State *L, const void *p, gr_dtype t) { lgr_push_scalar(L, gr_scalar_load(p, t)); }
 
 size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
     size_t es = gr_dtype_size(t);

@@ -42,7 +42,7 @@ template <unsigned kOps, int Id, class In, class Acc, class F> cudaError_t with_
 /* The accumulator dtype's C type, then the op's functor. */
 template <unsigned kOps, class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, bool partials_in, F &&f) {
     switch (acc) {
-#define GR_ACC_CASE(E, name, ctype, bytes, is_float, is_signed)                                           \
+#define GR_ACC_CASE(E, name, ctype, ...)                                                                  \
     case GR_##E: {                                                                                        \
         using AccT = ctype;                                                                               \
         switch (op) {                                                                                     \
@@ -61,7 +61,7 @@ template <unsigned kOps, class In, class F> cudaError_t with_acc(gr_op op, gr_dt
 /* dispatch<kOps>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of input. */
 template <unsigned kOps, class F> cudaError_t dispatch(const gr_launch *L, F &&f) {
     switch (L->in_dtype) {
-#define GR_IN_CASE(E, name, ctype, bytes, is_float, is_signed)                                            \
+#define GR_IN_CASE(E, name, ctype, ...)                                                                   \
     case GR_##E: return with_acc<kOps, ctype>(L->op, L->acc, L->partials_in != 0, f);
         GR_DTYPE_LIST(GR_IN_CASE)
 #undef GR_IN_CASE

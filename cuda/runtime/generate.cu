@@ -48,7 +48,7 @@ template <class T> struct Tag { using type = T; };
 /* Calls f(Tag<T>{}) for the storage type of a dtype (gr.h's list). */
 template <class F> cudaError_t by_dtype(gr_dtype t, F &&f) {
     switch (t) {
-#define GR_DTYPE_CASE(E, name, ctype, bytes, is_float, is_signed) case GR_##E: return f(Tag<ctype>{});
+#define GR_DTYPE_CASE(E, name, ctype, ...) case GR_##E: return f(Tag<ctype>{});
         GR_DTYPE_LIST(GR_DTYPE_CASE)
 #undef GR_DTYPE_CASE
     default: return cudaErrorInvalidValue;

@@ -1,15 +1,33 @@
 /*
- * dtype.c -- the dtype table, generated from GR_DTYPE_LIST (gr.h), and scalars stored as elements.
+ * dtype.c -- the dtype table, generated from GR_DTYPE_LIST (lists.h), and elements read and written as
+ * scalars: every per-dtype fact the engine's C code uses is a column of that list, read here.
  */
+#include "base/dtype.h"
 #include "base/error.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const struct { const char *name; size_t size; int is_float, is_signed; } dtypes[GR_DTYPE_COUNT] = {
-#define ROW(E, name, ctype, bytes, is_float, is_signed) [GR_##E] = {#name, bytes, is_float, is_signed},
+/* The gr_scalar member of each kind (gr.h). */
+#define GR_MEMBER_INT i
+#define GR_MEMBER_UINT u
+#define GR_MEMBER_FLOAT f
+#define GR_MEMBER_BOOL b
+
+static const struct {
+    const char *name;
+    size_t size;
+    int is_float, is_signed;
+    gr_scalar lowest, highest;
+    gr_dtype float_acc;
+    int nccl;
+} dtypes[GR_DTYPE_COUNT] = {
+#define ROW(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl) \
+    [GR_##E] = {#name, bytes, is_float, is_signed, {GR_SCALAR_##kind, {.GR_MEMBER_##kind = lowest}}, \
+                {GR_SCALAR_##kind, {.GR_MEMBER_##kind = highest}}, GR_##float_acc, nccl},
     GR_DTYPE_LIST(ROW)
 #undef ROW
 };
@@ -18,6 +36,14 @@ const char *gr_dtype_name(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dt
 size_t gr_dtype_size(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].size : 0; }
 int gr_dtype_is_float(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT && dtypes[t].is_float; }
 int gr_dtype_is_signed(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT && dtypes[t].is_signed; }
+gr_dtype gr_dtype_float_acc(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].float_acc : GR_FLOAT64; }
+int gr_dtype_nccl(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].nccl : -1; }
+
+void gr_dtype_limits(gr_dtype t, gr_scalar *lowest, gr_scalar *highest) {
+    gr_scalar none = {GR_SCALAR_INT, {.i = 0}};
+    *lowest = (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].lowest : none;
+    *highest = (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].highest : none;
+}
 
 int gr_dtype_from_name(const char *name) {
     for (int i = 0; i < GR_DTYPE_COUNT; i++)
@@ -54,73 +80,86 @@ static gr_status out_of_range(gr_context *ctx, const char *what, gr_scalar s, gr
     return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s", v, gr_dtype_name(t));
 }
 
-gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
-    if (s.kind == GR_SCALAR_BOOL)
-        return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
-    if (gr_dtype_is_float(t)) {
-        double d = s.kind == GR_SCALAR_FLOAT ? s.v.f
-                 : s.kind == GR_SCALAR_UINT ? (double)s.v.u : (double)s.v.i;
-        if (t == GR_FLOAT32) {
-            /* a finite value that rounds to infinity does not fit; inf and NaN themselves do */
-            float f = (float)d;
-            if (isinf(f) && !isinf(d)) return out_of_range(ctx, what, s, t);
-            memcpy(out, &f, 4);
-        } else {
-            memcpy(out, &d, 8);
-        }
-        return GR_OK;
+/* A number of any kind as a double. */
+static double as_double(gr_scalar s) {
+    return s.kind == GR_SCALAR_FLOAT ? s.v.f : s.kind == GR_SCALAR_UINT ? (double)s.v.u : (double)s.v.i;
+}
+
+/* A number (not a boolean) as a value of t's kind, in that kind's member: 1, or 0 when it is not a whole
+ * number for an integer dtype or lies outside t's limits. Floats are checked after rounding, by the caller. */
+static int to_kind(gr_scalar s, gr_dtype t, gr_scalar *v) {
+    gr_scalar lo = dtypes[t].lowest, hi = dtypes[t].highest;
+    v->kind = hi.kind;
+    switch (hi.kind) {
+    case GR_SCALAR_FLOAT: v->v.f = as_double(s); return 1;
+    case GR_SCALAR_BOOL: return 0;      /* no dtype of this kind yet: the one that brings it says what it takes */
+    case GR_SCALAR_INT: case GR_SCALAR_UINT: break;
     }
-    /* integers: the value must be integral and in range */
     int neg = 0;
     uint64_t mag;
     if (s.kind == GR_SCALAR_FLOAT) {
         double d = s.v.f;
-        if (!(d == floor(d)) || fabs(d) >= 18446744073709551616.0) return out_of_range(ctx, what, s, t);
+        if (!(d == floor(d)) || fabs(d) >= 18446744073709551616.0) return 0;
         neg = d < 0;
         mag = neg ? (uint64_t)(-d) : (uint64_t)d;
-        if (neg && t == GR_UINT64) return out_of_range(ctx, what, s, t);
     } else if (s.kind == GR_SCALAR_UINT) {
         mag = s.v.u;
     } else {
         neg = s.v.i < 0;
         mag = neg ? (uint64_t)0 - (uint64_t)s.v.i : (uint64_t)s.v.i;
     }
-    switch (t) {
-    case GR_INT8:
-        if (neg ? mag > 128 : mag > 127) return out_of_range(ctx, what, s, t);
-        *(int8_t *)out = (int8_t)(neg ? -(int64_t)mag : (int64_t)mag); return GR_OK;
-    case GR_UINT8:
-        if (neg || mag > 255) return out_of_range(ctx, what, s, t);
-        *(uint8_t *)out = (uint8_t)mag; return GR_OK;
-    case GR_INT32:
-        if (neg ? mag > 2147483648u : mag > 2147483647u) return out_of_range(ctx, what, s, t);
-        *(int32_t *)out = (int32_t)(neg ? -(int64_t)mag : (int64_t)mag); return GR_OK;
-    case GR_UINT32:
-        if (neg || mag > 4294967295u) return out_of_range(ctx, what, s, t);
-        *(uint32_t *)out = (uint32_t)mag; return GR_OK;
-    case GR_INT64:
-        if (neg ? mag > (uint64_t)1 << 63 : mag > (uint64_t)INT64_MAX) return out_of_range(ctx, what, s, t);
-        *(int64_t *)out = neg ? (int64_t)((uint64_t)0 - mag) : (int64_t)mag; return GR_OK;
-    case GR_UINT64:
-        /* A Lua integer is signed: a negative one stands for its two's-complement bits, the form in
-         * which uint64 values come back (a float must be a non-negative whole number) */
-        *(uint64_t *)out = neg ? (uint64_t)0 - mag : mag; return GR_OK;
-    default:
-        return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
-    }
+    uint64_t most_neg = lo.kind == GR_SCALAR_INT ? (uint64_t)0 - (uint64_t)lo.v.i : 0;
+    uint64_t most = hi.kind == GR_SCALAR_INT ? (uint64_t)hi.v.i : hi.v.u;
+    /* A Lua integer is signed: a negative one stands for its two's-complement bits in an unsigned dtype
+     * as wide as itself, the form in which such values come back (a float must be a whole number >= 0) */
+    int bits = neg && hi.kind == GR_SCALAR_UINT && most == UINT64_MAX && s.kind == GR_SCALAR_INT;
+    if (!bits && (neg ? mag > most_neg : mag > most)) return 0;
+    uint64_t u = neg ? (uint64_t)0 - mag : mag;
+    if (hi.kind == GR_SCALAR_INT) v->v.i = (int64_t)u;
+    else v->v.u = u;
+    return 1;
 }
 
+gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
+    if (s.kind == GR_SCALAR_BOOL)
+        return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
+    if ((unsigned)t >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
+    gr_scalar v;
+    if (!to_kind(s, t, &v)) return out_of_range(ctx, what, s, t);
+    /* the element is a C cast of the value; a float that rounds to infinity from a finite value does not
+     * fit, inf and NaN themselves do */
+    switch (t) {
+#define STORE(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                    \
+    case GR_##E: {                                                                                      \
+        ctype e = (ctype)v.v.GR_MEMBER_##sk;                                                          \
+        if (v.kind == GR_SCALAR_FLOAT && isinf((double)e) && !isinf(v.v.f))                             \
+            return out_of_range(ctx, what, s, t);                                                       \
+        memcpy(out, &e, sizeof e);                                                                      \
+        return GR_OK;                                                                                   \
+    }
+    GR_DTYPE_LIST(STORE)
+#undef STORE
+    case GR_DTYPE_COUNT: break;
+    }
+    return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
+}
+
+/* The one reader of elements (buffer.c's generators, the binding's values, results and partials): a C
+ * cast of the element to its kind's widest member. */
 gr_scalar gr_scalar_load(const void *p, gr_dtype t) {
     gr_scalar s = {0};
     switch (t) {
-    case GR_FLOAT32: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const float *)p; break;
-    case GR_FLOAT64: s.kind = GR_SCALAR_FLOAT; s.v.f = *(const double *)p; break;
-    case GR_INT8: s.kind = GR_SCALAR_INT; s.v.i = *(const int8_t *)p; break;
-    case GR_INT32: s.kind = GR_SCALAR_INT; s.v.i = *(const int32_t *)p; break;
-    case GR_INT64: s.kind = GR_SCALAR_INT; s.v.i = *(const int64_t *)p; break;
-    case GR_UINT8: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint8_t *)p; break;
-    case GR_UINT32: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint32_t *)p; break;
-    default: s.kind = GR_SCALAR_UINT; s.v.u = *(const uint64_t *)p; break;
+#define LOAD(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                     \
+    case GR_##E: {                                                                                      \
+        ctype e;                                                                                        \
+        memcpy(&e, p, sizeof e);                                                                        \
+        s.kind = GR_SCALAR_##sk;                                                                      \
+        s.v.GR_MEMBER_##sk = e;                                                                       \
+        break;                                                                                          \
+    }
+    GR_DTYPE_LIST(LOAD)
+#undef LOAD
+    case GR_DTYPE_COUNT: break;
     }
     return s;
 }

@@ -16,11 +16,11 @@
 
 static gr_status vfail(gr_context *ctx, gr_status st, const char *arg, const char *fmt, va_list ap) {
     if (!ctx) return st;
-    ctx = ctx->root;        /* an inner context's failure is the caller's (devices.c) */
-    snprintf(ctx->err_arg, sizeof ctx->err_arg, "%s", arg ? arg : "");
+    gr_base *b = gr_base_of(ctx)->root;     /* an inner context's failure is the caller's (core/context.c) */
+    snprintf(b->err_arg, sizeof b->err_arg, "%s", arg ? arg : "");
     size_t used = 0;
-    if (arg && *arg) used = (size_t)snprintf(ctx->err, sizeof ctx->err, "%s: ", ctx->err_arg);
-    vsnprintf(ctx->err + used, sizeof ctx->err - used, fmt, ap);
+    if (arg && *arg) used = (size_t)snprintf(b->err, sizeof b->err, "%s: ", b->err_arg);
+    vsnprintf(b->err + used, sizeof b->err - used, fmt, ap);
     return st;
 }
 
@@ -48,8 +48,8 @@ gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char
     gr_status st = gr_dev_error_is_oom(code) ? GR_ENOMEM : GR_ECUDA;
     /* an injected fault (GPUREDUCE_FAULT, gr_debug_fault) says so, so a test log is not mistaken for a
      * real failure */
-    const char *injected = ctx && ctx->fault.injected ? "; injected fault" : "";
-    if (ctx) ctx->fault.injected = 0;
+    const char *injected = ctx && gr_base_of(ctx)->fault.injected ? "; injected fault" : "";
+    if (ctx) gr_base_of(ctx)->fault.injected = 0;
     /* after a kernel faulted nothing of CUDA works again in this process: say so, every time */
     const char *lost = gr_dev_error_is_sticky(code) ? ". The CUDA context is lost (a kernel faulted, a user kernel "
                        "perhaps): every later CUDA call of this process fails; restart the process" : "";
@@ -60,8 +60,8 @@ gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char
                    lost);
 }
 
-const char *gr_errmsg(const gr_context *ctx) { return ctx ? ctx->root->err : "no context"; }
-const char *gr_errarg(const gr_context *ctx) { return ctx ? ctx->root->err_arg : ""; }
+const char *gr_errmsg(const gr_context *ctx) { return ctx ? gr_base_of(ctx)->root->err : "no context"; }
+const char *gr_errarg(const gr_context *ctx) { return ctx ? gr_base_of(ctx)->root->err_arg : ""; }
 
 gr_status gr_set_error(gr_context *ctx, gr_status st, const char *arg, const char *msg) {
     return arg ? gr_fail_arg(ctx, st, arg, "%s", msg) : gr_fail(ctx, st, "%s", msg);

@@ -4,7 +4,7 @@
 #ifndef GR_ERROR_H
 #define GR_ERROR_H
 
-#include "core/handles.h"
+#include "base/state.h"
 
 gr_status gr_fail(gr_context *ctx, gr_status st, const char *fmt, ...);
 /* A failure that concerns one parameter, named in C words ("block"): the message starts with it and

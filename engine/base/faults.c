@@ -30,18 +30,20 @@ gr_status gr_debug_fault(gr_context *ctx, const char *kind, long k) {
     int f = gr_fault_from_name(kind);
     if (f < 0) return gr_fail_arg(ctx, GR_EINVAL, "kind", "unknown fault '%s' (accepted: alloc, launch, copy)", kind);
     if (k < 0) return gr_fail_arg(ctx, GR_EINVAL, "k", "must be at least 0 (got %ld)", k);
-    ctx->fault.at[f] = k ? ctx->fault.count[f] + (size_t)k : 0;
+    gr_base *b = gr_base_of(ctx);
+    b->fault.at[f] = k ? b->fault.count[f] + (size_t)k : 0;
     return GR_OK;
 }
 
 void gr_debug_events(const gr_context *ctx, size_t counts[GR_FAULT_KINDS]) {
-    for (int k = 0; k < GR_FAULT_KINDS; k++) counts[k] = ctx->fault.count[k];
+    for (int k = 0; k < GR_FAULT_KINDS; k++) counts[k] = gr_base_of(ctx)->fault.count[k];
 }
 
 int gr_fault_hit(gr_context *ctx, gr_fault_kind kind) {
-    size_t n = ++ctx->fault.count[kind];
-    if (ctx->fault.at[kind] == 0 || n < ctx->fault.at[kind]) return 0;
-    ctx->fault.injected = 1;
+    gr_base *b = gr_base_of(ctx);
+    size_t n = ++b->fault.count[kind];
+    if (b->fault.at[kind] == 0 || n < b->fault.at[kind]) return 0;
+    b->fault.injected = 1;
     return fault_codes[kind];
 }
 
@@ -49,5 +51,5 @@ int gr_fault_hit(gr_context *ctx, gr_fault_kind kind) {
 void gr_fault_init_from_env(gr_context *ctx) {
     gr_env_value v;
     if (gr_env_get(GR_ENV_FAULT, &v, NULL, 0) == GR_ENV_SET)
-        ctx->fault.at[v.word] = v.n ? ctx->fault.count[v.word] + (size_t)v.n : 0;
+        gr_base_of(ctx)->fault.at[v.word] = v.n ? gr_base_of(ctx)->fault.count[v.word] + (size_t)v.n : 0;
 }

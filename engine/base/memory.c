@@ -21,7 +21,7 @@ static const char *const kind_names[GR_MEM_KINDS] = {"device", "pinned host"};
 enum { OOM_CODE = 2 };
 
 static gr_status out_of_memory(gr_context *ctx, gr_mem_kind kind, size_t bytes, const char *why) {
-    if (ctx->backend == GR_BACKEND_CUDA) {
+    if (gr_base_of(ctx)->backend == GR_BACKEND_CUDA) {
         char what[160];
         snprintf(what, sizeof what, "allocation of %zu bytes (%s memory)%s", bytes, kind_names[kind], why);
         return gr_fail_dev(ctx, OOM_CODE, what);
@@ -30,21 +30,22 @@ static gr_status out_of_memory(gr_context *ctx, gr_mem_kind kind, size_t bytes, 
 }
 
 gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **out) {
+    gr_base *base = gr_base_of(ctx);
     *out = NULL;
     size_t alloc = bytes ? bytes : 1;
     if (gr_fault_hit(ctx, GR_FAULT_ALLOC)) {
-        ctx->fault.injected = 0;        /* said in the message instead */
+        base->fault.injected = 0;       /* said in the message instead */
         return out_of_memory(ctx, kind, bytes, " (injected fault)");
     }
-    size_t held = ctx->mem.live_bytes[GR_MEM_DEVICE] + ctx->mem.live_bytes[GR_MEM_PINNED];
-    if (ctx->mem.limit && (alloc > ctx->mem.limit || held > ctx->mem.limit - alloc)) {
+    size_t held = base->mem.live_bytes[GR_MEM_DEVICE] + base->mem.live_bytes[GR_MEM_PINNED];
+    if (base->mem.limit && (alloc > base->mem.limit || held > base->mem.limit - alloc)) {
         char why[96];
-        snprintf(why, sizeof why, " (over the context's memory limit of %zu bytes, %zu held)", ctx->mem.limit,
+        snprintf(why, sizeof why, " (over the context's memory limit of %zu bytes, %zu held)", base->mem.limit,
                  held);
         return out_of_memory(ctx, kind, bytes, why);
     }
     int rc = 0;
-    if (ctx->backend != GR_BACKEND_CUDA) {
+    if (base->backend != GR_BACKEND_CUDA) {
         if (alloc > SIZE_MAX - 63) return out_of_memory(ctx, kind, bytes, "");
         *out = aligned_alloc(64, (alloc + 63) / 64 * 64);
         if (!*out) return out_of_memory(ctx, kind, bytes, "");
@@ -58,27 +59,28 @@ gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **o
             return gr_fail_dev(ctx, rc, what);
         }
     }
-    ctx->mem.live_bytes[kind] += alloc;
-    ctx->mem.live_count[kind]++;
+    base->mem.live_bytes[kind] += alloc;
+    base->mem.live_count[kind]++;
     return GR_OK;
 }
 
 void gr_mem_free(gr_context *ctx, gr_mem_kind kind, void *p, size_t bytes) {
     if (!p) return;
+    gr_base *base = gr_base_of(ctx);
     size_t alloc = bytes ? bytes : 1;
-    if (ctx->backend != GR_BACKEND_CUDA) free(p);
+    if (base->backend != GR_BACKEND_CUDA) free(p);
     else if (kind == GR_MEM_PINNED) gr_dev_host_free(p);
     else gr_dev_free(p);
-    ctx->mem.live_bytes[kind] -= alloc;
-    ctx->mem.live_count[kind]--;
+    base->mem.live_bytes[kind] -= alloc;
+    base->mem.live_count[kind]--;
 }
 
-void gr_context_set_memory_limit(gr_context *ctx, size_t bytes) { ctx->mem.limit = bytes; }
+void gr_context_set_memory_limit(gr_context *ctx, size_t bytes) { gr_base_of(ctx)->mem.limit = bytes; }
 
 int gr_copy(gr_context *ctx, void *dst, const void *src, size_t bytes, void *stream) {
     int code = gr_fault_hit(ctx, GR_FAULT_COPY);
     if (code) return code;
-    if (ctx->backend != GR_BACKEND_CUDA) {
+    if (gr_base_of(ctx)->backend != GR_BACKEND_CUDA) {
         memmove(dst, src, bytes);
         return 0;
     }

@@ -4,7 +4,7 @@
 #ifndef GR_MEMORY_H
 #define GR_MEMORY_H
 
-#include "core/handles.h"
+#include "base/state.h"
 
 gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **out);
 void gr_mem_free(gr_context *ctx, gr_mem_kind kind, void *p, size_t bytes);

@@ -4,23 +4,17 @@
  * On the cpu backend the monotonic clock stands in for events.
  */
 #include "core/plan.h"
+#include "base/clock.h"
 #include "base/device.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "core/pool.h"
 
 #include <stdlib.h>
-#include <time.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
 static void summarise(double *ms, int reps, gr_bench_result *out) {
@@ -55,10 +49,10 @@ static gr_status time_reps(gr_context *ctx, timed_fn run, timed_fn complete, voi
     }
     for (int i = 0; i < reps && st == GR_OK; i++) {
         if (!stream) {
-            double t0 = now_ms();
+            double t0 = gr_now_ms();
             st = run(ctx, arg);
             if (st == GR_OK && complete) st = complete(ctx, arg);
-            ms[i] = now_ms() - t0;
+            ms[i] = gr_now_ms() - t0;
             continue;
         }
         float f = 0;
@@ -94,7 +88,7 @@ static gr_status run_read(gr_context *ctx, void *arg) {
 
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
-    if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
+    if (ctx->base.backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
     read_job j = {b, NULL};
     gr_status st = gr_slot_acquire(ctx, 0, 0, &j.slot);
     if (st != GR_OK) return st;
@@ -115,7 +109,7 @@ gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
                             gr_buffer *out[2], int warmup, int reps, gr_bench_result *result) {
     ctx = gr_ctx_for(ctx, b);
     segments_job j = {b, o, seg, out};
-    int device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     return time_reps(ctx, run_segments, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
                      (double)b->n * gr_dtype_size(b->dtype), result);
 }

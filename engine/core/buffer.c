@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int on_gpu(const gr_context *ctx) { return ctx->backend == GR_BACKEND_CUDA; }
+static int on_gpu(const gr_context *ctx) { return ctx->base.backend == GR_BACKEND_CUDA; }
 
 static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
 
@@ -227,23 +227,13 @@ gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, voi
 /* A scalar in the form the generators take: a double for float dtypes, 64 two's-complement bits for
  * integer dtypes (checked to fit the dtype). */
 static gr_status normalize(gr_context *ctx, gr_scalar in, gr_dtype t, const char *what, gr_scalar *out) {
-    union { int8_t i8; uint8_t u8; int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; double f; float f32; } e;
+    union { uint64_t u; double f; } e;
     gr_status s = gr_scalar_store(ctx, in, t, &e, what);
     if (s != GR_OK) return s;
-    switch (t) {
-    case GR_FLOAT32:
-        /* keep the double: iota and random compute in double and round once */
-        out->kind = GR_SCALAR_FLOAT;
+    *out = gr_scalar_load(&e, t);
+    /* keep the double: iota and random compute in double and round once */
+    if (out->kind == GR_SCALAR_FLOAT)
         out->v.f = in.kind == GR_SCALAR_FLOAT ? in.v.f : in.kind == GR_SCALAR_UINT ? (double)in.v.u : (double)in.v.i;
-        break;
-    case GR_FLOAT64: out->kind = GR_SCALAR_FLOAT; out->v.f = e.f; break;
-    case GR_INT8: out->kind = GR_SCALAR_INT; out->v.i = e.i8; break;
-    case GR_UINT8: out->kind = GR_SCALAR_UINT; out->v.u = e.u8; break;
-    case GR_INT32: out->kind = GR_SCALAR_INT; out->v.i = e.i32; break;
-    case GR_UINT32: out->kind = GR_SCALAR_UINT; out->v.u = e.u32; break;
-    case GR_INT64: out->kind = GR_SCALAR_INT; out->v.i = e.i64; break;
-    default: out->kind = GR_SCALAR_UINT; out->v.u = e.u64; break;
-    }
     return GR_OK;
 }
 
@@ -366,9 +356,9 @@ gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) 
     if (d == s) return GR_OK;
     /* cudaMemcpy is undefined for overlapping ranges (slices of one buffer); memmove is not */
     int overlap = d < s + bytes && s < d + bytes;
-    if (overlap && ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
+    if (overlap && ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(dst) == GR_DEVICE)
         return move_overlapping(ctx, d, s, bytes);
-    if (overlap || ctx->backend != GR_BACKEND_CUDA) {
+    if (overlap || ctx->base.backend != GR_BACKEND_CUDA) {
         memmove(d, s, bytes);     /* host memory on both sides */
         return GR_OK;
     }

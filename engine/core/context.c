@@ -24,8 +24,8 @@ gr_status gr_context_create(gr_context **out) {
     *out = NULL;
     gr_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return GR_ENOMEM;
-    ctx->backend = GR_BACKEND_CPU;
-    ctx->root = ctx;
+    ctx->base.backend = GR_BACKEND_CPU;
+    ctx->base.root = &ctx->base;
     ctx->per_device[0] = ctx;
     *out = ctx;
     char why[256];
@@ -33,20 +33,20 @@ gr_status gr_context_create(gr_context **out) {
     if (bad != GR_ENV_VAR_COUNT) return gr_fail_arg(ctx, GR_EINVAL, gr_env_name(bad), "%s", why);
 
     gr_env_value v;
-    ctx->cpu_threads = gr_cpu_default_threads();
+    ctx->base.cpu_threads = gr_cpu_default_threads();
     int cpu_only = gr_env_get(GR_ENV_BACKEND, &v, NULL, 0) == GR_ENV_SET && v.word == 1;
     if (!cpu_only && gr_dev_present()) {
         ctx->device = (int)gr_env_number_or(GR_ENV_DEVICE, 0);
         /* a device that cannot be used leaves the cpu backend, as no device does */
         if (ctx->device < gr_dev_count() && gr_dev_init_on(ctx->device, &ctx->info) == 0 &&
             gr_dev_stream_create(&ctx->stream) == 0)
-            ctx->backend = GR_BACKEND_CUDA;
+            ctx->base.backend = GR_BACKEND_CUDA;
         else
             ctx->device = 0;
     }
     ctx->per_device[0] = NULL;
     ctx->per_device[ctx->device] = ctx;
-    ctx->mem.limit = (size_t)gr_env_number_or(GR_ENV_MEMORY_LIMIT, 0);
+    ctx->base.mem.limit = (size_t)gr_env_number_or(GR_ENV_MEMORY_LIMIT, 0);
     ctx->exact_round = (size_t)gr_env_number_or(GR_ENV_EXACT_ROUND, 0);
     gr_fault_init_from_env(ctx);
     return GR_OK;
@@ -54,7 +54,7 @@ gr_status gr_context_create(gr_context **out) {
 
 /* One context's own state, on its device. */
 static void release(gr_context *ctx) {
-    if (ctx->backend == GR_BACKEND_CUDA) {
+    if (ctx->base.backend == GR_BACKEND_CUDA) {
         gr_dev_use(ctx->device);
         gr_dev_stream_sync(ctx->stream);
     }
@@ -79,19 +79,19 @@ void gr_context_destroy(gr_context *ctx) {
 /* ---- several devices ----------------------------------------------------------------------------- */
 
 int gr_device_count(gr_context *ctx) {
-    if (ctx->backend != GR_BACKEND_CUDA) return 1;        /* the host */
+    if (ctx->base.backend != GR_BACKEND_CUDA) return 1;        /* the host */
     int n = gr_dev_count();
     return n < GR_MAX_DEVICES ? n : GR_MAX_DEVICES;
 }
 
-int gr_device_default(const gr_context *ctx) { return ctx->root->device + 1; }
+int gr_device_default(const gr_context *ctx) { return gr_ctx_root(ctx)->device + 1; }
 
 gr_status gr_device_info_at(gr_context *ctx, int index, gr_device_info *info) {
     memset(info, 0, sizeof *info);
     int count = gr_device_count(ctx);
     if (index < 1 || index > count)
         return gr_fail_arg(ctx, GR_EINVAL, "device", "%d is out of range (devices: 1 to %d)", index, count);
-    if (ctx->backend != GR_BACKEND_CUDA) {
+    if (ctx->base.backend != GR_BACKEND_CUDA) {
         snprintf(info->name, sizeof info->name, "cpu");
         return GR_OK;
     }
@@ -105,12 +105,12 @@ gr_context *gr_ctx_switch(gr_context *root, int ordinal) {
 }
 
 gr_status gr_context_on(gr_context *ctx, int ordinal, gr_context **out) {
-    gr_context *root = ctx->root;
+    gr_context *root = gr_ctx_root(ctx);
     *out = NULL;
     int count = gr_device_count(root);
     if (ordinal < 0 || ordinal >= count)
         return gr_fail_arg(root, GR_EINVAL, "device", "%d is out of range (devices: 1 to %d%s)", ordinal + 1, count,
-                           root->backend == GR_BACKEND_CUDA ? "" : "; backend is cpu: device 1 is the host");
+                           root->base.backend == GR_BACKEND_CUDA ? "" : "; backend is cpu: device 1 is the host");
     gr_context *c = root->per_device[ordinal];
     if (c) {
         *out = gr_ctx_enter(c);
@@ -118,11 +118,11 @@ gr_status gr_context_on(gr_context *ctx, int ordinal, gr_context **out) {
     }
     c = calloc(1, sizeof *c);
     if (!c) return gr_fail(root, GR_ENOMEM, "out of host memory");
-    c->backend = root->backend;
-    c->root = root;
+    c->base.backend = root->base.backend;
+    c->base.root = &root->base;
     c->device = ordinal;
-    c->cpu_threads = root->cpu_threads;
-    c->mem.limit = root->mem.limit;
+    c->base.cpu_threads = root->base.cpu_threads;
+    c->base.mem.limit = root->base.mem.limit;
     int rc = gr_dev_init_on(ordinal, &c->info);
     if (rc == 0) rc = gr_dev_stream_create(&c->stream);
     if (rc) {
@@ -139,10 +139,10 @@ gr_status gr_context_on(gr_context *ctx, int ordinal, gr_context **out) {
     return GR_OK;
 }
 
-gr_backend gr_context_backend(const gr_context *ctx) { return ctx ? ctx->backend : GR_BACKEND_CPU; }
+gr_backend gr_context_backend(const gr_context *ctx) { return ctx ? ctx->base.backend : GR_BACKEND_CPU; }
 
 gr_status gr_device_info_get(gr_context *ctx, gr_device_info *info) {
-    if (ctx->backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "no CUDA device (backend is cpu)");
+    if (ctx->base.backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "no CUDA device (backend is cpu)");
     *info = ctx->info;
     return GR_OK;
 }
@@ -154,7 +154,7 @@ gr_status gr_stream_new(gr_context *ctx, gr_stream **out) {
     ctx = gr_ctx_enter(ctx);
     gr_stream *s = calloc(1, sizeof *s);
     if (!s) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    if (ctx->backend == GR_BACKEND_CUDA) {
+    if (ctx->base.backend == GR_BACKEND_CUDA) {
         s->device = ctx->device;
         int rc = gr_dev_stream_create(&s->handle);
         if (rc != 0) {

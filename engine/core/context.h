@@ -31,13 +31,13 @@ static inline gr_status gr_same_device(gr_context *ctx, const gr_buffer *b, cons
 
 /* The context that drives b's device, made current: what every entry point taking a buffer runs on. */
 static inline gr_context *gr_ctx_for(gr_context *ctx, const gr_buffer *b) {
-    gr_context *root = ctx->root;
+    gr_context *root = gr_ctx_root(ctx);
     return root->multi ? gr_ctx_switch(root, b->st->device) : ctx;
 }
 
 /* ctx itself, its device made current: for entry points that take no buffer. */
 static inline gr_context *gr_ctx_enter(gr_context *ctx) {
-    gr_context *root = ctx->root;
+    gr_context *root = gr_ctx_root(ctx);
     return root->multi ? gr_ctx_switch(root, ctx->device) : ctx;
 }
 

@@ -29,14 +29,14 @@
 #define MOST_BLOCKS ((size_t)1 << 30)
 
 static int resident(const gr_context *ctx, gr_where where) {
-    return ctx->backend != GR_BACKEND_CUDA || where == GR_HOST;
+    return ctx->base.backend != GR_BACKEND_CUDA || where == GR_HOST;
 }
 
 static gr_status check_op(gr_context *ctx, const gr_options *o, gr_dtype t) {
     if (o->user)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' has no form for a user operator (its "
                            "combine is the user's) (accepted with operators: not_guaranteed, run_to_run)");
-    if (!gr_x_sums_of(o->op) || !gr_dtype_is_float(t))
+    if (!gr_x_sums_of(o->op) || !gr_exact_takes(t))
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum, nansum, mean, "
                            "nanmean, sumsq, norm, var and std of float32 and float64 (not %s of %s) (accepted "
                            "here: not_guaranteed, run_to_run)", gr_op_name(o->op), gr_dtype_name(t));
@@ -176,7 +176,7 @@ gr_status gr_exact_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         };
         /* GPUREDUCE_EXACT_ROUND (a multiple of 16, read with the context) makes the kernel's rounds
          * short, for a spec to reach the carry steps of segments longer than 2^30 elements with small ones */
-        L.round = ctx->root->exact_round ? ctx->root->exact_round : GR_EXACT_MOST_PER_BLOCK;
+        L.round = gr_ctx_root(ctx)->exact_round ? gr_ctx_root(ctx)->exact_round : GR_EXACT_MOST_PER_BLOCK;
         size_t full = (size_t)ctx->info.sms * (size_t)(ctx->info.max_threads_per_sm / L.block);
         L.grid = k < full ? k : full;
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);

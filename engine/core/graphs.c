@@ -86,7 +86,7 @@ static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_
 gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, void *stream, gr_result *out,
                           int *handled) {
     *handled = 0;
-    if (ctx->backend != GR_BACKEND_CUDA || ctx->graphs.off || p->npasses != 1 || p->pass[0].on_host ||
+    if (ctx->base.backend != GR_BACKEND_CUDA || ctx->graphs.off || p->npasses != 1 || p->pass[0].on_host ||
         !gr_finish_row_get(p->finish)->epilogue || !(gr_variant_row_get(p->variant)->shape & GR_SHAPE_EPILOGUE))
         return GR_OK;
     int found;

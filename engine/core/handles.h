@@ -8,6 +8,9 @@
 #define GR_HANDLES_H
 
 #include "gr.h"
+#include "base/state.h"
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,12 +61,6 @@ typedef struct gr_slot {
 #define GR_MAX_SLOTS 256
 #define GR_MAX_AUX_STREAMS 16
 
-/* The kinds of memory the context allocates (memory.c); host memory stands in for both on cpu. */
-typedef enum { GR_MEM_DEVICE, GR_MEM_PINNED, GR_MEM_KINDS } gr_mem_kind;
-
-/* The kinds of event a test can make fail (faults.c). */
-typedef enum { GR_FAULT_ALLOC, GR_FAULT_LAUNCH, GR_FAULT_COPY, GR_FAULT_KINDS } gr_fault_kind;
-
 /* A synchronous single-pass reduction kept as a CUDA graph (graphs.c): the key, the graph, and the slot
  * its kernel writes to (held while the graph lives). */
 typedef struct gr_graph {
@@ -85,39 +82,35 @@ typedef struct gr_graph {
 #define GR_MAX_DEVICES 16
 
 struct gr_context {
-    gr_backend backend;
-    char err[512];          /* failures are written to the root's (error.c): one message per context */
-    char err_arg[64];       /* the parameter the last misuse concerns, in C words ("block"), or "" */
-    /* Several devices (devices.c). The context the caller made is the root: it drives the default
+    /* First: the base layer's state (backend, errors, memory counts, faults, cpu threads), which base/
+     * and ops/ reach from a gr_context * by a cast (base/state.h). */
+    gr_base base;
+    /* Several devices (context.c). The context the caller made is the root: it drives the default
      * device and owns one inner context per other device used, each with its own stream, slots,
-     * graphs, pools and memory counts. Inner contexts point at the root; the root at itself. */
+     * graphs, pools and memory counts. Inner contexts point at the root (base.root, gr_ctx_root); the
+     * root at itself. */
     int device;             /* the CUDA ordinal this context drives (0 on cpu) */
-    struct gr_context *root;
     struct gr_context *per_device[GR_MAX_DEVICES];   /* root only: by ordinal; the root's own entry is itself */
     int multi;              /* root only: a device other than the default one has been used */
     void *stream;           /* the context's own stream (cuda) */
     gr_device_info info;
     gr_slot *slots[GR_MAX_SLOTS];
     int nslots;
-    int cpu_threads;
     size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_run.c), 0 when unset */
     void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
     gr_pool_stats stats;
-    struct {
-        size_t live_bytes[GR_MEM_KINDS], live_count[GR_MEM_KINDS];
-        size_t limit;       /* bytes of device + pinned memory the context may hold; 0 = no limit */
-    } mem;
     struct {
         gr_graph entries[GR_MAX_GRAPHS];
         unsigned long long clock;       /* a use counter, for least-recently-used eviction */
         int off;                        /* capture failed once: no more graphs in this context */
     } graphs;
-    struct {
-        size_t count[GR_FAULT_KINDS];   /* events so far */
-        size_t at[GR_FAULT_KINDS];      /* the first event that fails (a count), 0 = none armed */
-        int injected;                   /* the last failure was injected */
-    } fault;
 };
+
+/* base/state.h: gr_base_of casts a context to its first member */
+_Static_assert(offsetof(struct gr_context, base) == 0, "gr_base must come first in gr_context");
+
+/* The root context of ctx: the one its caller made (itself, or the root of an inner context). */
+static inline gr_context *gr_ctx_root(const gr_context *ctx) { return (gr_context *)(void *)ctx->base.root; }
 
 struct gr_pending {
     gr_context *ctx;        /* the context of the buffer's device (devices.h) */
@@ -127,7 +120,7 @@ struct gr_pending {
     int finished;
     gr_status status;
     gr_result value;
-    char err[512];          /* the failure's message, kept for repeated waits */
+    char err[GR_ERR_BYTES]; /* the failure's message, kept for repeated waits */
 };
 
 #ifdef __cplusplus

@@ -242,7 +242,7 @@ static gr_result one_value(gr_scalar v) {
 /* ---- entry points ---------------------------------------------------------------------------------- */
 
 int gr_operator_cpu_takes(const gr_context *ctx, const gr_options *o, const gr_buffer *b) {
-    return o->cpu && (!o->user || ctx->backend != GR_BACKEND_CUDA || gr_buffer_where(b) == GR_HOST);
+    return o->cpu && (!o->user || ctx->base.backend != GR_BACKEND_CUDA || gr_buffer_where(b) == GR_HOST);
 }
 
 gr_status gr_operator_cpu_options(gr_context *ctx, const gr_options *o) {

@@ -120,10 +120,10 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
                                    : gr_catalogue_index("warp_shuffle", &warp_shuffle);
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
-    if (ctx->backend != GR_BACKEND_CUDA || !row->kernel)
+    if (ctx->base.backend != GR_BACKEND_CUDA || !row->kernel)
         return gr_fail_arg(ctx, GR_ENODEV, "op", "a user operator's kernels need a CUDA device (backend is %s; "
                            "give the operator cpu functions for the cpu backend)",
-                           ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
+                           ctx->base.backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
     if (where != GR_DEVICE)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator reduces device buffers (this one is in host "
                            "memory: gr.copy it to a device buffer, or use opts.streamed with a built-in op)");
@@ -182,9 +182,9 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (!v) return gr_fail_arg(ctx, GR_EINVAL, "variant", "unknown variant (accepted: %s)", gr_variant_names());
-    if ((v->needs & GR_NEEDS_CUDA) && (ctx->backend != GR_BACKEND_CUDA || !row->kernel))
+    if ((v->needs & GR_NEEDS_CUDA) && (ctx->base.backend != GR_BACKEND_CUDA || !row->kernel))
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is %s)", v->name,
-                           ctx->backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
+                           ctx->base.backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
     gr_status dst = gr_check_determinism(ctx, v, o->determinism);
     if (dst != GR_OK) return dst;
     if (!(v->ops & GR_OP_BIT(o->op))) {

@@ -16,7 +16,7 @@
 int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n) {
     (void)n;
     static int cpu = -1;
-    if (ctx->backend == GR_BACKEND_CUDA && where == GR_DEVICE) return gr_policy_streamed_variant(t, op);
+    if (ctx->base.backend == GR_BACKEND_CUDA && where == GR_DEVICE) return gr_policy_streamed_variant(t, op);
     return gr_catalogue_index("cpu", &cpu);
 }
 

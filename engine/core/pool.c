@@ -42,7 +42,7 @@ static gr_status slot_create(gr_context *ctx, gr_slot **out) {
     if (!s) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     gr_status st = gr_mem_alloc(ctx, GR_MEM_DEVICE, 64, (void **)&s->counter);
     if (st == GR_OK) st = gr_mem_alloc(ctx, GR_MEM_PINNED, 64, &s->result);
-    if (st == GR_OK && ctx->backend == GR_BACKEND_CUDA) {
+    if (st == GR_OK && ctx->base.backend == GR_BACKEND_CUDA) {
         /* the counter's words (cuda/device/epilogue.cuh): [0] the last-block ticket, [2..3] the completion flag
          * the single-pass kernels raise, a word of the pinned result area */
         unsigned *flag = gr_slot_flag(s);
@@ -91,9 +91,9 @@ void gr_slot_release(gr_context *ctx, gr_slot *s) {
 
 void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out) {
     *out = ctx->stats;
-    out->live_device_bytes = ctx->mem.live_bytes[GR_MEM_DEVICE];
-    out->live_pinned_bytes = ctx->mem.live_bytes[GR_MEM_PINNED];
-    out->live_allocations = ctx->mem.live_count[GR_MEM_DEVICE] + ctx->mem.live_count[GR_MEM_PINNED];
+    out->live_device_bytes = ctx->base.mem.live_bytes[GR_MEM_DEVICE];
+    out->live_pinned_bytes = ctx->base.mem.live_bytes[GR_MEM_PINNED];
+    out->live_allocations = ctx->base.mem.live_count[GR_MEM_DEVICE] + ctx->base.mem.live_count[GR_MEM_PINNED];
 }
 
 void gr_pool_release_idle(gr_context *ctx) {

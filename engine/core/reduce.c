@@ -31,7 +31,7 @@
 static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_result *out) {
     if (plan->exact) return gr_exact_host(ctx, gr_buffer_data(b), plan, out);
     const gr_variant_row *row = gr_variant_row_get(plan->variant);
-    int resident = ctx->backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
+    int resident = ctx->base.backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
     if (resident) {
         unsigned char v[GR_ACC_MAX];
         gr_status st = row->host(ctx, gr_buffer_data(b), b->n, 0, b->dtype, plan->op, plan->acc, v);

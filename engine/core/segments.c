@@ -172,7 +172,7 @@ gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_bu
         if (gr_buffer_dtype(out[i]) != want[i] || gr_buffer_size(out[i]) != k)
             return gr_fail_arg(ctx, GR_EINVAL, arg, "must be %zu elements of %s (got %zu of %s)", k,
                                gr_dtype_name(want[i]), gr_buffer_size(out[i]), gr_dtype_name(gr_buffer_dtype(out[i])));
-        if (gr_buffer_where(out[i]) != gr_buffer_where(b) && ctx->backend == GR_BACKEND_CUDA)
+        if (gr_buffer_where(out[i]) != gr_buffer_where(b) && ctx->base.backend == GR_BACKEND_CUDA)
             return gr_fail_arg(ctx, GR_EINVAL, arg, "must be in %s memory, like the input",
                                gr_buffer_where(b) == GR_HOST ? "pinned host" : "device");
         /* results written while the input is read would change what is reduced */
@@ -253,7 +253,7 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         if ((st = gr_storage_quiesce(ctx, out[i]->st)) != GR_OK) return st;
     if (k == 0) return GR_OK;
 
-    int on_device = ctx->backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     int by_cpu = gr_operator_cpu_takes(ctx, o, b);
     if (!on_device && o->user && !by_cpu)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
@@ -340,7 +340,7 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
         if (gr_buffer_size(bufs[i]) == 0 && !d->has_identity)
             return gr_fail(ctx, GR_EEMPTY, "%s of an empty buffer is undefined (it has no identity): buffer %zu",
                            d->name, i + 1);
-    int gpu = ctx->backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
+    int gpu = ctx->base.backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
     for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
     if (!gpu || gr_options_way(o) || o->determinism == GR_DET_GPU_TO_GPU) {
         /* one reduction after the other: the host, options that name a way of reducing, gpu_to_gpu */

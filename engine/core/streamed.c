@@ -58,7 +58,7 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
     if (!(v->needs & GR_NEEDS_CUDA) || !(v->finishes & (1u << GR_FINISH_SINGLE)))
         return gr_fail_arg(ctx, GR_EINVAL, "variant", "streamed reductions need a device variant with the "
                            "'single' finish ('%s' has none)", v->name);
-    if (o->variant >= 0 && ctx->backend != GR_BACKEND_CUDA)
+    if (o->variant >= 0 && ctx->base.backend != GR_BACKEND_CUDA)
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is cpu)", v->name);
     gr_status dst = gr_check_determinism(ctx, v, o->determinism);
     if (dst != GR_OK) return dst;
@@ -110,11 +110,11 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
     gr_status st = check_source(ctx, h, chunk_bytes, streams);
     if (st != GR_OK) return st;
     /* an operator's functions reduce host data where it is (its kernels, where prepared, stream it) */
-    if (o->cpu && (!o->user || ctx->backend != GR_BACKEND_CUDA)) return gr_operator_cpu_reduce(ctx, o, &h, 1, out);
+    if (o->cpu && (!o->user || ctx->base.backend != GR_BACKEND_CUDA)) return gr_operator_cpu_reduce(ctx, o, &h, 1, out);
     if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_streamed(ctx, h, o, chunk_bytes, streams, out);
     int vi = -1;
     if ((st = check_streamed(ctx, h, o, &vi)) != GR_OK) return st;
-    if (ctx->backend != GR_BACKEND_CUDA) {           /* the data is already where the CPU reduces it */
+    if (ctx->base.backend != GR_BACKEND_CUDA) {           /* the data is already where the CPU reduces it */
         static int cpu_variant = -1;
         gr_options cpu = *o;
         cpu.variant = gr_catalogue_index("cpu", &cpu_variant);

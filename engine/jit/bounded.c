@@ -7,6 +7,7 @@
  * handler may reap the child before waitpid sees it.
  */
 #include "jit/bounded.h"
+#include "base/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,6 @@
 #include <sys/resource.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static int write_all(int fd, const void *buf, size_t n) {
@@ -65,18 +65,12 @@ static void child(int fd, void (*work)(void *, unsigned char **, size_t *), void
     _exit(ok ? 0 : 1);
 }
 
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* Reads what the child writes until the pipe closes (0), the deadline passes (1), more than `most`
  * bytes come (2) or memory runs out (3). */
 static int read_until(int fd, double deadline, size_t most, unsigned char **buf, size_t *len) {
     size_t cap = 0;
     for (;;) {
-        double left = deadline - now_ms();
+        double left = deadline - gr_now_ms();
         if (left <= 0) return 1;
         struct pollfd p = {fd, POLLIN, 0};
         int ready = poll(&p, 1, left > 1e9 ? 1000000000 : (int)left + 1);
@@ -109,7 +103,7 @@ void gr_bounded_run(void (*work)(void *arg, unsigned char **bytes, size_t *len),
         out->err = errno;
         return;
     }
-    double deadline = now_ms() + 1e3 * (double)seconds;
+    double deadline = gr_now_ms() + 1e3 * (double)seconds;
     pid_t pid = fork();
     if (pid == 0) {
         close(fds[0]);

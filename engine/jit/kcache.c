@@ -39,6 +39,7 @@
  */
 #include "jit/kcache.h"
 #include "base/env.h"
+#include "base/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,63 +53,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- the digest ------------------------------------------------------------------------------------ */
-
-/* Two 64-bit lanes over 8-byte words. Each step (xor the word, multiply by an odd constant, rotate) can
- * be undone, so two inputs of one length that differ inside a single word always end in different
- * states: a flipped bit or byte in a file can never go unseen by the checksum (lane a). The second lane,
- * with its own multiplier and rotation, widens file names to 128 bits. */
-enum { LANE_A_ROT = 29, LANE_B_ROT = 35 };
-static const uint64_t LANE_A_MUL = 0x691696b3ba381bc5ull, LANE_B_MUL = 0x9c5664613dce30d7ull;
-static const uint64_t LANE_A_SEED = 0x26b61a8932163b4dull, LANE_B_SEED = 0x0fb836dc21a857e3ull;
-
-static uint64_t rotl64(uint64_t x, int r) { return x << r | x >> (64 - r); }
-
-/* Little-endian whatever the host, so a digest names the same file on every machine. */
-static uint64_t get64(const unsigned char *p) {
-    uint64_t w;
-    memcpy(&w, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
-}
-
-static void put64(unsigned char *p, uint64_t w) {
-    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(w >> (8 * i));
-}
-
-/* Spreads every input bit over the whole word; invertible, so it keeps the guarantee above. */
-static uint64_t spread(uint64_t x) {
-    x ^= x >> 31;
-    x *= 0xcbda197bb73a0c3bull;
-    x ^= x >> 29;
-    x *= 0xbf34849fc2295c65ull;
-    return x ^ x >> 32;
-}
-
-typedef struct { uint64_t a, b; } digest;
-
-static digest digest_of(const void *data, size_t len, uint64_t seed) {
-    const unsigned char *p = data;
-    uint64_t a = seed ^ LANE_A_SEED, b = seed ^ LANE_B_SEED;
-    size_t words = len / 8;
-    for (size_t i = 0; i < words; i++, p += 8) {
-        uint64_t w = get64(p);
-        a = rotl64((a ^ w) * LANE_A_MUL, LANE_A_ROT);
-        b = rotl64((b ^ w) * LANE_B_MUL, LANE_B_ROT);
-    }
-    /* the last 0..7 bytes as one zero-padded word, then the length, which tells the padding from data */
-    unsigned char tail[8] = {0};
-    if (len % 8) memcpy(tail, p, len % 8);
-    uint64_t last[2] = {get64(tail), (uint64_t)len};
-    for (int i = 0; i < 2; i++) {
-        a = rotl64((a ^ last[i]) * LANE_A_MUL, LANE_A_ROT);
-        b = rotl64((b ^ last[i]) * LANE_B_MUL, LANE_B_ROT);
-    }
-    return (digest){spread(a), spread(b)};
-}
 
 /* ---- the process-wide state ------------------------------------------------------------------------ */
 
@@ -317,16 +261,16 @@ void gr_kcache_stats_get(gr_kcache_stats *out) {
 /* ---- files ----------------------------------------------------------------------------------------- */
 
 /* The entry's file name in the directory ("<digest>.kernel"). */
-static void entry_name(char out[NAME_ROOM], digest d) {
+static void entry_name(char out[NAME_ROOM], gr_digest d) {
     snprintf(out, NAME_ROOM, "%016llx%016llx.kernel", (unsigned long long)d.a, (unsigned long long)d.b);
 }
 
 /* Chained through the seed, so the three parts need not be in one piece of memory. */
 static uint64_t checksum(const unsigned char *head, const void *key, size_t keylen, const void *payload,
                          size_t len) {
-    uint64_t c = digest_of(head, 32, 0).a;
-    c = digest_of(key, keylen, c).a;
-    return digest_of(payload, len, c).a;
+    uint64_t c = gr_digest_of(head, 32, 0).a;
+    c = gr_digest_of(key, keylen, c).a;
+    return gr_digest_of(payload, len, c).a;
 }
 
 static int read_all(int fd, void *buf, size_t n) {
@@ -373,9 +317,9 @@ static file_check read_entry(int fd, const void *key, size_t keylen, void **payl
     file_check trusted = check_file(fd, &st);
     if (trusted != FILE_FOUND) return trusted;
     if (read_all(fd, head, HEAD_BYTES) != 0) return FILE_DAMAGED;
-    uint64_t body = (uint64_t)st.st_size - HEAD_BYTES, klen = get64(head + 16), plen = get64(head + 24);
+    uint64_t body = (uint64_t)st.st_size - HEAD_BYTES, klen = gr_le64_get(head + 16), plen = gr_le64_get(head + 24);
     unsigned char version_and_zero[8];
-    put64(version_and_zero, FORMAT_VERSION);
+    gr_le64_put(version_and_zero, FORMAT_VERSION);
     if (memcmp(head, MAGIC, 8) != 0 || memcmp(head + 8, version_and_zero, 8) != 0 || klen > body ||
         plen != body - klen)
         return FILE_DAMAGED;
@@ -383,7 +327,7 @@ static file_check read_entry(int fd, const void *key, size_t keylen, void **payl
     unsigned char *buf = malloc(body ? (size_t)body : 1);
     if (!buf) return FILE_NO_MEMORY;
     if (read_all(fd, buf, (size_t)body) != 0 ||
-        checksum(head, buf, (size_t)klen, buf + klen, (size_t)plen) != get64(head + 32)) {
+        checksum(head, buf, (size_t)klen, buf + klen, (size_t)plen) != gr_le64_get(head + 32)) {
         free(buf);
         return FILE_DAMAGED;
     }
@@ -407,7 +351,7 @@ gr_status gr_kcache_load(const void *key, size_t keylen, void **payload, size_t 
     int fd = -1, refused = 0;
     if (disk_mode() != GR_KCACHE_OFF) {
         char name[NAME_ROOM];
-        entry_name(name, digest_of(key, keylen, FORMAT_VERSION));
+        entry_name(name, gr_digest_of(key, keylen, FORMAT_VERSION));
         /* no link followed, no wait for a writer of a FIFO */
         fd = openat(cache.dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         refused = fd < 0 && errno == ELOOP;
@@ -442,12 +386,12 @@ static gr_status store_failed(const char *what, int e) {
 
 /* A temporary file of this process's own, made in the directory: "<digest>.tmp.<16 hex digits>" with a
  * name no one used (O_EXCL), tried again on a clash. Its name in tmp; the descriptor, or -1. */
-static int create_temporary(digest d, char tmp[NAME_ROOM]) {
+static int create_temporary(gr_digest d, char tmp[NAME_ROOM]) {
     for (int attempt = 0; attempt < 100; attempt++) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         uint64_t n = atomic_fetch_add(&cache.names, 1);
-        uint64_t r = spread(spread((uint64_t)getpid() << 32 ^ n) ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 30);
+        uint64_t r = gr_hash_mix(gr_hash_mix((uint64_t)getpid() << 32 ^ n) ^ (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 30);
         snprintf(tmp, NAME_ROOM, "%016llx%016llx.tmp.%016llx", (unsigned long long)d.a, (unsigned long long)d.b,
                  (unsigned long long)r);
         int fd = openat(cache.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -462,17 +406,17 @@ gr_status gr_kcache_store(const void *key, size_t keylen, const void *payload, s
     /* a file a load would refuse is not written */
     if (keylen > GR_KCACHE_MAX_FILE - HEAD_BYTES || len > GR_KCACHE_MAX_FILE - HEAD_BYTES - keylen) return GR_OK;
     char name[NAME_ROOM], tmp[NAME_ROOM];
-    digest d = digest_of(key, keylen, FORMAT_VERSION);
+    gr_digest d = gr_digest_of(key, keylen, FORMAT_VERSION);
     entry_name(name, d);
     int fd = create_temporary(d, tmp);
     if (fd < 0) return store_failed("create a file", errno);
 
     unsigned char head[HEAD_BYTES] = {0};
     memcpy(head, MAGIC, 8);
-    put64(head + 8, FORMAT_VERSION);
-    put64(head + 16, keylen);
-    put64(head + 24, len);
-    put64(head + 32, checksum(head, key, keylen, payload, len));
+    gr_le64_put(head + 8, FORMAT_VERSION);
+    gr_le64_put(head + 16, keylen);
+    gr_le64_put(head + 24, len);
+    gr_le64_put(head + 32, checksum(head, key, keylen, payload, len));
     int ok = write_all(fd, head, HEAD_BYTES) == 0 && write_all(fd, key, keylen) == 0 &&
              write_all(fd, payload, len) == 0;
     int e = errno;
@@ -551,7 +495,7 @@ static mem_entry *mem_slot(mem_entry *slots, size_t cap, uint64_t hash, const vo
 
 void *gr_kcache_mem_find(const gr_kcache_mem *m, const void *key, size_t keylen) {
     if (!m) return NULL;
-    mem_entry *e = mem_slot(m->slots, m->cap, digest_of(key, keylen, 0).a, key, keylen);
+    mem_entry *e = mem_slot(m->slots, m->cap, gr_digest_of(key, keylen, 0).a, key, keylen);
     return e->key ? e->value : NULL;
 }
 
@@ -571,7 +515,7 @@ static int mem_grow(gr_kcache_mem *m) {
 
 gr_status gr_kcache_mem_insert(gr_kcache_mem *m, const void *key, size_t keylen, void *value) {
     if (!m || (!key && keylen > 0)) return GR_EINVAL;
-    uint64_t hash = digest_of(key, keylen, 0).a;
+    uint64_t hash = gr_digest_of(key, keylen, 0).a;
     mem_entry *e = mem_slot(m->slots, m->cap, hash, key, keylen);
     if (e->key) {
         if (e->value != value && m->destroy) m->destroy(e->value);

@@ -9,6 +9,7 @@
  */
 #include "jit/nvrtc.h"
 #include "jit/bounded.h"
+#include "base/clock.h"
 #include "base/env.h"
 #include "base/error.h"
 #include "base/library.h"
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct gr_nvrtc_program_ *gr_nvrtc_prog;      /* nvrtcProgram */
 enum { NVRTC_OK = 0, NVRTC_OUT_OF_MEMORY = 1, NVRTC_INVALID_OPTION = 5, NVRTC_COMPILATION = 6 };
@@ -222,8 +222,7 @@ static void compile_raw(const request *q, raw *r) {
     r->created = nv.nvrtcCreateProgram(&prog, q->source, q->name, gr_nvrtc_header_count, gr_nvrtc_header_texts,
                                        gr_nvrtc_header_names);
     if (r->created != NVRTC_OK) return;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = gr_now_ms();
     r->compiled = compile_for(prog, "sm", q->arch);
     if (r->compiled == NVRTC_INVALID_OPTION) {
         /* an sm_ this NVRTC does not know: PTX for an older one, which the driver compiles for the GPU */
@@ -234,8 +233,7 @@ static void compile_raw(const request *q, raw *r) {
             r->compiled = compile_for(prog, "compute", older);
         }
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    r->compile_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    r->compile_ms = gr_now_ms() - t0;
     r->log = take_log(prog, &r->loglen);
     r->no_log = r->log == NULL;
     if (r->compiled == NVRTC_OK && r->log) take_image(prog, r);

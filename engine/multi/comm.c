@@ -14,7 +14,9 @@
  * ends in a clear error and ncclCommAbort instead of a hang.
  */
 #include "gr.h"
+#include "base/clock.h"
 #include "base/device.h"
+#include "base/dtype.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "base/library.h"
@@ -34,8 +36,7 @@
 
 typedef struct { char internal[128]; } nccl_id;      /* ncclUniqueId */
 enum { NCCL_OK = 0, NCCL_IN_PROGRESS = 7 };           /* ncclSuccess, ncclInProgress */
-enum { NCCL_INT8 = 0, NCCL_UINT8 = 1, NCCL_INT32 = 2, NCCL_UINT32 = 3, NCCL_INT64 = 4, NCCL_UINT64 = 5,
-       NCCL_FLOAT32 = 7, NCCL_FLOAT64 = 8 };
+/* ncclDataType_t: a column of GR_DTYPE_LIST (gr_dtype_nccl) */
 enum { NCCL_SUM = 0, NCCL_PROD = 1, NCCL_MAX = 2, NCCL_MIN = 3, NCCL_AVG = 4 };
 
 typedef struct {            /* ncclConfig_t of NCCL 2.14 */
@@ -109,7 +110,7 @@ static void nc_load(void) {
 
 /* NCCL, or GR_ENODEV saying why not (also on the cpu backend: NCCL moves device memory). */
 static gr_status need_nccl(gr_context *ctx) {
-    if (ctx->backend != GR_BACKEND_CUDA)
+    if (ctx->base.backend != GR_BACKEND_CUDA)
         return gr_fail(ctx, GR_ENODEV, "communicators need NCCL and a CUDA device (backend is cpu)");
     pthread_once(&nc_once, nc_load);
     return nc.loaded ? GR_OK : gr_fail(ctx, GR_ENODEV, "%s", nc.why);
@@ -130,12 +131,6 @@ struct gr_comm {
     void *dev, *host;       /* 16 bytes each, device and pinned: c:reduce's value, the barrier's word */
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". */
 static gr_status give_up(gr_context *ctx, gr_comm *c, gr_status st, const char *what) {
     if (c->nccl) nc.ncclCommAbort(c->nccl);
@@ -152,7 +147,7 @@ static gr_status nccl_failed(gr_context *ctx, gr_comm *c, const char *what, int 
 /* One turn of a wait that began at t0: past the timeout, aborts with "<late> within T s" and returns 1;
  * else spins (the first millisecond: collectives mostly end within it) or sleeps a little. */
 static int overdue(gr_context *ctx, gr_comm *c, double t0, const char *late, gr_status *st) {
-    double t = now_s() - t0;
+    double t = (gr_now_ms() - t0) / 1e3;
     if (t > c->timeout) {
         char msg[320];
         snprintf(msg, sizeof msg, "%s within %g s", late, c->timeout);
@@ -168,7 +163,7 @@ static int overdue(gr_context *ctx, gr_comm *c, double t0, const char *late, gr_
 
 /* Waits until NCCL's work on the communicator is issued (rc from the call that started it). */
 static gr_status settle(gr_context *ctx, gr_comm *c, int rc, const char *what, const char *late) {
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     gr_status st;
     while (rc == NCCL_IN_PROGRESS) {
         if (overdue(ctx, c, t0, late, &st)) return st;
@@ -179,7 +174,7 @@ static gr_status settle(gr_context *ctx, gr_comm *c, int rc, const char *what, c
 
 /* Waits for the collectives queued on the device's stream, watching NCCL's own errors. */
 static gr_status finish(gr_context *ctx, gr_comm *c, const char *what) {
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     char late[128];
     snprintf(late, sizeof late, "%s did not complete (does every rank take part?)", what);
     for (gr_status st;;) {
@@ -239,7 +234,7 @@ static gr_status exchange_id(gr_context *ctx, const char *path, int rank, double
         }
         return GR_OK;
     }
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     for (;;) {
         FILE *f = fopen(path, "r");
         if (f) {
@@ -250,7 +245,7 @@ static gr_status exchange_id(gr_context *ctx, const char *path, int rank, double
             return gr_fail_arg(ctx, GR_EINVAL, "id", "'%s' does not hold a communicator id (%d hex digits from "
                                "rank 0 or gr.comm_id())", path, GR_COMM_ID_CHARS);
         }
-        if (now_s() - t0 > timeout)
+        if ((gr_now_ms() - t0) / 1e3 > timeout)
             return gr_fail(ctx, GR_ETIMEOUT, "rank %d: rank 0 did not write the id file '%s' within %g s", rank, path,
                            timeout);
         struct timespec ts = {0, 10000000};
@@ -272,7 +267,7 @@ gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **ou
     gr_status st = need_nccl(ctx);
     if (st != GR_OK) return st;
     gr_context *on;
-    if ((st = gr_context_on(ctx, spec->device ? spec->device - 1 : ctx->root->device, &on)) != GR_OK) return st;
+    if ((st = gr_context_on(ctx, spec->device ? spec->device - 1 : gr_ctx_root(ctx)->device, &on)) != GR_OK) return st;
 
     nccl_id id;
     int is_file = !from_hex(spec->id, &id);
@@ -328,18 +323,11 @@ static gr_status usable(gr_context *ctx, gr_comm *c) {
                                      "earlier failure; make a new one", c->rank, c->size);
 }
 
-static int nccl_dtype(gr_dtype t) {
-    switch (t) {
-    case GR_INT8: return NCCL_INT8;
-    case GR_UINT8: return NCCL_UINT8;
-    case GR_INT32: return NCCL_INT32;
-    case GR_UINT32: return NCCL_UINT32;
-    case GR_INT64: return NCCL_INT64;
-    case GR_UINT64: return NCCL_UINT64;
-    case GR_FLOAT32: return NCCL_FLOAT32;
-    case GR_FLOAT64: return NCCL_FLOAT64;
-    default: return -1;
-    }
+/* NCCL's type for the elements of b, or GR_EINVAL naming b where NCCL has none. */
+static gr_status nccl_type(gr_context *ctx, const gr_buffer *b, int *code) {
+    *code = gr_dtype_nccl(b->dtype);
+    return *code >= 0 ? GR_OK : gr_fail_arg(ctx, GR_EINVAL, "b", "NCCL has no type for %s elements",
+                                            gr_dtype_name(b->dtype));
 }
 
 static const int nccl_ops[GR_COMM_OP_COUNT] = {NCCL_SUM, NCCL_PROD, NCCL_MIN, NCCL_MAX, NCCL_AVG};
@@ -360,10 +348,12 @@ gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
         return gr_fail_arg(ctx, GR_EINVAL, "b", "the buffer is %s %d, the communicator's device is %d (it reduces "
                            "device buffers of its own device)", gr_buffer_where(b) == GR_HOST ? "host memory of device"
                            : "on device", gr_buffer_device(b), gr_comm_device(c));
+    int type;
+    if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     if ((st = gr_storage_quiesce(on, b->st)) != GR_OK) return st;
     if (b->n == 0) return GR_OK;
-    if ((st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op)) != GR_OK) return st;
+    if ((st = queue(on, c, gr_buffer_data(b), b->n, type, op)) != GR_OK) return st;
     return finish(on, c, "allreduce");
 }
 
@@ -385,8 +375,8 @@ gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_opt
     if ((st = gr_reduce(ctx, b, o, &local)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     gr_scalar *v = &local.value[0];
-    int dtype = v->kind == GR_SCALAR_FLOAT ? NCCL_FLOAT64 : v->kind == GR_SCALAR_UINT ? NCCL_UINT64
-              : v->kind == GR_SCALAR_INT ? NCCL_INT64 : NCCL_UINT8;
+    int dtype = gr_dtype_nccl(v->kind == GR_SCALAR_FLOAT ? GR_FLOAT64 : v->kind == GR_SCALAR_UINT ? GR_UINT64
+                              : v->kind == GR_SCALAR_INT ? GR_INT64 : GR_UINT8);
     memcpy(c->host, &v->v, sizeof v->v);
     if (v->kind == GR_SCALAR_BOOL) *(unsigned char *)c->host = (unsigned char)(v->v.b != 0);
     int rc = gr_copy(on, c->dev, c->host, 8, on->stream);
@@ -405,7 +395,7 @@ gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c) {
     gr_status st = usable(ctx, c);
     if (st != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
-    if ((st = queue(on, c, c->dev, 1, NCCL_INT32, GR_COMM_SUM)) != GR_OK) return st;
+    if ((st = queue(on, c, c->dev, 1, gr_dtype_nccl(GR_INT32), GR_COMM_SUM)) != GR_OK) return st;
     return finish(on, c, "barrier");
 }
 
@@ -416,12 +406,14 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
     if (st != GR_OK) return st;
     if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c) || reps < 1)
         return gr_fail_arg(ctx, GR_EINVAL, "b", "expected a device buffer of the communicator's device and reps >= 1");
+    int type;
+    if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
-    double t0 = now_s();
+    double t0 = gr_now_ms();
     for (int i = 0; i < reps && st == GR_OK; i++) {
-        st = queue(on, c, gr_buffer_data(b), b->n, nccl_dtype(b->dtype), op);
+        st = queue(on, c, gr_buffer_data(b), b->n, type, op);
         if (st == GR_OK && (sync_each || i == reps - 1)) st = finish(on, c, "allreduce");
     }
-    *seconds = (now_s() - t0) / reps;
+    *seconds = (gr_now_ms() - t0) / 1e3 / reps;
     return st;
 }

@@ -192,7 +192,7 @@ gr_status gr_shard_pieces_reduce(gr_context *ctx, const gr_shard_piece *pieces, 
     gr_dtype t = pieces[0].shard->dtype, acc = t;
     size_t as = acc_bytes(ctx, o, t, &acc), used = 0;
     if (as == 0) return GR_EINVAL;
-    int on_host = ctx->backend != GR_BACKEND_CUDA;
+    int on_host = ctx->base.backend != GR_BACKEND_CUDA;
     for (size_t i = 0; i < count; i++)
         if (gr_buffer_where(pieces[i].shard) == GR_HOST) on_host = 1;
     char *accs = malloc(count * as);
@@ -221,7 +221,7 @@ gr_status gr_shard_pieces_reduce(gr_context *ctx, const gr_shard_piece *pieces, 
 /* ---- whole sharded buffers ------------------------------------------------------------------------------ */
 
 int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o) {
-    int on_host = ctx->backend != GR_BACKEND_CUDA;
+    int on_host = ctx->base.backend != GR_BACKEND_CUDA;
     for (size_t i = 0; i < count; i++)
         if (gr_buffer_where(shards[i]) == GR_HOST) on_host = 1;
     return o->cpu && (!o->user || on_host);
@@ -234,7 +234,7 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
     if (st != GR_OK) return st;
     gr_dtype t = shards[0]->dtype;
     size_t n = 0;
-    int on_host = ctx->backend != GR_BACKEND_CUDA;
+    int on_host = ctx->base.backend != GR_BACKEND_CUDA;
     for (size_t i = 0; i < count; i++) {
         n += shards[i]->n;
         if (gr_buffer_where(shards[i]) == GR_HOST) on_host = 1;

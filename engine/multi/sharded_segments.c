@@ -131,7 +131,7 @@ static gr_status check_outs(gr_context *ctx, const layout *l, const gr_segments 
         if (st != GR_OK) return st;
     }
     int home = gr_buffer_device(l->shards[0]);
-    for (int j = 0; j < nres && ctx->backend == GR_BACKEND_CUDA; j++)
+    for (int j = 0; j < nres && ctx->base.backend == GR_BACKEND_CUDA; j++)
         if (gr_buffer_device(out[j]) != home)
             return gr_fail_arg(ctx, GR_EINVAL, j ? "out2" : "out", "is on device %d: a sharded buffer's segment "
                                "results go to its first shard's device, %d", gr_buffer_device(out[j]), home);

@@ -100,7 +100,8 @@ static void *work(void *arg) {
 }
 
 static void run(gr_context *ctx, const gr_cpu_kernel *k, const void *p, size_t n, uint64_t first, void *out) {
-    int threads = ctx && ctx->cpu_threads > 0 ? ctx->cpu_threads : gr_cpu_default_threads();
+    int threads = ctx ? gr_base_of(ctx)->cpu_threads : 0;
+    if (threads <= 0) threads = gr_cpu_default_threads();
     size_t useful = n / MIN_ELEMENTS_PER_THREAD;
     if ((size_t)threads > useful) threads = useful ? (int)useful : 1;
     if (threads > MAX_THREADS) threads = MAX_THREADS;

@@ -4,7 +4,7 @@
 #ifndef GR_CPU_H
 #define GR_CPU_H
 
-#include "core/handles.h"
+#include "base/state.h"
 
 /* Reduces n elements of t at p into one accumulator (written at acc_out, gr_op_acc_size bytes) with the
  * same semantics as the kernels, threaded, in an order fixed by n alone (the same bits whatever the

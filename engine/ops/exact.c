@@ -24,11 +24,30 @@ static void add_one(gr_xsum *a, double x, int sums, int skip_nan) {
     }
 }
 
+/* How the exact sums read the elements of a dtype: as doubles, exactly. Integer dtypes take no long
+ * accumulator (their sums are exact in 64 bits on every path); a new dtype is refused until it says how
+ * it reads here. */
+typedef enum { READ_NONE, READ_FLOAT, READ_DOUBLE } element_read;
+
+static element_read read_of(gr_dtype t) {
+    switch (t) {
+    case GR_FLOAT32: return READ_FLOAT;
+    case GR_FLOAT64: return READ_DOUBLE;
+    case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
+    case GR_DTYPE_COUNT: return READ_NONE;
+    }
+    return READ_NONE;
+}
+
+int gr_exact_takes(gr_dtype t) { return read_of(t) != READ_NONE; }
+
 void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op op) {
     int sums = gr_x_sums_of(op), skip = gr_x_skips_nan(op);
+    element_read r = read_of(t);
+    if (r == READ_NONE) return;
     const size_t every = (size_t)1 << 30;
     for (size_t i = 0; i < n; i++) {
-        double x = t == GR_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+        double x = r == READ_FLOAT ? (double)((const float *)p)[i] : ((const double *)p)[i];
         add_one(a, x, sums, skip);
         if ((i + 1) % every == 0) {
             gr_x_normalise(a->w[0], GR_XDIGITS);

@@ -4,12 +4,14 @@
  *
  * The result rules of the API live here and nowhere else: integer sums and products (and sums of
  * squares) accumulate in 64 bits (wrapping, so results are exact modulo 2^64 and bit-identical on every
- * backend), min and max stay in the input type, and/or reduce 0/1 flags, floats accumulate in their own
- * type unless the caller asks for float64 (float32 data only); means, variances and norms of integers
- * are float64 results, a mean from the exact 64-bit sum, var/std/norm of integers of up to 32 bits from
- * exact sums and sums of squares (gr_op_family), of 64-bit integers by Welford and Blue in float64.
+ * backend), min and max stay in the input type, and/or reduce 0/1 flags, floats accumulate in their
+ * dtype's float_acc (lists.h: their own type) unless the caller asks for float64 (float32 data only);
+ * means, variances and norms of integers are float64 results, a mean from the exact 64-bit sum,
+ * var/std/norm of integers of up to 32 bits from exact sums and sums of squares (gr_op_family), of
+ * 64-bit integers by Welford and Blue in float64.
  */
 #include "ops/ops.h"
+#include "base/dtype.h"
 #include "base/error.h"
 
 #include <stdio.h>
@@ -67,22 +69,24 @@ int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     const gr_op_desc *d = gr_op_desc_get(op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op"), -1;
     int is_float = gr_dtype_is_float(t);
-    int natural;
+    gr_dtype facc = gr_dtype_float_acc(t);
+    int natural = t;
     switch (d->acc) {
     case GR_ACC_FLAG: natural = GR_UINT8; break;
     case GR_ACC_COUNT: natural = GR_UINT64; break;
     case GR_ACC_INPUT: natural = t; break;
-    case GR_ACC_FLOAT: natural = is_float ? (int)t : GR_FLOAT64; break;
-    default: natural = is_float ? (int)t : GR_UINT64; break;   /* wrapping 64-bit sums and products */
+    case GR_ACC_FLOAT: natural = facc; break;
+    case GR_ACC_WIDE: natural = is_float ? facc : GR_UINT64; break;   /* wrapping 64-bit sums and products */
     }
     if (override < 0 || override == natural) return natural;
-    int widens = d->acc == GR_ACC_WIDE || d->acc == GR_ACC_FLOAT;
-    if (widens && t == GR_FLOAT32 && override == GR_FLOAT64) return GR_FLOAT64;
+    /* a float accumulator narrower than float64 may be float64 instead */
+    int widens = (d->acc == GR_ACC_WIDE || d->acc == GR_ACC_FLOAT) && is_float && facc != GR_FLOAT64;
+    if (widens && override == GR_FLOAT64) return GR_FLOAT64;
     if (d->acc == GR_ACC_WIDE && !is_float && (override == GR_INT64 || override == GR_UINT64))
         return GR_UINT64;               /* already 64-bit: same bits either way */
     gr_fail_arg(ctx, GR_EINVAL, "acc", "%s is not accepted for %s of %s (accepted: %s%s)",
                 gr_dtype_name((gr_dtype)override), d->name, gr_dtype_name(t), gr_dtype_name((gr_dtype)natural),
-                widens && t == GR_FLOAT32 ? ", float64" : "");
+                widens ? ", float64" : "");
     return -1;
 }
 
@@ -96,11 +100,12 @@ gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which) {
     case GR_RESULT_PAIR: return t;
     case GR_RESULT_MEAN: case GR_RESULT_VAR: case GR_RESULT_STD: case GR_RESULT_NORM:
         return gr_dtype_is_float(acc) ? acc : GR_FLOAT64;
-    default:
+    case GR_RESULT_VALUE:
         if (d->acc == GR_ACC_COUNT) return GR_INT64;
         if (acc == GR_UINT64 && d->acc == GR_ACC_WIDE) return gr_dtype_is_signed(t) ? GR_INT64 : GR_UINT64;
         return acc;
     }
+    return acc;
 }
 
 gr_result gr_op_result(gr_op op, const void *acc_value, gr_dtype acc, gr_dtype in_dtype, size_t n, int ddof) {

@@ -20,7 +20,7 @@
 #ifndef GR_OPS_H
 #define GR_OPS_H
 
-#include "core/handles.h"
+#include "base/state.h"
 
 typedef enum {
     GR_FAMILY_VALUE,            /* one value of the accumulator dtype */
@@ -39,11 +39,11 @@ typedef enum {
     GR_COMBINE_NANMIN, GR_COMBINE_NANMAX,   /* NaN loses to any number; the identity is NaN */
 } gr_combine_kind;
 typedef enum {
-    GR_ACC_WIDE,                /* integers: uint64 (wrapping); floats: their own type, or float64 */
+    GR_ACC_WIDE,                /* integers: uint64 (wrapping); floats: their float_acc (lists.h), or float64 */
     GR_ACC_INPUT,               /* the input's own dtype */
     GR_ACC_FLAG,                /* uint8 0/1 */
     GR_ACC_COUNT,               /* uint64 */
-    GR_ACC_FLOAT,               /* integers: float64; floats: their own type, or float64 */
+    GR_ACC_FLOAT,               /* the dtype's float_acc (lists.h: float64 for integers), or float64 */
 } gr_acc_rule;
 typedef enum {
     GR_RESULT_VALUE, GR_RESULT_BOOL, GR_RESULT_MEAN, GR_RESULT_VAR, GR_RESULT_STD, GR_RESULT_NORM,

@@ -14,9 +14,11 @@
 #include "user/operator.h"
 #include "jit/compile_log.h"
 #include "ops/ops.h"
+#include "base/clock.h"
 #include "base/device.h"
 #include "core/context.h"
 #include "base/error.h"
+#include "base/hash.h"
 #include "jit/kcache.h"
 #include "jit/nvrtc.h"
 #include "jit/source_text.h"
@@ -29,17 +31,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* Bumped when the generated source's contract changes in a way the source text does not show (the
  * payload's layout); the source itself is in every cache key. */
 #define GR_OP_FORMAT 1
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* ---- the spec -------------------------------------------------------------------------------------- */
 
@@ -372,16 +367,12 @@ gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out) {
         free(c);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
-    /* FNV-1a over the headers' names and texts: a new version of a header is a new key */
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (int k = 0; k < gr_nvrtc_header_count; k++)
-        for (int part = 0; part < 2; part++)
-            for (const unsigned char *p = (const unsigned char *)(part ? gr_nvrtc_header_texts[k]
-                                                                       : gr_nvrtc_header_names[k]);
-                 ; p++) {
-                h = (h ^ *p) * 0x100000001b3ull;
-                if (!*p) break;
-            }
+    /* a digest of the headers' names and texts: a new version of a header is a new key */
+    uint64_t h = 0;
+    for (int k = 0; k < gr_nvrtc_header_count; k++) {
+        h = gr_digest_of(gr_nvrtc_header_names[k], strlen(gr_nvrtc_header_names[k]), h).a;
+        h = gr_digest_of(gr_nvrtc_header_texts[k], strlen(gr_nvrtc_header_texts[k]), h).a;
+    }
     c->headers = h;
     *out = c;
     return GR_OK;
@@ -487,7 +478,7 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *
                 gr_fail(ctx, GR_EINVAL, "%s does not compile, and NVRTC's log has no error about it (%s)", what,
                         *c->log ? "the log follows" : "the log is empty");
         } else if (strcmp(gr_errarg(ctx), "arch") != 0) {
-            char said[sizeof ctx->err];
+            char said[GR_ERR_BYTES];
             snprintf(said, sizeof said, "%s", gr_errmsg(ctx));
             gr_fail(ctx, st, "%s: %s", what, said);
         }
@@ -515,7 +506,7 @@ static gr_status compile_new(gr_context *ctx, gr_operator_cache *c, const char *
 gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char *source, gr_dtype in, int arch,
                            const char *what, gr_operator_image **out, gr_operator_compile_info *info) {
     *out = NULL;
-    double t0 = now_ms();
+    double t0 = gr_now_ms();
     if (!cache) return gr_fail_arg(ctx, GR_EINVAL, "cache", "is NULL");
     int major, minor;
     if (gr_nvrtc_version(&major, &minor) != 0) {
@@ -551,7 +542,7 @@ gr_status gr_image_compile(gr_context *ctx, gr_operator_cache *cache, const char
     if (st != GR_OK) return st;
 
     *info = (gr_operator_compile_info){origin, in, img->arch, img->ptx, img->size,
-                                       origin == GR_ORIGIN_NVRTC ? img->nvrtc_ms : 0, now_ms() - t0,
+                                       origin == GR_ORIGIN_NVRTC ? img->nvrtc_ms : 0, gr_now_ms() - t0,
                                        img->acc_size, img->acc_align, img->result_kind};
     cache->last = *info;
     *out = img;
