@@ -58,8 +58,15 @@ gr_operator_cache *lgr_operator_cache(lua_State *L);
 int lgr_fail(lua_State *L, gr_status st, int opts_arg, ...);
 
 /* After an out-of-memory failure: runs a full collection (finalizers free unreachable buffers) and
- * returns 1 so that the caller tries once more; 0 for any other status. */
+ * returns 1 so that the caller tries once more; 0 for any other status. LGR_RETRY is how it is used. */
 int lgr_retry_after_gc(lua_State *L, gr_status st);
+/* st = call, and after an out-of-memory status one full collection and the call once more: the one
+ * recovery of every binding call that may allocate. `call` is evaluated a second time on a retry. */
+#define LGR_RETRY(L, st, call)                                   \
+    do {                                                         \
+        (st) = (call);                                           \
+        if (lgr_retry_after_gc((L), (st))) (st) = (call);        \
+    } while (0)
 /* Tells the collector about `bytes` held outside the Lua heap by a new object (a buffer looks like a
  * few bytes to it otherwise, and a loop that drops large buffers would run out of device memory
  * before the collector thought of running). */

@@ -125,8 +125,8 @@ int lgr_buffer(lua_State *L) {
     if (source == LUA_TNUMBER) n = (size_t)lgr_check_integer(L, 1, "size", 0, LUA_MAXINTEGER);
     else n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);
-    gr_status st = buffer_new(ctx, n, t, where, device, &u->b);
-    if (lgr_retry_after_gc(L, st)) st = buffer_new(ctx, n, t, where, device, &u->b);
+    gr_status st;
+    LGR_RETRY(L, st, buffer_new(ctx, n, t, where, device, &u->b));
     if (st == GR_OK && data) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
     if (st != GR_OK) return lgr_fail(L, st, 3, "size", 1, "values", 1, NULL);
@@ -385,8 +385,8 @@ static int b_slice(lua_State *L) {
 int lgr_copy(lua_State *L) {
     gr_buffer *dst = lgr_check_buffer(L, 1), *src = lgr_check_buffer(L, 2);
     gr_context *ctx = lgr_ctx(L);
-    gr_status st = gr_buffer_copy(ctx, dst, src);
-    if (lgr_retry_after_gc(L, st)) st = gr_buffer_copy(ctx, dst, src);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_copy(ctx, dst, src));
     if (st != GR_OK) return lgr_fail(L, st, 0, "src", 2, NULL);
     lua_settop(L, 1);
     return 1;

@@ -230,8 +230,8 @@ void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *co
 static void reduce_group(lua_State *L, lgr_reduce_opts *r, gr_buffer **group, const size_t *where, size_t m,
                          gr_result *res, int results) {
     gr_context *ctx = lgr_ctx(L);
-    gr_status st = gr_reduce_many(ctx, group, m, &r->o, res);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, group, m, &r->o, res);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_many(ctx, group, m, &r->o, res));
     if (st != GR_OK) lgr_fail(L, st, 2, "bufs", 1, NULL);
     for (size_t j = 0; j < m; j++) {
         lgr_push_scalar(L, res[j].value[0]);

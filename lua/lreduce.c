@@ -170,14 +170,13 @@ static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
     void *data;
     size_t n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
-    gr_status st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
-    if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_new(ctx, n, t, GR_HOST, &u->b));
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
     if (st == GR_OK && r->user_op) lgr_reduce_operator(L, r, u->b);    /* its kernels, or its cpu functions */
     gr_result v;
-    if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
+    if (st == GR_OK) LGR_RETRY(L, st, gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v));
     gr_buffer_free(ctx, u->b);
     u->b = NULL;
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -227,8 +226,7 @@ int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     } else {
         for (int i = 0; i < count; i++) {
             lbuffer *u = lgr_new_buffer_ud(L);
-            st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
-            if (lgr_retry_after_gc(L, st)) st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
+            LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
             if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
             lgr_track(L, k * gr_dtype_size(dt[i]));
             out[i] = u->b;
@@ -243,8 +241,8 @@ static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r)
     gr_segments seg = {r->segment, r->offsets};
     gr_buffer *out[2];
     int count = lgr_segment_outs(L, b, r, out);
-    gr_status st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_segments(ctx, b, &r->o, &seg, out));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     return count;
 }
@@ -273,9 +271,9 @@ static int reduce_with(lua_State *L, int op) {
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
     gr_result v;
-    gr_status st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
-    if (lgr_retry_after_gc(L, st))
-        st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    gr_status st;
+    LGR_RETRY(L, st, r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v)
+                                : gr_reduce(ctx, b, &r.o, &v));
     if (st == GR_EINVAL && r.streamed && strcmp(gr_errarg(ctx), "streamed") == 0)
         return luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s, or pass a table or a byte string with opts.dtype",
                                                    gr_errmsg(ctx)));
@@ -316,8 +314,8 @@ int lgr_reduce_many(lua_State *L) {
     require_op(L, &r);
     if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
-    gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, bufs, count, &r.o, res);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_many(ctx, bufs, count, &r.o, res));
     if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     for (size_t i = 0; i < count; i++) {
@@ -345,8 +343,8 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
     lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
     u->p = NULL;
     luaL_setmetatable(L, PENDING_MT);
-    gr_status st = gr_reduce_async(ctx, b, &r->o, &u->p);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_async(ctx, b, &r->o, &u->p);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     lua_pushvalue(L, 1);                 /* keep the buffer and the stream alive while in flight */
     lua_setiuservalue(L, -2, 1);

@@ -54,14 +54,12 @@ int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
         int results = lgr_segment_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
                                             gr_buffer_device(shards[0]), r, out);
         gr_segments seg = {r->segment, r->offsets};
-        st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
-        if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
+        LGR_RETRY(L, st, gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out));
         if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
         return results;
     }
     gr_result v;
-    st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
+    LGR_RETRY(L, st, gr_reduce_shards(ctx, shards, count, &r->o, &v));
     if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
     return lgr_push_result(L, &v);
 }
