@@ -1,7 +1,8 @@
 /*
  * binding.h -- what the files of the Lua binding (module gpureduce.core) share.
  *
- *   lcore.c     the module: its context, the metatables, the function table
+ *   lmodule.c   the module opened: the metatables, the function table (as Lua's linit.c)
+ *   lcore.c     the context, failures, values: what every other file stands on
  *   lbuffer.c   Buffer userdata: construction, contents, views, element marshalling
  *   lreduce.c   reductions with their options, Stream and Pending userdata
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
@@ -42,6 +43,10 @@ typedef struct { gr_pending *p; } lpending;
 typedef struct { gr_operator *op; } loperator;
 
 /* ---- the context and failures (lcore.c) ------------------------------------------------------------ */
+
+/* The module's context userdata pushed: the Lua state's one, made on the first call (kept in the
+ * registry: a module loaded twice shares it). */
+void lgr_push_context(lua_State *L);
 
 /* The context; raises a clear error once the Lua state's closing has destroyed it (a finalizer that
  * runs after the module's own may still call in). */
@@ -115,8 +120,9 @@ lbuffer *lgr_new_buffer_ud(lua_State *L);
 size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out);
 
 int lgr_buffer(lua_State *L);
-/* b[i] = v: (buffer, index, value) on the stack. */
-int lgr_buffer_set_element(lua_State *L);
+/* __index (b[i], then the methods: upvalue 2) and __newindex (b[i] = v) of buffers. */
+int lgr_buffer_index(lua_State *L);
+int lgr_buffer_newindex(lua_State *L);
 int lgr_copy(lua_State *L);
 int lgr_wrap(lua_State *L);
 extern const luaL_Reg lgr_buffer_methods[];
