@@ -4,7 +4,8 @@
  *   lmodule.c   the module opened: the metatables, the function table (as Lua's linit.c)
  *   lcore.c     the context, failures, values: what every other file stands on
  *   lbuffer.c   Buffer userdata: construction, contents, views, element marshalling
- *   lreduce.c   reductions with their options, Stream and Pending userdata
+ *   lrequest.c  a reduction request: its options read, its user kernels prepared, its result buffers
+ *   lreduce.c   reductions, Stream and Pending userdata
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
  *   lopts.c     the table-driven parser of every options table
  *   loperator.c user operators: gr.operator and the Operator userdata
@@ -151,10 +152,10 @@ void lgr_read_bool(lua_State *L, int arg, const lgr_opt *opt, void *field);     
 void lgr_read_dtype(lua_State *L, int arg, const lgr_opt *opt, void *field);      /* int, a gr_dtype */
 void lgr_read_choice(lua_State *L, int arg, const lgr_opt *opt, void *field);     /* int, index in names */
 
-/* ---- reductions, streams, pendings (lreduce.c) ------------------------------------------------------ */
+/* ---- a reduction request (lrequest.c) -------------------------------------------------------------- */
 
 /* A reduction's options as read from Lua: the engine's, and what the binding handles itself. */
-typedef struct lgr_reduce_opts {
+typedef struct lgr_request {
     gr_options o;
     int async;
     int streamed, streams;      /* streamed host data: on/off, stream count (0 = default) */
@@ -174,22 +175,28 @@ typedef struct lgr_reduce_opts {
     gr_context *cpu_ctx;
     int cpu_fn, cpu_slots, cpu_acc;
     int many;                   /* gr.reduce_many: an operator's kernels with those of segments */
-} lgr_reduce_opts;
+} lgr_request;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
  * gr.bench (bench = 1). */
-void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r);
+void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r);
+/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
+ * dtype t (the op, or r->user_op) prepared into r->o.kernel, or a Lua error (a compile error with
+ * NVRTC's log). Elsewhere nothing: the engine says what cannot run. */
+void lgr_kernel_prepare(lua_State *L, lgr_request *r, gr_dtype t);
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer *out[2]);
+/* The same for the segments of n elements of dtype t, new buffers made in `where` memory of `device`
+ * (1-based): a sharded buffer's results go to its first shard's device. */
+int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_request *r,
+                          gr_buffer *out[2]);
+
+/* ---- reductions, streams, pendings (lreduce.c) ------------------------------------------------------ */
 
 int lgr_reduce(lua_State *L);
 int lgr_reduce_op(lua_State *L);     /* upvalue 2: the op's id */
 int lgr_reduce_many(lua_State *L);
-/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
- * how many results the op has. */
-int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]);
-/* The same for the segments of n elements of dtype t, new buffers made in `where` memory of `device`
- * (1-based): a sharded buffer's results go to its first shard's device. */
-int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_reduce_opts *r,
-                          gr_buffer *out[2]);
 int lgr_stream(lua_State *L);
 extern const luaL_Reg lgr_stream_methods[], lgr_stream_meta[];
 extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
@@ -200,7 +207,7 @@ extern const luaL_Reg lgr_pending_methods[], lgr_pending_meta[];
  * are Lua, in gpureduce/sharded.lua; its shards the Buffers of its field `parts`, in order). */
 int lgr_is_sharded(lua_State *L, int idx);
 /* gr.reduce(s, opts) and the shortcuts for a sharded buffer at 1: every shard at once on its device. */
-int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r);
+int lgr_reduce_sharded(lua_State *L, lgr_request *r);
 
 /* ---- communicators (lcomm.c) ---------------------------------------------------------------------- */
 
@@ -218,14 +225,14 @@ gr_operator *lgr_check_operator(lua_State *L, int arg);
  * ready for the engine (loperator_run.c): on the GPU its kernels prepared (r->o.user); on the cpu
  * backend and for host buffers its cpu table as the engine's functions (r->o.cpu, the functions pushed
  * on the stack for the call's duration); a clear error where neither can run. */
-void lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
+void lgr_reduce_operator(lua_State *L, lgr_request *r, gr_buffer *b);
 /* gr.reduce_many({...}, opts) with opts.op a user operator (loperator_run.c): pushes the results table. */
-int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count);
+int lgr_reduce_many_operator(lua_State *L, lgr_request *r, gr_buffer **bufs, size_t count);
 /* The same as lgr_reduce_operator for the shards of a sharded buffer. */
-void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count);
+void lgr_reduce_sharded_operator(lua_State *L, lgr_request *r, gr_buffer *const *shards, size_t count);
 /* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench); for the
  * finishes on the CPU also r->o.fold, by its cpu.reduce (pushed on the stack for the call's duration). */
-void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b);
+void lgr_operator_prepare(lua_State *L, lgr_request *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */
 /* What gr.operator and gr.kernel share in reading their table (argument 1): "a, b, c" of a
@@ -246,10 +253,6 @@ int lgr_raise_compile_error(lua_State *L);
 int lgr_kernel(lua_State *L);
 int lgr_kernel_compile(lua_State *L);
 int lgr_kernel_source(lua_State *L);
-/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
- * dtype t (the op, or r->user_op) prepared into r->o.kernel, or a Lua error (a compile error with
- * NVRTC's log). Elsewhere nothing: the engine says what cannot run. */
-void lgr_kernel_prepare(lua_State *L, lgr_reduce_opts *r, gr_dtype t);
 extern const luaL_Reg lgr_operator_methods[], lgr_operator_meta[];
 
 /* ---- tables about the engine (linfo.c) ------------------------------------------------------------ */

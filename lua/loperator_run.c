@@ -19,7 +19,7 @@ static const char *const fn_names[] = {"cpu.map", "cpu.reduce", "cpu.post", "cpu
 
 /* ---- the engine's calls into the cpu table --------------------------------------------------------- */
 
-static gr_status fail(lgr_reduce_opts *r, const char *fmt, const char *fn, const char *what, const char *more) {
+static gr_status fail(lgr_request *r, const char *fmt, const char *fn, const char *what, const char *more) {
     char msg[480];
     snprintf(msg, sizeof msg, fmt, fn, what, more);
     return gr_set_error(r->cpu_ctx, GR_EINVAL, "op", msg);
@@ -35,7 +35,7 @@ static const char *given(lua_State *L, int none) {
 
 /* Function `which` of the cpu table pushed (use_cpu_functions made room for it and its arguments);
  * returns the top it was pushed above. */
-static int push_fn(lgr_reduce_opts *r, int which) {
+static int push_fn(lgr_request *r, int which) {
     int base = lua_gettop(r->cpu_L);
     lua_pushvalue(r->cpu_L, r->cpu_fn + which);
     return base;
@@ -44,7 +44,7 @@ static int push_fn(lgr_reduce_opts *r, int which) {
 /* Calls function `which`, pushed above `base` with its nargs arguments: GR_OK with its first result
  * alone at base + 1 (nil where it returned nothing, *none set), or the context's error, the stack back
  * at base. */
-static gr_status call(lgr_reduce_opts *r, int which, int base, int nargs, int *none) {
+static gr_status call(lgr_request *r, int which, int base, int nargs, int *none) {
     lua_State *L = r->cpu_L;
     if (lua_pcall(L, nargs, LUA_MULTRET, 0) != LUA_OK) {
         char why[64];
@@ -62,7 +62,7 @@ static gr_status call(lgr_reduce_opts *r, int which, int base, int nargs, int *n
 
 /* The result on the top, popped, as an accumulator: a number the engine converts where acc is a dtype,
  * else any value but nil, kept in out's slot. */
-static gr_status take_acc(lgr_reduce_opts *r, int which, int none, gr_cpu_acc *out) {
+static gr_status take_acc(lgr_request *r, int which, int none, gr_cpu_acc *out) {
     lua_State *L = r->cpu_L;
     gr_status st = GR_OK;
     if (r->cpu_acc < 0 && !lua_isnil(L, -1)) {
@@ -85,13 +85,13 @@ static gr_status take_acc(lgr_reduce_opts *r, int which, int none, gr_cpu_acc *o
     return st;
 }
 
-static void push_acc(lgr_reduce_opts *r, const gr_cpu_acc *a) {
+static void push_acc(lgr_request *r, const gr_cpu_acc *a) {
     if (r->cpu_acc < 0) lua_pushvalue(r->cpu_L, r->cpu_slots + (int)a->slot);
     else lgr_push_scalar(r->cpu_L, a->value);
 }
 
 static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
-    lgr_reduce_opts *r = ud;
+    lgr_request *r = ud;
     int base = push_fn(r, F_MAP), none;
     lgr_push_scalar(r->cpu_L, x);
     lua_pushinteger(r->cpu_L, (lua_Integer)i);
@@ -100,7 +100,7 @@ static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
 }
 
 static gr_status cpu_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out) {
-    lgr_reduce_opts *r = ud;
+    lgr_request *r = ud;
     int base = push_fn(r, F_REDUCE), none;
     push_acc(r, a);
     push_acc(r, b);
@@ -109,7 +109,7 @@ static gr_status cpu_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, 
 }
 
 static gr_status cpu_post(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *out) {
-    lgr_reduce_opts *r = ud;
+    lgr_request *r = ud;
     lua_State *L = r->cpu_L;
     int base = push_fn(r, F_POST), none;
     push_acc(r, a);
@@ -133,7 +133,7 @@ static gr_status cpu_post(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *
 }
 
 static gr_status cpu_identity(void *ud, gr_cpu_acc *out) {
-    lgr_reduce_opts *r = ud;
+    lgr_request *r = ud;
     int base = push_fn(r, F_IDENTITY), none = 0;
     /* an identity that is not a function is its own value */
     gr_status st = lua_isfunction(r->cpu_L, -1) ? call(r, F_IDENTITY, base, 0, &none) : GR_OK;
@@ -142,13 +142,13 @@ static gr_status cpu_identity(void *ud, gr_cpu_acc *out) {
 
 /* gr_options.fold: the partials of a CPU finish folded by cpu.reduce (engine/core/operator_cpu.c). */
 static gr_status fold_partials(void *ud, const void *partials, size_t count, void *out) {
-    lgr_reduce_opts *r = ud;
+    lgr_request *r = ud;
     return gr_operator_cpu_fold(r->cpu_ctx, &r->cpu, (gr_dtype)r->cpu_acc, partials, count, out);
 }
 
 /* opts.op's cpu table made the engine's functions: its map, reduce, post and identity and two
  * accumulator slots pushed, r->cpu filled and r->o.cpu set. 0 (nothing pushed) without a cpu table. */
-static int use_cpu_functions(lua_State *L, lgr_reduce_opts *r) {
+static int use_cpu_functions(lua_State *L, lgr_request *r) {
     if (r->o.cpu) return 1;
     lua_getfield(L, 2, "op");
     if (lua_getiuservalue(L, -1, 1) != LUA_TTABLE) {
@@ -176,7 +176,7 @@ static int use_cpu_functions(lua_State *L, lgr_reduce_opts *r) {
 /* ---- choosing the kernels or the cpu functions ---------------------------------------------------- */
 
 /* opts.op's operator prepared for b's dtype on the GPU: r->o.user set, or a Lua error. */
-void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
+void lgr_operator_prepare(lua_State *L, lgr_request *r, gr_buffer *b) {
     const gr_operator_image *img;
     gr_status st = (r->segment || r->offsets || r->many ? gr_operator_prepare_segments : gr_operator_prepare)(
         lgr_ctx(L), lgr_operator_cache(L), r->user_op, gr_buffer_dtype(b), &img);
@@ -189,7 +189,7 @@ void lgr_operator_prepare(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
 }
 
 /* gpu_to_gpu has no form for an operator: refused before anything runs. */
-static void refuse_exact(lua_State *L, const lgr_reduce_opts *r) {
+static void refuse_exact(lua_State *L, const lgr_request *r) {
     if (r->o.determinism == GR_DET_GPU_TO_GPU)
         luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
                             "user's) (accepted with operators: not_guaranteed, run_to_run)");
@@ -197,7 +197,7 @@ static void refuse_exact(lua_State *L, const lgr_reduce_opts *r) {
 
 /* Where the GPU does not reduce: the cpu functions, or on the cpu backend a clear error without them;
  * else the kernels prepared for `home`, and the engine says what they cannot do. */
-static void off_the_gpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *home) {
+static void off_the_gpu(lua_State *L, lgr_request *r, gr_buffer *home) {
     if (use_cpu_functions(L, r)) return;
     if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
         luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
@@ -206,7 +206,7 @@ static void off_the_gpu(lua_State *L, lgr_reduce_opts *r, gr_buffer *home) {
     lgr_operator_prepare(L, r, home);
 }
 
-void lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
+void lgr_reduce_operator(lua_State *L, lgr_request *r, gr_buffer *b) {
     refuse_exact(L, r);
     /* the GPU reduces device buffers, and host data it streams */
     if (gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA && (gr_buffer_where(b) == GR_DEVICE || r->streamed))
@@ -215,7 +215,7 @@ void lgr_reduce_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *b) {
         off_the_gpu(L, r, b);
 }
 
-void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *const *shards, size_t count) {
+void lgr_reduce_sharded_operator(lua_State *L, lgr_request *r, gr_buffer *const *shards, size_t count) {
     refuse_exact(L, r);
     int device = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
     for (size_t i = 0; i < count; i++) device = device && gr_buffer_where(shards[i]) == GR_DEVICE;
@@ -227,7 +227,7 @@ void lgr_reduce_sharded_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer *co
 
 /* bufs[where[j]] for j < m reduced with r's options (the cpu functions, or one dtype's kernels), the
  * values stored at those places of the results table. */
-static void reduce_group(lua_State *L, lgr_reduce_opts *r, gr_buffer **group, const size_t *where, size_t m,
+static void reduce_group(lua_State *L, lgr_request *r, gr_buffer **group, const size_t *where, size_t m,
                          gr_result *res, int results) {
     gr_context *ctx = lgr_ctx(L);
     gr_status st;
@@ -242,7 +242,7 @@ static void reduce_group(lua_State *L, lgr_reduce_opts *r, gr_buffer **group, co
 /* gr.reduce_many with opts.op an operator: on the GPU the device buffers of each dtype in one launch of
  * the operator's kernels for that dtype; host data, and everything on the cpu backend, through its cpu
  * functions. Pushes the table of results. */
-int lgr_reduce_many_operator(lua_State *L, lgr_reduce_opts *r, gr_buffer **bufs, size_t count) {
+int lgr_reduce_many_operator(lua_State *L, lgr_request *r, gr_buffer **bufs, size_t count) {
     refuse_exact(L, r);
     r->many = 1;
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);

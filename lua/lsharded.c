@@ -17,7 +17,7 @@ int lgr_is_sharded(lua_State *L, int idx) {
     return same;
 }
 
-int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
+int lgr_reduce_sharded(lua_State *L, lgr_request *r) {
     if (r->async)
         return luaL_argerror(L, 2, "opts.async: a sharded buffer is reduced synchronously (every shard at once, on "
                                    "its device)");
@@ -51,7 +51,7 @@ int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
         size_t n = 0;
         for (size_t i = 0; i < count; i++) n += gr_buffer_size(shards[i]);
         gr_buffer *out[2];
-        int results = lgr_segment_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
+        int results = lgr_request_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
                                             gr_buffer_device(shards[0]), r, out);
         gr_segments seg = {r->segment, r->offsets};
         LGR_RETRY(L, st, gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out));
