@@ -4,14 +4,14 @@
  *   lmodule.c   the module opened: the metatables, the function table (as Lua's linit.c)
  *   lcore.c     the context, failures, values: what every other file stands on
  *   lbuffer.c   Buffer userdata: construction, contents, views, element marshalling
- *   lrequest.c  a reduction request: its options read, its user kernels prepared, its result buffers
+ *   lrequest.c  a reduction request: its options read, what it needs prepared (one place), its result
+ *               buffers
  *   lreduce.c   reductions, Stream and Pending userdata
  *   linfo.c     tables about the engine: variants, device, plans, benchmarks, pool statistics
  *   lopts.c     the table-driven parser of every options table
  *   loperator.c user operators: gr.operator and the Operator userdata
- *   loperator_run.c  reductions with a user operator: its kernels prepared, or its cpu functions handed
- *               to the engine
- *   lkernel.c   user kernel variants: gr.kernel, and their kernels prepared for a reduction
+ *   loperator_cpu.c  a user operator's cpu table made the engine's functions
+ *   lkernel.c   user kernel variants: gr.kernel, gr.kernel_source, gr.kernel_compile
  *   lsharded.c  reductions of sharded buffers (gr.sharded; their methods are gpureduce/sharded.lua)
  *   lcomm.c     gr.comm and the Comm userdata: NCCL communicators across processes
  *
@@ -152,6 +152,23 @@ void lgr_read_bool(lua_State *L, int arg, const lgr_opt *opt, void *field);     
 void lgr_read_dtype(lua_State *L, int arg, const lgr_opt *opt, void *field);      /* int, a gr_dtype */
 void lgr_read_choice(lua_State *L, int arg, const lgr_opt *opt, void *field);     /* int, index in names */
 
+/* ---- a user operator's cpu functions (loperator_cpu.c) ------------------------------------------------ */
+
+/* The cpu table of an operator as the engine's functions: its map, reduce, post, identity at stack
+ * slots fn.. of L, two accumulator slots from `slots`, the accumulator's dtype (-1: a struct). */
+typedef struct lgr_operator_cpu {
+    gr_operator_cpu fns;        /* what the engine calls (gr_options.cpu points here) */
+    lua_State *L;
+    gr_context *ctx;
+    int fn, slots, acc;
+} lgr_operator_cpu;
+/* The cpu table (user value 1) of the Operator `op` at stack index op_idx made the engine's functions:
+ * its functions and two accumulator slots pushed (they must stay there while the engine may call them),
+ * c filled. 0 (nothing pushed) when the operator has no cpu table. */
+int lgr_operator_cpu_push(lua_State *L, int op_idx, gr_operator *op, lgr_operator_cpu *c);
+/* gr_options.fold (fold_ud: the lgr_operator_cpu): the partials of a CPU finish folded by cpu.reduce. */
+gr_status lgr_operator_cpu_fold(void *ud, const void *partials, size_t count, void *out);
+
 /* ---- a reduction request (lrequest.c) -------------------------------------------------------------- */
 
 /* A reduction's options as read from Lua: the engine's, and what the binding handles itself. */
@@ -167,23 +184,27 @@ typedef struct lgr_request {
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
     int op_given;               /* opts.op was given (gr.reduce needs it) */
-    /* the operator's cpu table as the engine's functions (loperator_run.c; o.cpu, o.fold point here):
-     * its map, reduce, post, identity at stack slots cpu_fn.. of cpu_L, two accumulator slots from
-     * cpu_slots, the accumulator's dtype (-1: a struct) */
-    gr_operator_cpu cpu;
-    lua_State *cpu_L;
-    gr_context *cpu_ctx;
-    int cpu_fn, cpu_slots, cpu_acc;
-    int many;                   /* gr.reduce_many: an operator's kernels with those of segments */
+    lgr_operator_cpu cpu;       /* opts.op's cpu functions, where the request runs them (o.cpu, o.fold) */
+    const gr_operator_image *images[GR_DTYPE_COUNT];    /* gr.reduce_many: opts.op's kernels per dtype */
 } lgr_request;
 
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
  * gr.bench (bench = 1). */
 void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r);
-/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
- * dtype t (the op, or r->user_op) prepared into r->o.kernel, or a Lua error (a compile error with
- * NVRTC's log). Elsewhere nothing: the engine says what cannot run. */
-void lgr_kernel_prepare(lua_State *L, lgr_request *r, gr_dtype t);
+/* What a request is, as its preparation sees it. */
+typedef enum {
+    LGR_FOR_RUN,        /* gr.reduce and the shortcuts: one buffer (a streamed source's staged copy) */
+    LGR_FOR_SHARDS,     /* the same over the shards of a sharded buffer */
+    LGR_FOR_MANY,       /* gr.reduce_many over its buffers */
+    LGR_FOR_PLAN        /* gr.plan and gr.bench: the GPU's form, whatever the backend and the buffer */
+} lgr_purpose;
+/* The one place that decides what a request over bufs (count of them) needs before the engine plans
+ * it, called once per request: opts.op's kernels (r->o.user; per dtype for reduce_many, r->images) where
+ * the GPU reduces, else its cpu functions (r->o.cpu, pushed on the stack for the call's duration), with
+ * r->o.fold for the CPU finishes; a named user kernel's kernels (r->o.kernel) for a whole buffer. Raises
+ * where the request cannot run that way (gpu_to_gpu with an operator, no cpu functions off the GPU, a
+ * compile error with NVRTC's log). */
+void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count);
 /* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
  * how many results the op has. */
 int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer *out[2]);
@@ -221,18 +242,6 @@ extern const luaL_Reg lgr_comm_methods[], lgr_comm_meta[];
 /* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =,
  * identity =} is user value 1 of the userdata (nil when it has none). */
 gr_operator *lgr_check_operator(lua_State *L, int arg);
-/* A reduction of b (the buffer at 1, whole or its segments) with opts.op (at 2) a user operator, made
- * ready for the engine (loperator_run.c): on the GPU its kernels prepared (r->o.user); on the cpu
- * backend and for host buffers its cpu table as the engine's functions (r->o.cpu, the functions pushed
- * on the stack for the call's duration); a clear error where neither can run. */
-void lgr_reduce_operator(lua_State *L, lgr_request *r, gr_buffer *b);
-/* gr.reduce_many({...}, opts) with opts.op a user operator (loperator_run.c): pushes the results table. */
-int lgr_reduce_many_operator(lua_State *L, lgr_request *r, gr_buffer **bufs, size_t count);
-/* The same as lgr_reduce_operator for the shards of a sharded buffer. */
-void lgr_reduce_sharded_operator(lua_State *L, lgr_request *r, gr_buffer *const *shards, size_t count);
-/* opts.op's operator prepared for buffer b on the GPU: r->o.user set (gr.plan, gr.bench); for the
- * finishes on the CPU also r->o.fold, by its cpu.reduce (pushed on the stack for the call's duration). */
-void lgr_operator_prepare(lua_State *L, lgr_request *r, gr_buffer *b);
 int lgr_operator(lua_State *L);
 int lgr_operator_index(lua_State *L);    /* __index: op.name, then the methods (upvalue 2) */
 /* What gr.operator and gr.kernel share in reading their table (argument 1): "a, b, c" of a

@@ -37,8 +37,7 @@ int lgr_plan(lua_State *L) {
     if (r.segment || r.offsets || r.has_out || r.async || r.streamed || r.dtype >= 0)
         return luaL_argerror(L, 2, "opts: gr.plan shows the passes of a whole-buffer reduction (not segment, "
                                    "offsets, out, async, streamed or dtype)");
-    if (r.user_op) lgr_operator_prepare(L, &r, b);
-    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
+    lgr_request_prepare(L, &r, LGR_FOR_PLAN, &b, 1);
     gr_plan p;
     gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -66,8 +65,7 @@ int lgr_bench(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     lgr_request x;
     lgr_request_read(L, 2, -1, 1, &x);
-    if (x.user_op) lgr_operator_prepare(L, &x, b);
-    if (!x.segment && !x.offsets) lgr_kernel_prepare(L, &x, gr_buffer_dtype(b));
+    lgr_request_prepare(L, &x, LGR_FOR_PLAN, &b, 1);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;
     if (x.segment || x.offsets) {

@@ -18,7 +18,6 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 static int reduce_source(lua_State *L, lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype t = r->dtype < 0 ? GR_FLOAT32 : (gr_dtype)r->dtype;
-    lgr_kernel_prepare(L, r, t);
     void *data;
     size_t n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
@@ -26,7 +25,7 @@ static int reduce_source(lua_State *L, lgr_request *r) {
     LGR_RETRY(L, st, gr_buffer_new(ctx, n, t, GR_HOST, &u->b));
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
-    if (st == GR_OK && r->user_op) lgr_reduce_operator(L, r, u->b);    /* its kernels, or its cpu functions */
+    if (st == GR_OK) lgr_request_prepare(L, r, LGR_FOR_RUN, &u->b, 1);    /* its kernels, or its cpu functions */
     gr_result v;
     if (st == GR_OK) LGR_RETRY(L, st, gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v));
     gr_buffer_free(ctx, u->b);
@@ -65,9 +64,8 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.user_op) lgr_reduce_operator(L, &r, b);     /* its kernels, or its cpu functions */
+    lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
-    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
     gr_result v;
@@ -82,6 +80,54 @@ static int reduce_with(lua_State *L, int op) {
 }
 
 int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
+
+/* bufs[where[j]] for j < m reduced with r's options (the cpu functions, or one dtype's kernels), the
+ * values stored at those places of the results table. */
+static void reduce_group(lua_State *L, lgr_request *r, gr_buffer **group, const size_t *where, size_t m,
+                         gr_result *res, int results) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_many(ctx, group, m, &r->o, res));
+    if (st != GR_OK) lgr_fail(L, st, 2, "bufs", 1, NULL);
+    for (size_t j = 0; j < m; j++) {
+        lgr_push_scalar(L, res[j].value[0]);
+        lua_rawseti(L, results, (lua_Integer)where[j] + 1);
+    }
+}
+
+/* gr.reduce_many with opts.op an operator: on the GPU the device buffers of each dtype in one launch of
+ * the operator's kernels for that dtype (r->images); host data, and everything on the cpu backend,
+ * through its cpu functions. Pushes the table of results. */
+static int reduce_many_operator(lua_State *L, lgr_request *r, gr_buffer **bufs, size_t count) {
+    lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
+    int results = lua_gettop(L);
+    int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+    size_t n = count ? count : 1;
+    gr_buffer **group = lua_newuserdatauv(L, n * sizeof *group, 0);
+    size_t *where = lua_newuserdatauv(L, n * sizeof *where, 0);
+    gr_result *res = lua_newuserdatauv(L, n * sizeof *res, 0);
+    for (int t = 0; t < GR_DTYPE_COUNT && gpu; t++) {
+        size_t m = 0;
+        for (size_t i = 0; i < count; i++)
+            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && gr_buffer_where(bufs[i]) == GR_DEVICE) {
+                where[m] = i;
+                group[m++] = bufs[i];
+            }
+        r->o.user = r->images[t];
+        if (m) reduce_group(L, r, group, where, m, res, results);
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!gpu || gr_buffer_where(bufs[i]) != GR_DEVICE) {
+            where[m] = i;
+            group[m++] = bufs[i];
+        }
+    r->o.user = NULL;                           /* the engine runs the cpu functions over them all */
+    r->o.fold = NULL;
+    if (m || !gpu) reduce_group(L, r, group, where, m, res, results);
+    lua_settop(L, results);
+    return 1;
+}
 
 /* gr.reduce_many({b1, b2, ...}, opts): a table of results, one per buffer (a table {value, index} or
  * {min, max} for the ops with two). */
@@ -112,7 +158,8 @@ int lgr_reduce_many(lua_State *L) {
         lua_pop(L, 1);
     }
     require_op(L, &r);
-    if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
+    lgr_request_prepare(L, &r, LGR_FOR_MANY, bufs, count);
+    if (r.user_op) return reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_many(ctx, bufs, count, &r.o, res));

@@ -1,8 +1,9 @@
 /*
  * lrequest.c -- a reduction request as the binding reads it: the options of gr.reduce and its
  * shortcuts, gr.plan, gr.bench, gr.reduce_many, c:reduce and the kernel queries, checked for the
- * combinations that do not go together; the user kernels a request names prepared before the engine
- * plans it; and the result buffers of a segmented request (opts.out's, or new ones).
+ * combinations that do not go together; what the request needs prepared before the engine plans it,
+ * decided in one place (lgr_request_prepare: a user kernel's kernels, a user operator's kernels or its
+ * cpu functions); and the result buffers of a segmented request (opts.out's, or new ones).
  *
  * It stands below every entry point that reduces (lreduce.c, lsharded.c, linfo.c, lkernel.c, lcomm.c)
  * and calls none of them.
@@ -161,7 +162,69 @@ void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) 
 
 /* ---- what a request needs prepared ------------------------------------------------------------- */
 
-void lgr_kernel_prepare(lua_State *L, lgr_request *r, gr_dtype t) {
+/* opts.op's cpu functions (r->o.cpu), pushed on the stack on the first call for the rest of the
+ * request's. 0 (nothing pushed) when the operator has no cpu table. */
+static int use_cpu_functions(lua_State *L, lgr_request *r) {
+    if (r->o.cpu) return 1;
+    lua_getfield(L, 2, "op");
+    if (!lgr_operator_cpu_push(L, lua_gettop(L), r->user_op, &r->cpu)) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    r->o.cpu = &r->cpu.fns;
+    return 1;
+}
+
+/* opts.op's kernels for elements of dtype t (r->o.user; the segments' form where `segments`), and for
+ * the finishes on the CPU r->o.fold by its cpu.reduce; a Lua error where they cannot be had. */
+static void operator_kernels(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+    const gr_operator_image *img;
+    gr_status st = (segments ? gr_operator_prepare_segments : gr_operator_prepare)(lgr_ctx(L), lgr_operator_cache(L),
+                                                                                    r->user_op, t, &img);
+    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
+    r->o.user = img;
+    if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
+    if (!use_cpu_functions(L, r)) return;       /* the planner says what is missing */
+    r->o.fold = lgr_operator_cpu_fold;
+    r->o.fold_ud = &r->cpu;
+}
+
+static const char *operator_name(const lgr_request *r) { return gr_operator_get_spec(r->user_op)->name; }
+
+/* Where the GPU does not reduce: the cpu functions, or on the cpu backend a clear error without them;
+ * else the kernels for dtype t, and the engine says what they cannot do. */
+static void off_the_gpu(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+    if (use_cpu_functions(L, r)) return;
+    if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+                                               "cannot run its kernels (give gr.operator a cpu table)",
+                                            operator_name(r)));
+    operator_kernels(L, r, segments, t);
+}
+
+/* gr.reduce_many: the kernels of each dtype among the device buffers (r->images) before anything runs
+ * (a CPU finish runs cpu.reduce, which may free the operator); the cpu functions where a buffer is not
+ * on the GPU, or a clear error without them. */
+static void operator_many(lua_State *L, lgr_request *r, gr_buffer *const *bufs, size_t count) {
+    int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA, off = !gpu;
+    for (size_t i = 0; i < count; i++) {
+        gr_dtype t = gr_buffer_dtype(bufs[i]);
+        if (!gpu || gr_buffer_where(bufs[i]) != GR_DEVICE) {
+            off = 1;
+        } else if (!r->images[t]) {
+            operator_kernels(L, r, 1, t);
+            r->images[t] = r->o.user;
+        }
+    }
+    if (off && !use_cpu_functions(L, r))
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give gr.operator a "
+                                               "cpu table)", operator_name(r), gpu ? "host buffers" : "the cpu backend"));
+}
+
+/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
+ * dtype t (the op, or opts.op's operator) in r->o.kernel, or a Lua error (a compile error with NVRTC's
+ * log). Elsewhere nothing: the engine says what cannot run. */
+static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
     if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user) return;     /* every call passes here */
     gr_context *ctx = lgr_ctx(L);
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
@@ -173,6 +236,30 @@ void lgr_kernel_prepare(lua_State *L, lgr_request *r, gr_dtype t) {
         lgr_raise_compile_error(L);
     if (st != GR_OK) lgr_fail(L, st, 2, NULL);
     r->o.kernel = img;
+}
+
+void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count) {
+    int segments = r->segment || r->offsets;
+    if (r->user_op && why == LGR_FOR_PLAN) {
+        operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
+    } else if (r->user_op) {
+        /* gpu_to_gpu has no form for an operator: refused before anything runs */
+        if (r->o.determinism == GR_DET_GPU_TO_GPU)
+            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+                                "user's) (accepted with operators: not_guaranteed, run_to_run)");
+        if (why == LGR_FOR_MANY) {
+            operator_many(L, r, bufs, count);
+        } else {
+            /* the GPU reduces device buffers (a sharded one's on every device), and host data it streams;
+             * the engine loads the kernels on the other shards' devices */
+            int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+            for (size_t i = 0; i < count && !r->streamed; i++) gpu = gpu && gr_buffer_where(bufs[i]) == GR_DEVICE;
+            if (gpu) operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
+            else off_the_gpu(L, r, segments, gr_buffer_dtype(bufs[0]));
+        }
+    }
+    /* a user kernel reduces one whole buffer */
+    if ((why == LGR_FOR_RUN || why == LGR_FOR_PLAN) && !segments) user_kernels(L, r, gr_buffer_dtype(bufs[0]));
 }
 
 /* ---- result buffers of segments ------------------------------------------------------------------ */

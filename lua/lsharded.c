@@ -44,7 +44,7 @@ int lgr_reduce_sharded(lua_State *L, lgr_request *r) {
         lua_pop(L, 1);
     }
     if (count == 0) return luaL_argerror(L, 1, "sharded buffer has no shard");
-    if (r->user_op) lgr_reduce_sharded_operator(L, r, shards, count);   /* its kernels, or its cpu functions */
+    lgr_request_prepare(L, r, LGR_FOR_SHARDS, shards, count);      /* an operator's kernels, or its cpu functions */
     gr_context *ctx = lgr_ctx(L);
     gr_status st;
     if (r->segment || r->offsets) {
