@@ -6,7 +6,8 @@
  * sees them (the engine's own checks stay as a second line). A slice keeps its parent userdata as a
  * user value, so the parent cannot be collected while the view lives.
  */
-#include "binding.h"
+#include "lbuffer.h"
+#include "lopts.h"
 
 #include <stdint.h>
 #include <stdlib.h>

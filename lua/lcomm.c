@@ -5,7 +5,10 @@
  * communicator is destroyed by c:destroy(), __close or __gc (one idempotent release), and a method of a
  * destroyed one raises saying so.
  */
-#include "binding.h"
+#include "lcomm.h"
+#include "lbuffer.h"
+#include "lopts.h"
+#include "lrequest.h"
 
 #include <float.h>
 #include <limits.h>

@@ -7,11 +7,16 @@
  * is allocated, so a failed allocation leaves a harmless object; one idempotent release function serves
  * __gc, __close and :free(); methods reach the handle through one accessor that rejects a freed object.
  */
-#include "binding.h"
+#include "lcore.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#define CONTEXT_MT "gpureduce.Context"
+
+/* The module's context, and the cache of the operators compiled in it (made on first use). */
+typedef struct { gr_context *ctx; gr_operator_cache *ops; } lcontext;
 
 /* ---- the context --------------------------------------------------------------------------------- */
 

@@ -2,7 +2,10 @@
  * linfo.c -- tables about the engine for scripts: the variant registry, the device, plans, benchmarks,
  * the pool's statistics, the names of dtypes, ops and finishing modes, and the testing hooks.
  */
-#include "binding.h"
+#include "linfo.h"
+#include "lbuffer.h"
+#include "lopts.h"
+#include "lrequest.h"
 
 #include <limits.h>
 #include <stddef.h>

@@ -8,7 +8,10 @@
  * then registers it, compiling one instantiation where NVRTC is there: a compile error raises with
  * NVRTC's whole log, its first error said in the source's own lines ("source: 3:12: ...").
  */
-#include "binding.h"
+#include "lkernel.h"
+#include "linfo.h"
+#include "loperator.h"
+#include "lrequest.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,15 @@
  *
  * Every function registered here has the context userdata as upvalue 1 (lcore.c reaches it there).
  */
-#include "binding.h"
+#include "lbuffer.h"
+#include "lcomm.h"
+#include "lcore.h"
+#include "linfo.h"
+#include "lkernel.h"
+#include "loperator.h"
+#include "lreduce.h"
+#include "lsharded.h"
+#include "lstream.h"
 
 static const luaL_Reg module_funcs[] = {
     {"backend", lgr_backend}, {"bench", lgr_bench},

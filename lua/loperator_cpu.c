@@ -10,7 +10,7 @@
  * table's functions and two accumulator slots (struct accumulators live there) are on the stack for the
  * call's duration.
  */
-#include "binding.h"
+#include "loperator_cpu.h"
 
 #include <stdio.h>
 #include <string.h>

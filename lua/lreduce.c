@@ -1,14 +1,19 @@
 /*
  * lreduce.c -- reductions from Lua: gr.reduce and its shortcuts (their options read by lrequest.c),
- * streamed host data, gr.reduce_many, and the Stream and Pending userdata of asynchronous work.
+ * streamed host data, gr.reduce_many, and the Pending userdata of asynchronous work.
  *
  * A Pending keeps the buffer it reads (user value 1) and the stream it runs on (user value 2) alive
  * while the work is in flight; collecting an unfinished Pending waits for it.
  */
-#include "binding.h"
+#include "lreduce.h"
+#include "lbuffer.h"
+#include "lrequest.h"
+#include "lsharded.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+typedef struct { gr_pending *p; } lpending;
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
@@ -239,48 +244,6 @@ static int p_tostring(lua_State *L) {
     return 1;
 }
 
-/* ---- streams ------------------------------------------------------------------------------------- */
-
-static gr_stream *check_stream(lua_State *L, int arg) {
-    lstream *u = luaL_checkudata(L, arg, STREAM_MT);
-    if (!u->s) luaL_argerror(L, arg, "stream has been freed");
-    return u->s;
-}
-
-int lgr_stream(lua_State *L) {
-    gr_context *ctx = lgr_ctx(L);
-    lstream *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->s = NULL;
-    luaL_setmetatable(L, STREAM_MT);
-    gr_status st = gr_stream_new(ctx, &u->s);
-    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    return 1;
-}
-
-static int s_release(lua_State *L) {
-    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
-    gr_context *ctx = lgr_ctx_or_null(L);
-    if (u->s && ctx) gr_stream_free(ctx, u->s);
-    u->s = NULL;
-    return 0;
-}
-
-static int s_sync(lua_State *L) {
-    gr_stream *s = check_stream(L, 1);
-    gr_status st = gr_stream_sync(lgr_ctx(L), s);
-    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    return 0;
-}
-
-static int s_tostring(lua_State *L) {
-    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
-    lua_pushstring(L, u->s ? "gpureduce.Stream" : "gpureduce.Stream(freed)");
-    return 1;
-}
-
-const luaL_Reg lgr_stream_methods[] = {{"free", s_release}, {"sync", s_sync}, {NULL, NULL}};
-const luaL_Reg lgr_stream_meta[] = {
-    {"__close", s_release}, {"__gc", s_release}, {"__tostring", s_tostring}, {NULL, NULL}};
 const luaL_Reg lgr_pending_methods[] = {{"free", p_release}, {"ready", p_ready}, {"wait", p_wait}, {NULL, NULL}};
 const luaL_Reg lgr_pending_meta[] = {
     {"__close", p_release}, {"__gc", p_release}, {"__tostring", p_tostring}, {NULL, NULL}};

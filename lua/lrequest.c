@@ -8,7 +8,11 @@
  * It stands below every entry point that reduces (lreduce.c, lsharded.c, linfo.c, lkernel.c, lcomm.c)
  * and calls none of them.
  */
-#include "binding.h"
+#include "lrequest.h"
+#include "lbuffer.h"
+#include "loperator.h"
+#include "lopts.h"
+#include "lstream.h"
 
 #include <limits.h>
 #include <string.h>

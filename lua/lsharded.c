@@ -4,10 +4,11 @@
  * A sharded buffer is a Lua table (gpureduce/init.lua makes it and writes its methods: they only loop
  * over the shards, each a plain Buffer on its device). What must be C is the reduction: the shards are
  * handed to the engine together (gr_reduce_shards, gr_reduce_shards_segments), which runs them on every
- * device at once and combines them in shard order (a gr.operator's cpu functions too, as
- * loperator_run.c hands them over).
+ * device at once and combines them in shard order (a gr.operator's kernels or cpu functions too, as
+ * lgr_request_prepare makes them ready).
  */
-#include "binding.h"
+#include "lsharded.h"
+#include "lbuffer.h"
 
 int lgr_is_sharded(lua_State *L, int idx) {
     if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;
