@@ -6,7 +6,8 @@
  * sees them (the engine's own checks stay as a second line). A slice keeps its parent userdata as a
  * user value, so the parent cannot be collected while the view lives.
  */
-#include "binding.h"
+#include "lbuffer.h"
+#include "lopts.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,8 +115,8 @@ int lgr_buffer(lua_State *L) {
     if (source == LUA_TNUMBER) n = (size_t)lgr_check_integer(L, 1, "size", 0, LUA_MAXINTEGER);
     else n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);
-    gr_status st = buffer_new(ctx, n, t, where, device, &u->b);
-    if (lgr_retry_after_gc(L, st)) st = buffer_new(ctx, n, t, where, device, &u->b);
+    gr_status st;
+    LGR_RETRY(L, st, buffer_new(ctx, n, t, where, device, &u->b));
     if (st == GR_OK && data) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
     if (st != GR_OK) return lgr_fail(L, st, 3, "size", 1, "values", 1, NULL);
@@ -304,7 +305,8 @@ static int b_get(lua_State *L) {
     return 1;
 }
 
-int lgr_buffer_set_element(lua_State *L) {
+/* b[i] = v: (buffer, index, value) on the stack. */
+static int b_set_element(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     lua_Integer i = lgr_check_integer(L, 2, "index", LUA_MININTEGER, LUA_MAXINTEGER);
     lua_Integer n = (lua_Integer)gr_buffer_size(b);
@@ -374,11 +376,42 @@ static int b_slice(lua_State *L) {
 int lgr_copy(lua_State *L) {
     gr_buffer *dst = lgr_check_buffer(L, 1), *src = lgr_check_buffer(L, 2);
     gr_context *ctx = lgr_ctx(L);
-    gr_status st = gr_buffer_copy(ctx, dst, src);
-    if (lgr_retry_after_gc(L, st)) st = gr_buffer_copy(ctx, dst, src);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_copy(ctx, dst, src));
     if (st != GR_OK) return lgr_fail(L, st, 0, "src", 2, NULL);
     lua_settop(L, 1);
     return 1;
+}
+
+/* ---- indexing ------------------------------------------------------------------------------------ */
+
+/* __index: b[i] reads element i (1-based); b.name finds a method (upvalue 2: the methods table). As for
+ * a table, any other number (0, past the end, 1.5) reads nil, so that ipairs(b) stops at the end;
+ * b:get(i) raises there. */
+int lgr_buffer_index(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        gr_buffer *b = lgr_check_buffer(L, 1);
+        int whole;
+        lua_Integer i = lua_tointegerx(L, 2, &whole);
+        if (!whole || i < 1 || (lua_Unsigned)i > gr_buffer_size(b)) return 0;
+        lua_pushinteger(L, i);
+        lua_replace(L, 2);
+        lua_getfield(L, lua_upvalueindex(2), "get");
+        lua_insert(L, 1);
+        lua_call(L, 2, 1);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(2));
+    return 1;
+}
+
+/* __newindex: b[i] = v writes element i; anything else is refused (a buffer has no fields to set). */
+int lgr_buffer_newindex(lua_State *L) {
+    if (lua_type(L, 2) != LUA_TNUMBER)
+        return luaL_error(L, "gpureduce.Buffer: cannot set field '%s' (only elements b[1] to b[#b] can be "
+                             "assigned)", luaL_tolstring(L, 2, NULL));
+    return b_set_element(L);
 }
 
 const luaL_Reg lgr_buffer_methods[] = {

@@ -5,7 +5,10 @@
  * communicator is destroyed by c:destroy(), __close or __gc (one idempotent release), and a method of a
  * destroyed one raises saying so.
  */
-#include "binding.h"
+#include "lcomm.h"
+#include "lbuffer.h"
+#include "lopts.h"
+#include "lrequest.h"
 
 #include <float.h>
 #include <limits.h>
@@ -97,8 +100,8 @@ static int c_reduce(lua_State *L) {
     gr_comm *c = check_comm(L);
     gr_buffer *b = lgr_check_buffer(L, 2);
     lua_remove(L, 1);                   /* (b, opts), as gr.reduce reads them */
-    lgr_reduce_opts r;
-    lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    lgr_request r;
+    lgr_request_read(L, 2, -1, 0, &r);
     if (r.async || r.streamed || r.segment || r.offsets || r.user_op || r.dtype >= 0)
         return luaL_argerror(L, 2, "opts: c:reduce takes a built-in op and the options of a whole-buffer "
                                    "reduction (not async, streamed, segment, offsets, out, dtype or an operator)");

@@ -2,7 +2,10 @@
  * linfo.c -- tables about the engine for scripts: the variant registry, the device, plans, benchmarks,
  * the pool's statistics, the names of dtypes, ops and finishing modes, and the testing hooks.
  */
-#include "binding.h"
+#include "linfo.h"
+#include "lbuffer.h"
+#include "lopts.h"
+#include "lrequest.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -32,13 +35,12 @@ static void push_plan(lua_State *L, const gr_plan *p) {
 
 int lgr_plan(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
-    lgr_reduce_opts r;
-    lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    lgr_request r;
+    lgr_request_read(L, 2, -1, 0, &r);
     if (r.segment || r.offsets || r.has_out || r.async || r.streamed || r.dtype >= 0)
         return luaL_argerror(L, 2, "opts: gr.plan shows the passes of a whole-buffer reduction (not segment, "
                                    "offsets, out, async, streamed or dtype)");
-    if (r.user_op) lgr_operator_prepare(L, &r, b);
-    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
+    lgr_request_prepare(L, &r, LGR_FOR_PLAN, &b, 1);
     gr_plan p;
     gr_status st = gr_plan_make(lgr_ctx(L), b, &r.o, &p);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -64,15 +66,14 @@ static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, con
 /* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
 int lgr_bench(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
-    lgr_reduce_opts x;
-    lgr_reduce_opts_read(L, 2, -1, 1, &x);
-    if (x.user_op) lgr_operator_prepare(L, &x, b);
-    if (!x.segment && !x.offsets) lgr_kernel_prepare(L, &x, gr_buffer_dtype(b));
+    lgr_request x;
+    lgr_request_read(L, 2, -1, 1, &x);
+    lgr_request_prepare(L, &x, LGR_FOR_PLAN, &b, 1);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;
     if (x.segment || x.offsets) {
         gr_buffer *out[2];
-        lgr_segment_outs(L, b, &x, out);
+        lgr_request_outs(L, b, &x, out);
         gr_segments seg = {x.segment, x.offsets};
         gr_status st = gr_bench_segments(ctx, b, &x.o, &seg, out, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);

@@ -1,14 +1,17 @@
 /*
- * lkernel.c -- user kernel variants from Lua: gr.kernel{...} registers one (engine/user/kernel.c), and a
- * reduction that names one gets its kernels prepared for its op and dtype (r->o.kernel) before the
- * engine plans it.
+ * lkernel.c -- user kernel variants from Lua: gr.kernel{...} registers one (engine/user/kernel.c), and
+ * gr.kernel_source and gr.kernel_compile show what it becomes for one reduction. A reduction that names
+ * one gets its kernels prepared for its op and dtype (r->o.kernel) by lrequest.c.
  *
  * gr.kernel reads the table (unknown fields, types, the block range, the lists of finishing modes and
  * ops), lets the engine check the rest (gr_kernel_check: names, ranges, the entry point in the source),
  * then registers it, compiling one instantiation where NVRTC is there: a compile error raises with
  * NVRTC's whole log, its first error said in the source's own lines ("source: 3:12: ...").
  */
-#include "binding.h"
+#include "lkernel.h"
+#include "linfo.h"
+#include "loperator.h"
+#include "lrequest.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +129,8 @@ static int check_kernel_name(lua_State *L, int arg) {
 
 /* The reduction that gr.kernel_source and gr.kernel_compile are asked about: {op =, dtype =, acc =}, op a
  * name or a gr.operator, by default sum over float32. */
-static gr_dtype read_reduction(lua_State *L, lgr_reduce_opts *r) {
-    lgr_reduce_opts_read(L, 2, -1, 0, r);
+static gr_dtype read_reduction(lua_State *L, lgr_request *r) {
+    lgr_request_read(L, 2, -1, 0, r);
     if (r->o.variant >= 0 || r->o.block || r->o.grid || r->o.finish != GR_FINISH_AUTO || r->async || r->segment ||
         r->offsets || r->streamed || r->o.threshold || r->o.stream || r->o.determinism >= 0)
         luaL_argerror(L, 2, "opts: takes op, dtype and acc (the reduction the kernel is generated for)");
@@ -137,7 +140,7 @@ static gr_dtype read_reduction(lua_State *L, lgr_reduce_opts *r) {
 /* gr.kernel_source(name, opts): the CUDA source generated for one reduction. */
 int lgr_kernel_source(lua_State *L) {
     int v = check_kernel_name(L, 1);
-    lgr_reduce_opts r;
+    lgr_request r;
     gr_dtype t = read_reduction(L, &r);
     char *src;
     gr_status st = gr_kernel_source(lgr_ctx(L), v, r.o.op, r.o.acc, r.user_op, t, &src);
@@ -151,7 +154,7 @@ int lgr_kernel_source(lua_State *L) {
  * facts, as op:info() gives them. */
 int lgr_kernel_compile(lua_State *L) {
     int v = check_kernel_name(L, 1);
-    lgr_reduce_opts r;
+    lgr_request r;
     gr_dtype t = read_reduction(L, &r);
     gr_operator_compile_info c;
     gr_context *ctx = lgr_ctx(L);
@@ -161,18 +164,4 @@ int lgr_kernel_compile(lua_State *L) {
     lua_createtable(L, 0, 10);
     lgr_set_compile_info(L, &c);
     return 1;
-}
-
-void lgr_kernel_prepare(lua_State *L, lgr_reduce_opts *r, gr_dtype t) {
-    if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user) return;     /* every call passes here */
-    gr_context *ctx = lgr_ctx(L);
-    if (gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
-    const gr_operator_image *img;
-    gr_status st = gr_kernel_prepare(ctx, lgr_operator_cache(L), r->o.variant, r->o.op, r->o.acc, r->user_op, t, &img);
-    /* a compile error names the source, an operator's field or nothing (a generated line) */
-    const char *arg = gr_errarg(ctx);
-    if (st == GR_EINVAL && strcmp(arg, "variant") && strcmp(arg, "dtype") && strcmp(arg, "acc") && strcmp(arg, "cache"))
-        lgr_raise_compile_error(L);
-    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
-    r->o.kernel = img;
 }

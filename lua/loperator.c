@@ -12,7 +12,7 @@
  * {map =, reduce =, post =, identity =} as user value 1 (nil without one), for the cpu backend's
  * reductions. The disk cache's one warning goes to stderr, once per process.
  */
-#include "binding.h"
+#include "loperator.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,8 @@
  * and every reader refuses a value of the wrong type or out of range, naming the key, what it got and
  * what is accepted. Integers are bounded before they are narrowed: 2^32 + 256 is not 256.
  */
-#include "binding.h"
+#include "lopts.h"
+#include "../engine/gr.h"
 
 #include <string.h>
 

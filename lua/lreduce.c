@@ -1,265 +1,67 @@
 /*
- * lreduce.c -- reductions from Lua: gr.reduce and its shortcuts with their options, streamed host data,
- * and the Stream and Pending userdata of asynchronous work.
+ * lreduce.c -- reductions from Lua: gr.reduce and its shortcuts (their options read by lrequest.c),
+ * streamed host data, gr.reduce_many, and the Pending userdata of asynchronous work.
  *
  * A Pending keeps the buffer it reads (user value 1) and the stream it runs on (user value 2) alive
  * while the work is in flight; collecting an unfinished Pending waits for it.
  */
-#include "binding.h"
+#include "lreduce.h"
+#include "lbuffer.h"
+#include "lrequest.h"
+#include "lsharded.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- options ------------------------------------------------------------------------------------- */
-
-/* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
-static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    (void)opt;
-    lgr_reduce_opts *r = (lgr_reduce_opts *)((char *)field - offsetof(lgr_reduce_opts, o.op));
-    r->op_given = 1;
-    if (luaL_testudata(L, -1, OPERATOR_MT)) {
-        r->user_op = lgr_check_operator(L, -1);
-        return;
-    }
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s) or a gr.operator, got %s",
-                                              gr_op_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int v = gr_op_from_name(name);
-    if (v < 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: unknown op '%s' (accepted: %s)", name, gr_op_names()));
-    *(gr_op *)field = (gr_op)v;
-}
-
-static void read_variant(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    (void)opt;
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: expected a string (accepted: %s), got %s",
-                                              gr_variant_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int v = strcmp(name, "auto") == 0 ? -1 : gr_variant_find(name);
-    if (v < 0 && strcmp(name, "auto") != 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: unknown variant '%s' (accepted: %s)", name,
-                                              gr_variant_names()));
-    *(int *)field = v;
-}
-
-static void read_finish(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    (void)opt;
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: expected a string (accepted: %s), got %s",
-                                              gr_finish_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int f = gr_finish_from_name(name);
-    if (f < 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: unknown mode '%s' (accepted: %s)", name,
-                                              gr_finish_names()));
-    *(gr_finish *)field = (gr_finish)f;
-}
-
-static void read_stream(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    (void)opt;
-    lstream *u = luaL_testudata(L, -1, STREAM_MT);
-    if (!u)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.stream: expected a gpureduce.Stream, got %s",
-                                              luaL_typename(L, -1)));
-    if (!u->s) luaL_argerror(L, arg, "opts.stream: stream has been freed");
-    *(gr_stream **)field = u->s;
-}
-
-static void read_buffer(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-    if (!u)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: expected a gpureduce.Buffer, got %s", opt->key,
-                                              luaL_typename(L, -1)));
-    if (!u->b) luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: buffer has been freed", opt->key));
-    *(gr_buffer **)field = u->b;
-}
-
-/* opts.out: a buffer, or a table of two for the ops with two results; checked when used. */
-static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
-    (void)opt;
-    if (!luaL_testudata(L, -1, BUFFER_MT) && !lua_istable(L, -1))
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.out: expected a gpureduce.Buffer or a table of two, got %s",
-                                              luaL_typename(L, -1)));
-    *(int *)field = 1;
-}
-
-#define R(field) offsetof(lgr_reduce_opts, field)
-#define ANY_SIZE 1, LUA_MAXINTEGER
-
-/* The keys of gr.reduce and gr.plan; gr.bench takes these but async and dtype, plus reps and warmup. */
-static const lgr_opt reduce_specs[] = {
-    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
-    {"async", lgr_read_bool, R(async), 0, 0, NULL},
-    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
-    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
-    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
-    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
-    {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
-    {"finish", read_finish, R(o.finish), 0, 0, NULL},
-    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
-    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
-    {"op", read_op, R(o.op), 0, 0, NULL},
-    {"out", read_out, R(has_out), 0, 0, NULL},
-    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
-    {"stream", read_stream, R(o.stream), 0, 0, NULL},
-    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
-    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
-    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
-    {"variant", read_variant, R(o.variant), 0, 0, NULL},
-    {NULL, NULL, 0, 0, 0, NULL}};
-
-static const lgr_opt bench_specs[] = {
-    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
-    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
-    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
-    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
-    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
-    {"finish", read_finish, R(o.finish), 0, 0, NULL},
-    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
-    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
-    {"op", read_op, R(o.op), 0, 0, NULL},
-    {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
-    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
-    {"stream", read_stream, R(o.stream), 0, 0, NULL},
-    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
-    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
-    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
-    {"variant", read_variant, R(o.variant), 0, 0, NULL},
-    {"warmup", lgr_read_int, R(warmup), 0, INT_MAX, NULL},
-    {NULL, NULL, 0, 0, 0, NULL}};
-
-void lgr_reduce_opts_read(lua_State *L, int arg, int op, int bench, lgr_reduce_opts *r) {
-    memset(r, 0, sizeof *r);
-    gr_options_init(&r->o, op >= 0 ? (gr_op)op : GR_SUM);
-    r->reps = 20;
-    r->warmup = 3;
-    r->dtype = -1;
-    lgr_parse_opts(L, arg, bench ? bench_specs : reduce_specs, r);
-    if (op >= 0 && r->user_op)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: a gr.operator conflicts with this function's op '%s' "
-                                              "(use gr.reduce(b, {op = operator}))", gr_op_name((gr_op)op)));
-    if (op >= 0 && r->o.op != (gr_op)op)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: '%s' conflicts with this function's op '%s'",
-                                              gr_op_name(r->o.op), gr_op_name((gr_op)op)));
-    if ((r->chunk || r->streams) && !r->streamed)
-        luaL_argerror(L, arg, "opts.chunk and opts.streams go with opts.streamed = true");
-    if (r->streamed && r->async)
-        luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
-    if (r->segment && r->offsets)
-        luaL_argerror(L, arg, "opts.segment and opts.offsets: give one (fixed-size segments or CSR boundaries)");
-    if ((r->segment || r->offsets) && (r->streamed || r->async))
-        luaL_argerror(L, arg, r->streamed ? "opts.streamed: segmented reductions take device or host buffers, not "
-                                            "streamed data" : "opts.async: segmented reductions are synchronous");
-    if (r->has_out && !r->segment && !r->offsets)
-        luaL_argerror(L, arg, "opts.out goes with opts.segment or opts.offsets (results of one value come back as "
-                              "values)");
-}
+typedef struct { gr_pending *p; } lpending;
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
-static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r);
+static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 
 /* A table or byte string reduced as streamed host data: staged through pinned memory first. */
-static int reduce_source(lua_State *L, lgr_reduce_opts *r) {
+static int reduce_source(lua_State *L, lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     gr_dtype t = r->dtype < 0 ? GR_FLOAT32 : (gr_dtype)r->dtype;
-    lgr_kernel_prepare(L, r, t);
     void *data;
     size_t n = lgr_stage_source(L, 1, t, &data);
     lbuffer *u = lgr_new_buffer_ud(L);       /* collected, and so freed, even if a step below raises */
-    gr_status st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
-    if (lgr_retry_after_gc(L, st)) st = gr_buffer_new(ctx, n, t, GR_HOST, &u->b);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_new(ctx, n, t, GR_HOST, &u->b));
     if (st == GR_OK) st = gr_buffer_write(ctx, u->b, 0, data, n);
     free(data);
-    if (st == GR_OK && r->user_op) lgr_reduce_operator(L, r, u->b);    /* its kernels, or its cpu functions */
+    if (st == GR_OK) lgr_request_prepare(L, r, LGR_FOR_RUN, &u->b, 1);    /* its kernels, or its cpu functions */
     gr_result v;
-    if (st == GR_OK) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v);
+    if (st == GR_OK) LGR_RETRY(L, st, gr_reduce_streamed(ctx, u->b, &r->o, r->chunk, r->streams, &v));
     gr_buffer_free(ctx, u->b);
     u->b = NULL;
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     return lgr_push_result(L, &v);
 }
 
-int lgr_segment_outs(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r, gr_buffer *out[2]) {
-    return lgr_segment_outs_like(L, gr_buffer_dtype(b), gr_buffer_size(b), gr_buffer_where(b), gr_buffer_device(b),
-                                 r, out);
-}
-
-int lgr_segment_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_reduce_opts *r,
-                          gr_buffer *out[2]) {
-    gr_context *ctx = lgr_ctx(L);
-    gr_dtype dt[2];
-    int count = 1;
-    gr_status st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    gr_segments seg = {r->segment, r->offsets};
-    size_t k;
-    if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
-    out[0] = out[1] = NULL;
-    int base = lua_gettop(L);
-    if (r->has_out) {
-        lua_getfield(L, 2, "out");
-        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-            if (lgr_list_len(L, base + 1, "opts.out: ") != count)
-                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
-                                                              count, count > 1 ? "s" : "", count > 1 ?
-                                                              "a table of two buffers" : "one buffer"));
-            for (int i = 0; i < count; i++) {
-                lua_geti(L, base + 1, i + 1);
-                lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-                if (!u || !u->b)
-                    return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
-                out[i] = u->b;
-            }
-            lua_remove(L, base + 1);            /* the table: its buffers stay, in order */
-        } else {
-            if (count > 1)
-                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
-                                                              "buffers", gr_op_name(r->o.op)));
-            lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-            if (!u->b) return luaL_argerror(L, 2, "opts.out: buffer has been freed");
-            out[0] = u->b;
-        }
-    } else {
-        for (int i = 0; i < count; i++) {
-            lbuffer *u = lgr_new_buffer_ud(L);
-            st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
-            if (lgr_retry_after_gc(L, st)) st = gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b);
-            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-            lgr_track(L, k * gr_dtype_size(dt[i]));
-            out[i] = u->b;
-        }
-    }
-    return count;
-}
-
 /* Segmented: the results in buffers on the input's side, opts.out's or new ones. */
-static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+static int reduce_segments(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     gr_segments seg = {r->segment, r->offsets};
     gr_buffer *out[2];
-    int count = lgr_segment_outs(L, b, r, out);
-    gr_status st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_segments(ctx, b, &r->o, &seg, out);
+    int count = lgr_request_outs(L, b, r, out);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_segments(ctx, b, &r->o, &seg, out));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     return count;
 }
 
 /* opts.op of gr.reduce and reduce_many: a misspelt variable there is nil, which must not mean sum. */
-static void require_op(lua_State *L, const lgr_reduce_opts *r) {
+static void require_op(lua_State *L, const lgr_request *r) {
     if (!r->op_given)
         luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: required: an op's name (accepted: %s) or a gr.operator "
                                                "(gr.sum and the like name theirs)", gr_op_names()));
 }
 
 static int reduce_with(lua_State *L, int op) {
-    lgr_reduce_opts r;
+    lgr_request r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
-    lgr_reduce_opts_read(L, 2, op, 0, &r);
+    lgr_request_read(L, 2, op, 0, &r);
     if (op < 0) require_op(L, &r);
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
@@ -267,15 +69,14 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_buffer(L, 1);
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.user_op) lgr_reduce_operator(L, &r, b);     /* its kernels, or its cpu functions */
+    lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
-    lgr_kernel_prepare(L, &r, gr_buffer_dtype(b));
     if (r.async) return push_pending(L, b, &r);
     gr_context *ctx = lgr_ctx(L);
     gr_result v;
-    gr_status st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
-    if (lgr_retry_after_gc(L, st))
-        st = r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v) : gr_reduce(ctx, b, &r.o, &v);
+    gr_status st;
+    LGR_RETRY(L, st, r.streamed ? gr_reduce_streamed(ctx, b, &r.o, r.chunk, r.streams, &v)
+                                : gr_reduce(ctx, b, &r.o, &v));
     if (st == GR_EINVAL && r.streamed && strcmp(gr_errarg(ctx), "streamed") == 0)
         return luaL_argerror(L, 2, lua_pushfstring(L, "opts.%s, or pass a table or a byte string with opts.dtype",
                                                    gr_errmsg(ctx)));
@@ -285,12 +86,60 @@ static int reduce_with(lua_State *L, int op) {
 
 int lgr_reduce(lua_State *L) { return reduce_with(L, -1); }
 
+/* bufs[where[j]] for j < m reduced with r's options (the cpu functions, or one dtype's kernels), the
+ * values stored at those places of the results table. */
+static void reduce_group(lua_State *L, lgr_request *r, gr_buffer **group, const size_t *where, size_t m,
+                         gr_result *res, int results) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_many(ctx, group, m, &r->o, res));
+    if (st != GR_OK) lgr_fail(L, st, 2, "bufs", 1, NULL);
+    for (size_t j = 0; j < m; j++) {
+        lgr_push_scalar(L, res[j].value[0]);
+        lua_rawseti(L, results, (lua_Integer)where[j] + 1);
+    }
+}
+
+/* gr.reduce_many with opts.op an operator: on the GPU the device buffers of each dtype in one launch of
+ * the operator's kernels for that dtype (r->images); host data, and everything on the cpu backend,
+ * through its cpu functions. Pushes the table of results. */
+static int reduce_many_operator(lua_State *L, lgr_request *r, gr_buffer **bufs, size_t count) {
+    lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
+    int results = lua_gettop(L);
+    int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+    size_t n = count ? count : 1;
+    gr_buffer **group = lua_newuserdatauv(L, n * sizeof *group, 0);
+    size_t *where = lua_newuserdatauv(L, n * sizeof *where, 0);
+    gr_result *res = lua_newuserdatauv(L, n * sizeof *res, 0);
+    for (int t = 0; t < GR_DTYPE_COUNT && gpu; t++) {
+        size_t m = 0;
+        for (size_t i = 0; i < count; i++)
+            if (gr_buffer_dtype(bufs[i]) == (gr_dtype)t && gr_buffer_where(bufs[i]) == GR_DEVICE) {
+                where[m] = i;
+                group[m++] = bufs[i];
+            }
+        r->o.user = r->images[t];
+        if (m) reduce_group(L, r, group, where, m, res, results);
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < count; i++)
+        if (!gpu || gr_buffer_where(bufs[i]) != GR_DEVICE) {
+            where[m] = i;
+            group[m++] = bufs[i];
+        }
+    r->o.user = NULL;                           /* the engine runs the cpu functions over them all */
+    r->o.fold = NULL;
+    if (m || !gpu) reduce_group(L, r, group, where, m, res, results);
+    lua_settop(L, results);
+    return 1;
+}
+
 /* gr.reduce_many({b1, b2, ...}, opts): a table of results, one per buffer (a table {value, index} or
  * {min, max} for the ops with two). */
 int lgr_reduce_many(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
-    lgr_reduce_opts r;
-    lgr_reduce_opts_read(L, 2, -1, 0, &r);
+    lgr_request r;
+    lgr_request_read(L, 2, -1, 0, &r);
     if (r.o.variant >= 0 && gr_variant_get(r.o.variant)->user)
         return luaL_argerror(L, 2, lua_pushfstring(L, "opts.variant: user kernel '%s' reduces one buffer per call "
                                                       "(its kernels are compiled for one dtype: call gr.reduce on "
@@ -314,10 +163,11 @@ int lgr_reduce_many(lua_State *L) {
         lua_pop(L, 1);
     }
     require_op(L, &r);
-    if (r.user_op) return lgr_reduce_many_operator(L, &r, bufs, count);
+    lgr_request_prepare(L, &r, LGR_FOR_MANY, bufs, count);
+    if (r.user_op) return reduce_many_operator(L, &r, bufs, count);
     gr_context *ctx = lgr_ctx(L);
-    gr_status st = gr_reduce_many(ctx, bufs, count, &r.o, res);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_many(ctx, bufs, count, &r.o, res);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_many(ctx, bufs, count, &r.o, res));
     if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     for (size_t i = 0; i < count; i++) {
@@ -340,13 +190,13 @@ int lgr_reduce_op(lua_State *L) { return reduce_with(L, (int)lua_tointeger(L, lu
 
 /* ---- pendings ------------------------------------------------------------------------------------ */
 
-static int push_pending(lua_State *L, gr_buffer *b, const lgr_reduce_opts *r) {
+static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
     u->p = NULL;
     luaL_setmetatable(L, PENDING_MT);
-    gr_status st = gr_reduce_async(ctx, b, &r->o, &u->p);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_async(ctx, b, &r->o, &u->p);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     lua_pushvalue(L, 1);                 /* keep the buffer and the stream alive while in flight */
     lua_setiuservalue(L, -2, 1);
@@ -394,48 +244,6 @@ static int p_tostring(lua_State *L) {
     return 1;
 }
 
-/* ---- streams ------------------------------------------------------------------------------------- */
-
-static gr_stream *check_stream(lua_State *L, int arg) {
-    lstream *u = luaL_checkudata(L, arg, STREAM_MT);
-    if (!u->s) luaL_argerror(L, arg, "stream has been freed");
-    return u->s;
-}
-
-int lgr_stream(lua_State *L) {
-    gr_context *ctx = lgr_ctx(L);
-    lstream *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->s = NULL;
-    luaL_setmetatable(L, STREAM_MT);
-    gr_status st = gr_stream_new(ctx, &u->s);
-    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    return 1;
-}
-
-static int s_release(lua_State *L) {
-    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
-    gr_context *ctx = lgr_ctx_or_null(L);
-    if (u->s && ctx) gr_stream_free(ctx, u->s);
-    u->s = NULL;
-    return 0;
-}
-
-static int s_sync(lua_State *L) {
-    gr_stream *s = check_stream(L, 1);
-    gr_status st = gr_stream_sync(lgr_ctx(L), s);
-    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    return 0;
-}
-
-static int s_tostring(lua_State *L) {
-    lstream *u = luaL_checkudata(L, 1, STREAM_MT);
-    lua_pushstring(L, u->s ? "gpureduce.Stream" : "gpureduce.Stream(freed)");
-    return 1;
-}
-
-const luaL_Reg lgr_stream_methods[] = {{"free", s_release}, {"sync", s_sync}, {NULL, NULL}};
-const luaL_Reg lgr_stream_meta[] = {
-    {"__close", s_release}, {"__gc", s_release}, {"__tostring", s_tostring}, {NULL, NULL}};
 const luaL_Reg lgr_pending_methods[] = {{"free", p_release}, {"ready", p_ready}, {"wait", p_wait}, {NULL, NULL}};
 const luaL_Reg lgr_pending_meta[] = {
     {"__close", p_release}, {"__gc", p_release}, {"__tostring", p_tostring}, {NULL, NULL}};

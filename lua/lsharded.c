@@ -4,10 +4,11 @@
  * A sharded buffer is a Lua table (gpureduce/init.lua makes it and writes its methods: they only loop
  * over the shards, each a plain Buffer on its device). What must be C is the reduction: the shards are
  * handed to the engine together (gr_reduce_shards, gr_reduce_shards_segments), which runs them on every
- * device at once and combines them in shard order (a gr.operator's cpu functions too, as
- * loperator_run.c hands them over).
+ * device at once and combines them in shard order (a gr.operator's kernels or cpu functions too, as
+ * lgr_request_prepare makes them ready).
  */
-#include "binding.h"
+#include "lsharded.h"
+#include "lbuffer.h"
 
 int lgr_is_sharded(lua_State *L, int idx) {
     if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;
@@ -17,7 +18,7 @@ int lgr_is_sharded(lua_State *L, int idx) {
     return same;
 }
 
-int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
+int lgr_reduce_sharded(lua_State *L, lgr_request *r) {
     if (r->async)
         return luaL_argerror(L, 2, "opts.async: a sharded buffer is reduced synchronously (every shard at once, on "
                                    "its device)");
@@ -44,24 +45,22 @@ int lgr_reduce_sharded(lua_State *L, lgr_reduce_opts *r) {
         lua_pop(L, 1);
     }
     if (count == 0) return luaL_argerror(L, 1, "sharded buffer has no shard");
-    if (r->user_op) lgr_reduce_sharded_operator(L, r, shards, count);   /* its kernels, or its cpu functions */
+    lgr_request_prepare(L, r, LGR_FOR_SHARDS, shards, count);      /* an operator's kernels, or its cpu functions */
     gr_context *ctx = lgr_ctx(L);
     gr_status st;
     if (r->segment || r->offsets) {
         size_t n = 0;
         for (size_t i = 0; i < count; i++) n += gr_buffer_size(shards[i]);
         gr_buffer *out[2];
-        int results = lgr_segment_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
+        int results = lgr_request_outs_like(L, gr_buffer_dtype(shards[0]), n, gr_buffer_where(shards[0]),
                                             gr_buffer_device(shards[0]), r, out);
         gr_segments seg = {r->segment, r->offsets};
-        st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
-        if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out);
+        LGR_RETRY(L, st, gr_reduce_shards_segments(ctx, shards, count, &r->o, &seg, out));
         if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
         return results;
     }
     gr_result v;
-    st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
-    if (lgr_retry_after_gc(L, st)) st = gr_reduce_shards(ctx, shards, count, &r->o, &v);
+    LGR_RETRY(L, st, gr_reduce_shards(ctx, shards, count, &r->o, &v));
     if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
     return lgr_push_result(L, &v);
 }

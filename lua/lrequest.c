@@ -1,0 +1,321 @@
+/*
+ * lrequest.c -- a reduction request as the binding reads it: the options of gr.reduce and its
+ * shortcuts, gr.plan, gr.bench, gr.reduce_many, c:reduce and the kernel queries, checked for the
+ * combinations that do not go together; what the request needs prepared before the engine plans it,
+ * decided in one place (lgr_request_prepare: a user kernel's kernels, a user operator's kernels or its
+ * cpu functions); and the result buffers of a segmented request (opts.out's, or new ones).
+ *
+ * It stands below every entry point that reduces (lreduce.c, lsharded.c, linfo.c, lkernel.c, lcomm.c)
+ * and calls none of them.
+ */
+#include "lrequest.h"
+#include "lbuffer.h"
+#include "loperator.h"
+#include "lopts.h"
+#include "lstream.h"
+
+#include <limits.h>
+#include <string.h>
+
+/* ---- options ------------------------------------------------------------------------------------- */
+
+/* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
+static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    lgr_request *r = (lgr_request *)((char *)field - offsetof(lgr_request, o.op));
+    r->op_given = 1;
+    if (luaL_testudata(L, -1, OPERATOR_MT)) {
+        r->user_op = lgr_check_operator(L, -1);
+        return;
+    }
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s) or a gr.operator, got %s",
+                                              gr_op_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int v = gr_op_from_name(name);
+    if (v < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: unknown op '%s' (accepted: %s)", name, gr_op_names()));
+    *(gr_op *)field = (gr_op)v;
+}
+
+static void read_variant(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: expected a string (accepted: %s), got %s",
+                                              gr_variant_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int v = strcmp(name, "auto") == 0 ? -1 : gr_variant_find(name);
+    if (v < 0 && strcmp(name, "auto") != 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: unknown variant '%s' (accepted: %s)", name,
+                                              gr_variant_names()));
+    *(int *)field = v;
+}
+
+static void read_finish(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: expected a string (accepted: %s), got %s",
+                                              gr_finish_names(), luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int f = gr_finish_from_name(name);
+    if (f < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: unknown mode '%s' (accepted: %s)", name,
+                                              gr_finish_names()));
+    *(gr_finish *)field = (gr_finish)f;
+}
+
+static void read_stream(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    lstream *u = luaL_testudata(L, -1, STREAM_MT);
+    if (!u)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.stream: expected a gpureduce.Stream, got %s",
+                                              luaL_typename(L, -1)));
+    if (!u->s) luaL_argerror(L, arg, "opts.stream: stream has been freed");
+    *(gr_stream **)field = u->s;
+}
+
+static void read_buffer(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+    if (!u)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: expected a gpureduce.Buffer, got %s", opt->key,
+                                              luaL_typename(L, -1)));
+    if (!u->b) luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: buffer has been freed", opt->key));
+    *(gr_buffer **)field = u->b;
+}
+
+/* opts.out: a buffer, or a table of two for the ops with two results; checked when used. */
+static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    if (!luaL_testudata(L, -1, BUFFER_MT) && !lua_istable(L, -1))
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.out: expected a gpureduce.Buffer or a table of two, got %s",
+                                              luaL_typename(L, -1)));
+    *(int *)field = 1;
+}
+
+#define R(field) offsetof(lgr_request, field)
+#define ANY_SIZE 1, LUA_MAXINTEGER
+
+/* The keys of gr.reduce and gr.plan; gr.bench takes these but async and dtype, plus reps and warmup. */
+static const lgr_opt reduce_specs[] = {
+    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
+    {"async", lgr_read_bool, R(async), 0, 0, NULL},
+    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
+    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
+    {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
+    {"finish", read_finish, R(o.finish), 0, 0, NULL},
+    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
+    {"op", read_op, R(o.op), 0, 0, NULL},
+    {"out", read_out, R(has_out), 0, 0, NULL},
+    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
+    {"stream", read_stream, R(o.stream), 0, 0, NULL},
+    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
+    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
+    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
+    {"variant", read_variant, R(o.variant), 0, 0, NULL},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+static const lgr_opt bench_specs[] = {
+    {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
+    {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
+    {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
+    {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
+    {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
+    {"finish", read_finish, R(o.finish), 0, 0, NULL},
+    {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"offsets", read_buffer, R(offsets), 0, 0, NULL},
+    {"op", read_op, R(o.op), 0, 0, NULL},
+    {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
+    {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
+    {"stream", read_stream, R(o.stream), 0, 0, NULL},
+    {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
+    {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
+    {"threshold", lgr_read_size, R(o.threshold), ANY_SIZE, NULL},
+    {"variant", read_variant, R(o.variant), 0, 0, NULL},
+    {"warmup", lgr_read_int, R(warmup), 0, INT_MAX, NULL},
+    {NULL, NULL, 0, 0, 0, NULL}};
+
+void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) {
+    memset(r, 0, sizeof *r);
+    gr_options_init(&r->o, op >= 0 ? (gr_op)op : GR_SUM);
+    r->reps = 20;
+    r->warmup = 3;
+    r->dtype = -1;
+    lgr_parse_opts(L, arg, bench ? bench_specs : reduce_specs, r);
+    if (op >= 0 && r->user_op)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: a gr.operator conflicts with this function's op '%s' "
+                                              "(use gr.reduce(b, {op = operator}))", gr_op_name((gr_op)op)));
+    if (op >= 0 && r->o.op != (gr_op)op)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: '%s' conflicts with this function's op '%s'",
+                                              gr_op_name(r->o.op), gr_op_name((gr_op)op)));
+    if ((r->chunk || r->streams) && !r->streamed)
+        luaL_argerror(L, arg, "opts.chunk and opts.streams go with opts.streamed = true");
+    if (r->streamed && r->async)
+        luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
+    if (r->segment && r->offsets)
+        luaL_argerror(L, arg, "opts.segment and opts.offsets: give one (fixed-size segments or CSR boundaries)");
+    if ((r->segment || r->offsets) && (r->streamed || r->async))
+        luaL_argerror(L, arg, r->streamed ? "opts.streamed: segmented reductions take device or host buffers, not "
+                                            "streamed data" : "opts.async: segmented reductions are synchronous");
+    if (r->has_out && !r->segment && !r->offsets)
+        luaL_argerror(L, arg, "opts.out goes with opts.segment or opts.offsets (results of one value come back as "
+                              "values)");
+}
+
+/* ---- what a request needs prepared ------------------------------------------------------------- */
+
+/* opts.op's cpu functions (r->o.cpu), pushed on the stack on the first call for the rest of the
+ * request's. 0 (nothing pushed) when the operator has no cpu table. */
+static int use_cpu_functions(lua_State *L, lgr_request *r) {
+    if (r->o.cpu) return 1;
+    lua_getfield(L, 2, "op");
+    if (!lgr_operator_cpu_push(L, lua_gettop(L), r->user_op, &r->cpu)) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    r->o.cpu = &r->cpu.fns;
+    return 1;
+}
+
+/* opts.op's kernels for elements of dtype t (r->o.user; the segments' form where `segments`), and for
+ * the finishes on the CPU r->o.fold by its cpu.reduce; a Lua error where they cannot be had. */
+static void operator_kernels(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+    const gr_operator_image *img;
+    gr_status st = (segments ? gr_operator_prepare_segments : gr_operator_prepare)(lgr_ctx(L), lgr_operator_cache(L),
+                                                                                    r->user_op, t, &img);
+    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
+    r->o.user = img;
+    if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
+    if (!use_cpu_functions(L, r)) return;       /* the planner says what is missing */
+    r->o.fold = lgr_operator_cpu_fold;
+    r->o.fold_ud = &r->cpu;
+}
+
+static const char *operator_name(const lgr_request *r) { return gr_operator_get_spec(r->user_op)->name; }
+
+/* Where the GPU does not reduce: the cpu functions, or on the cpu backend a clear error without them;
+ * else the kernels for dtype t, and the engine says what they cannot do. */
+static void off_the_gpu(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+    if (use_cpu_functions(L, r)) return;
+    if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+                                               "cannot run its kernels (give gr.operator a cpu table)",
+                                            operator_name(r)));
+    operator_kernels(L, r, segments, t);
+}
+
+/* gr.reduce_many: the kernels of each dtype among the device buffers (r->images) before anything runs
+ * (a CPU finish runs cpu.reduce, which may free the operator); the cpu functions where a buffer is not
+ * on the GPU, or a clear error without them. */
+static void operator_many(lua_State *L, lgr_request *r, gr_buffer *const *bufs, size_t count) {
+    int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA, off = !gpu;
+    for (size_t i = 0; i < count; i++) {
+        gr_dtype t = gr_buffer_dtype(bufs[i]);
+        if (!gpu || gr_buffer_where(bufs[i]) != GR_DEVICE) {
+            off = 1;
+        } else if (!r->images[t]) {
+            operator_kernels(L, r, 1, t);
+            r->images[t] = r->o.user;
+        }
+    }
+    if (off && !use_cpu_functions(L, r))
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give gr.operator a "
+                                               "cpu table)", operator_name(r), gpu ? "host buffers" : "the cpu backend"));
+}
+
+/* When r->o.variant names a user kernel and the backend is cuda: its kernels for this reduction over
+ * dtype t (the op, or opts.op's operator) in r->o.kernel, or a Lua error (a compile error with NVRTC's
+ * log). Elsewhere nothing: the engine says what cannot run. */
+static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
+    if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user) return;     /* every call passes here */
+    gr_context *ctx = lgr_ctx(L);
+    if (gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
+    const gr_operator_image *img;
+    gr_status st = gr_kernel_prepare(ctx, lgr_operator_cache(L), r->o.variant, r->o.op, r->o.acc, r->user_op, t, &img);
+    /* a compile error names the source, an operator's field or nothing (a generated line) */
+    const char *arg = gr_errarg(ctx);
+    if (st == GR_EINVAL && strcmp(arg, "variant") && strcmp(arg, "dtype") && strcmp(arg, "acc") && strcmp(arg, "cache"))
+        lgr_raise_compile_error(L);
+    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
+    r->o.kernel = img;
+}
+
+void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count) {
+    int segments = r->segment || r->offsets;
+    if (r->user_op && why == LGR_FOR_PLAN) {
+        operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
+    } else if (r->user_op) {
+        /* gpu_to_gpu has no form for an operator: refused before anything runs */
+        if (r->o.determinism == GR_DET_GPU_TO_GPU)
+            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+                                "user's) (accepted with operators: not_guaranteed, run_to_run)");
+        if (why == LGR_FOR_MANY) {
+            operator_many(L, r, bufs, count);
+        } else {
+            /* the GPU reduces device buffers (a sharded one's on every device), and host data it streams;
+             * the engine loads the kernels on the other shards' devices */
+            int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+            for (size_t i = 0; i < count && !r->streamed; i++) gpu = gpu && gr_buffer_where(bufs[i]) == GR_DEVICE;
+            if (gpu) operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
+            else off_the_gpu(L, r, segments, gr_buffer_dtype(bufs[0]));
+        }
+    }
+    /* a user kernel reduces one whole buffer */
+    if ((why == LGR_FOR_RUN || why == LGR_FOR_PLAN) && !segments) user_kernels(L, r, gr_buffer_dtype(bufs[0]));
+}
+
+/* ---- result buffers of segments ------------------------------------------------------------------ */
+
+int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer *out[2]) {
+    return lgr_request_outs_like(L, gr_buffer_dtype(b), gr_buffer_size(b), gr_buffer_where(b), gr_buffer_device(b),
+                                 r, out);
+}
+
+int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_request *r,
+                          gr_buffer *out[2]) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_dtype dt[2];
+    int count = 1;
+    gr_status st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    gr_segments seg = {r->segment, r->offsets};
+    size_t k;
+    if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+    out[0] = out[1] = NULL;
+    int base = lua_gettop(L);
+    if (r->has_out) {
+        lua_getfield(L, 2, "out");
+        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+            if (lgr_list_len(L, base + 1, "opts.out: ") != count)
+                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
+                                                              count, count > 1 ? "s" : "", count > 1 ?
+                                                              "a table of two buffers" : "one buffer"));
+            for (int i = 0; i < count; i++) {
+                lua_geti(L, base + 1, i + 1);
+                lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+                if (!u || !u->b)
+                    return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
+                out[i] = u->b;
+            }
+            lua_remove(L, base + 1);            /* the table: its buffers stay, in order */
+        } else {
+            if (count > 1)
+                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
+                                                              "buffers", gr_op_name(r->o.op)));
+            lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
+            if (!u->b) return luaL_argerror(L, 2, "opts.out: buffer has been freed");
+            out[0] = u->b;
+        }
+    } else {
+        for (int i = 0; i < count; i++) {
+            lbuffer *u = lgr_new_buffer_ud(L);
+            LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
+            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+            lgr_track(L, k * gr_dtype_size(dt[i]));
+            out[i] = u->b;
+        }
+    }
+    return count;
+}

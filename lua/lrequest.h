@@ -1,0 +1,53 @@
+/*
+ * lrequest.h -- a reduction request (lrequest.c): its options read, what it needs prepared before the
+ * engine plans it (decided in one place), and the result buffers of its segments.
+ */
+#ifndef LGR_LREQUEST_H
+#define LGR_LREQUEST_H
+
+#include "lcore.h"
+#include "loperator_cpu.h"
+
+/* A reduction's options as read from Lua: the engine's, and what the binding handles itself. */
+typedef struct lgr_request {
+    gr_options o;
+    int async;
+    int streamed, streams;      /* streamed host data: on/off, stream count (0 = default) */
+    size_t chunk;               /* bytes per chunk (0 = default) */
+    int dtype;                  /* the dtype of a table or byte-string source, -1 = float32 */
+    int reps, warmup;           /* gr.bench */
+    size_t segment;             /* fixed segment size (0: none) */
+    gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
+    int has_out;                /* opts.out was given (its buffers: user values of the options table) */
+    gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
+    int op_given;               /* opts.op was given (gr.reduce needs it) */
+    lgr_operator_cpu cpu;       /* opts.op's cpu functions, where the request runs them (o.cpu, o.fold) */
+    const gr_operator_image *images[GR_DTYPE_COUNT];    /* gr.reduce_many: opts.op's kernels per dtype */
+} lgr_request;
+
+/* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
+ * gr.bench (bench = 1). */
+void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r);
+/* What a request is, as its preparation sees it. */
+typedef enum {
+    LGR_FOR_RUN,        /* gr.reduce and the shortcuts: one buffer (a streamed source's staged copy) */
+    LGR_FOR_SHARDS,     /* the same over the shards of a sharded buffer */
+    LGR_FOR_MANY,       /* gr.reduce_many over its buffers */
+    LGR_FOR_PLAN        /* gr.plan and gr.bench: the GPU's form, whatever the backend and the buffer */
+} lgr_purpose;
+/* The one place that decides what a request over bufs (count of them) needs before the engine plans
+ * it, called once per request: opts.op's kernels (r->o.user; per dtype for reduce_many, r->images) where
+ * the GPU reduces, else its cpu functions (r->o.cpu, pushed on the stack for the call's duration), with
+ * r->o.fold for the CPU finishes; a named user kernel's kernels (r->o.kernel) for a whole buffer. Raises
+ * where the request cannot run that way (gpu_to_gpu with an operator, no cpu functions off the GPU, a
+ * compile error with NVRTC's log). */
+void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count);
+/* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
+ * how many results the op has. */
+int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer *out[2]);
+/* The same for the segments of n elements of dtype t, new buffers made in `where` memory of `device`
+ * (1-based): a sharded buffer's results go to its first shard's device. */
+int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_request *r,
+                          gr_buffer *out[2]);
+
+#endif
