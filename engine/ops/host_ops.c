@@ -33,7 +33,7 @@ static num read_num(const void *p, gr_dtype t) {
     case GR_INT64: v.kind = 'i'; v.i = *(const int64_t *)p; break;
     case GR_UINT64: v.kind = 'u'; v.u = *(const uint64_t *)p; break;
     case GR_FLOAT32: v.kind = 'f'; v.f = *(const float *)p; break;
-    default: v.kind = 'f'; v.f = *(const double *)p; break;
+    case GR_FLOAT64: case GR_DTYPE_COUNT: v.kind = 'f'; v.f = *(const double *)p; break;
     }
     if (v.kind == 'i') v.u = (uint64_t)v.i;
     if (v.kind == 'u') v.i = (int64_t)v.u;
@@ -49,7 +49,7 @@ static void write_num(void *p, gr_dtype t, num v) {
     case GR_INT64: *(int64_t *)p = v.i; break;
     case GR_UINT64: *(uint64_t *)p = v.u; break;
     case GR_FLOAT32: *(float *)p = (float)v.f; break;
-    default: *(double *)p = v.f; break;
+    case GR_FLOAT64: case GR_DTYPE_COUNT: *(double *)p = v.f; break;
     }
 }
 
@@ -82,8 +82,9 @@ static num top(gr_dtype t) {
     case GR_UINT8: return make_u(UINT8_MAX);
     case GR_UINT32: return make_u(UINT32_MAX);
     case GR_UINT64: return make_u(UINT64_MAX);
-    default: return make_f(INFINITY);
+    case GR_FLOAT32: case GR_FLOAT64: case GR_DTYPE_COUNT: return make_f(INFINITY);
     }
+    return make_f(INFINITY);
 }
 static num bottom(gr_dtype t) {
     switch (t) {
@@ -91,8 +92,9 @@ static num bottom(gr_dtype t) {
     case GR_INT32: { num v = {'i', INT32_MIN, (uint64_t)(int64_t)INT32_MIN, 0}; return v; }
     case GR_INT64: { num v = {'i', INT64_MIN, (uint64_t)INT64_MIN, 0}; return v; }
     case GR_UINT8: case GR_UINT32: case GR_UINT64: return make_u(0);
-    default: return make_f(-INFINITY);
+    case GR_FLOAT32: case GR_FLOAT64: case GR_DTYPE_COUNT: return make_f(-INFINITY);
     }
+    return make_f(-INFINITY);
 }
 
 /* ---- one-value accumulators ---------------------------------------------------------------------- */
@@ -105,8 +107,9 @@ static num value_identity(const gr_op_desc *op, gr_dtype acc) {
     case GR_COMBINE_MAX: return bottom(acc);
     case GR_COMBINE_NANMIN: return f ? make_f(NAN) : top(acc);
     case GR_COMBINE_NANMAX: return f ? make_f(NAN) : bottom(acc);
-    default: return f ? make_f(0) : make_u(0);
+    case GR_COMBINE_ADD: case GR_COMBINE_OR: return f ? make_f(0) : make_u(0);
     }
+    return make_u(0);
 }
 
 /* One element's contribution, in the accumulator's kind. */
@@ -126,11 +129,12 @@ static num value_load(const gr_op_desc *op, gr_dtype acc, num x) {
     case GR_MAP_NAN_ZERO:
         if (x.kind == 'f' && x.f != x.f) return f ? make_f(0) : make_u(0);
         /* fall through */
-    default:
+    case GR_MAP_VALUE:
         if (f) return make_f(rnd(acc, x.kind == 'f' ? x.f : x.kind == 'i' ? (double)x.i : (double)x.u));
         if (op->acc == GR_ACC_INPUT) return x;
         return make_u(x.u);                 /* the wrapping 64-bit accumulator takes the bits */
     }
+    return x;
 }
 
 static num value_combine(const gr_op_desc *op, gr_dtype acc, num a, num b) {
@@ -143,8 +147,9 @@ static num value_combine(const gr_op_desc *op, gr_dtype acc, num a, num b) {
     case GR_COMBINE_NANMIN: return is_nan(a) ? b : is_nan(b) ? a : less(b, a) ? b : a;  /* NaN loses */
     case GR_COMBINE_NANMAX: return is_nan(a) ? b : is_nan(b) ? a : less(a, b) ? b : a;
     case GR_COMBINE_AND: return make_u(a.u && b.u);
-    default: return make_u(a.u || b.u);
+    case GR_COMBINE_OR: return make_u(a.u || b.u);
     }
+    return a;
 }
 
 /* ---- exact sums of integers of up to 32 bits (var, std, norm) ------------------------------------ */
@@ -244,8 +249,9 @@ size_t gr_host_acc_size(const gr_op_desc *d, gr_dtype t, gr_dtype acc) {
     case GR_FAMILY_COUNTED: return 16;                          /* u64 n, then the sum */
     case GR_FAMILY_MOMENTS: return 32;
     case GR_FAMILY_SQUARES: return 16;
-    default: return as;
+    case GR_FAMILY_VALUE: return as;
     }
+    return GR_ACC_MAX;
 }
 
 /* ---- the four operations ------------------------------------------------------------------------- */
@@ -267,7 +273,7 @@ void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a) {
     case GR_FAMILY_WELFORD: case GR_FAMILY_NORM: case GR_FAMILY_COUNTED: case GR_FAMILY_MOMENTS:
     case GR_FAMILY_SQUARES:
         break;                          /* all zero */
-    default:
+    case GR_FAMILY_VALUE:
         write_num(p, acc, value_identity(op, acc));
         break;
     }
@@ -315,7 +321,7 @@ void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *xp
             f_put(p + 8, acc, rnd(acc, xf));
         }
         break;
-    default:
+    case GR_FAMILY_VALUE:
         write_num(p, acc, value_load(op, acc, x));
         break;
     }
@@ -380,7 +386,7 @@ void gr_host_combine(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a, co
         *(uint64_t *)p += *(const uint64_t *)q;
         f_put(p + 8, acc, rnd(acc, f_of(p + 8, acc) + f_of(q + 8, acc)));
         break;
-    default:
+    case GR_FAMILY_VALUE:
         write_num(p, acc, value_combine(op, acc, read_num(p, acc), read_num(q, acc)));
         break;
     }
@@ -445,7 +451,7 @@ gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const v
         r.value[0] = scalar_of(read_num(p, t), t, 0);
         r.value[1] = scalar_of(read_num(p + gr_dtype_size(t), t), t, 0);
         break;
-    default:
+    case GR_RESULT_VALUE:
         if (op->acc == GR_ACC_COUNT) r.value[0] = scalar_i((int64_t) * (const uint64_t *)p);
         else r.value[0] = scalar_of(read_num(p, acc), acc, gr_dtype_is_signed(t));
         break;

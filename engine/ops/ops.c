@@ -67,13 +67,13 @@ int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     const gr_op_desc *d = gr_op_desc_get(op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op"), -1;
     int is_float = gr_dtype_is_float(t);
-    int natural;
+    int natural = GR_UINT64;
     switch (d->acc) {
     case GR_ACC_FLAG: natural = GR_UINT8; break;
     case GR_ACC_COUNT: natural = GR_UINT64; break;
     case GR_ACC_INPUT: natural = t; break;
     case GR_ACC_FLOAT: natural = is_float ? (int)t : GR_FLOAT64; break;
-    default: natural = is_float ? (int)t : GR_UINT64; break;   /* wrapping 64-bit sums and products */
+    case GR_ACC_WIDE: natural = is_float ? (int)t : GR_UINT64; break;   /* wrapping 64-bit sums and products */
     }
     if (override < 0 || override == natural) return natural;
     int widens = d->acc == GR_ACC_WIDE || d->acc == GR_ACC_FLOAT;
@@ -96,11 +96,12 @@ gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which) {
     case GR_RESULT_PAIR: return t;
     case GR_RESULT_MEAN: case GR_RESULT_VAR: case GR_RESULT_STD: case GR_RESULT_NORM:
         return gr_dtype_is_float(acc) ? acc : GR_FLOAT64;
-    default:
+    case GR_RESULT_VALUE:
         if (d->acc == GR_ACC_COUNT) return GR_INT64;
         if (acc == GR_UINT64 && d->acc == GR_ACC_WIDE) return gr_dtype_is_signed(t) ? GR_INT64 : GR_UINT64;
         return acc;
     }
+    return acc;
 }
 
 gr_result gr_op_result(gr_op op, const void *acc_value, gr_dtype acc, gr_dtype in_dtype, size_t n, int ddof) {
