@@ -17,7 +17,7 @@ namespace gr {
  * Kernels are instantiated per kind, not per op, so that ops with the same functor and result (sum and
  * nansum of integers, min and nanmin of integers) share one. */
 enum ResultKind : int { res_acc, res_mean, res_var, res_std, res_norm, res_nanmean, res_arg, res_minmax };
-constexpr int result_kind(int id) {
+GR_HOSTDEV constexpr int result_kind(int id) {
     return id == op_mean ? res_mean : id == op_var ? res_var : id == op_std ? res_std : id == op_norm ? res_norm
          : id == op_nanmean ? res_nanmean : id == op_argmin || id == op_argmax ? res_arg
          : id == op_minmax ? res_minmax : res_acc;
