@@ -177,8 +177,9 @@ GR_HD double gr_moments_dev(gr_moments a, unsigned long long uq, unsigned long l
     const double dev = GR_DSUB_RN(gr_u128_double(m), GR_DMUL_RN((double)r, (double)r / (double)a.n));
     return dev > 0 ? dev : 0.0;
 }
-/* q and r of a sum of signed integers (two's complement bits), and of unsigned ones: two functions, so
- * that the kernels, which know the signedness, compile one (op_math.h's callers pass it as a constant). */
+/* q and r of a sum of signed integers (two's complement bits), and of unsigned ones. Two functions, not
+ * one with a test of the sign: the kernels pass the signedness as a constant, and with the test inside
+ * one function nvcc ordered the 128-bit steps differently from the kernels as they were measured. */
 GR_HD double gr_moments_m2_signed(gr_moments a) {
     const long long s = (long long)a.sum;
     long long q = s / (long long)a.n, rr = s % (long long)a.n;
