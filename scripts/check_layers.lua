@@ -24,16 +24,20 @@ local RULES = {
   ["engine/user"] = { ENGINE_API, "engine/base", "engine/ops", "engine/jit", "engine/core" },
   ["engine/multi"] = { ENGINE_API, "engine/base", "engine/ops", "engine/jit", "engine/core", "engine/user" },
   ["lua"] = { ENGINE_API },
-  ["cuda/device"] = { ENGINE_API },
+  ["cuda/device"] = { ENGINE_API, "engine/ops" },
   ["cuda/host"] = { ENGINE_API, "engine/base", "cuda/device" },
   ["cuda/runtime"] = { ENGINE_API, "engine/base", "engine/ops", "cuda/host" },
   ["cuda/kernels"] = { ENGINE_API, "engine/base", "engine/ops", "cuda/device", "cuda/host" },
   ["cuda/variants"] = { ENGINE_API, "engine/base", "cuda/device", "cuda/host" },
 }
 -- The engine headers a file under cuda/ may include: the launch and device contracts, the public lists,
--- and the two headers whose code the host and the device share.
+-- and the three headers whose code the host and the device share.
 local CUDA_SEES = { ["engine/gr.h"] = true, ["engine/lists.h"] = true, ["engine/base/launch.h"] = true,
-  ["engine/base/device.h"] = true, ["engine/ops/gen_element.h"] = true, ["engine/ops/exact_acc.h"] = true }
+  ["engine/base/device.h"] = true, ["engine/ops/gen_element.h"] = true, ["engine/ops/exact_acc.h"] = true,
+  ["engine/ops/op_math.h"] = true }
+-- Of those, what cuda/device (NVRTC-clean, embedded for operators) may include: the lists and the ops'
+-- arithmetic, which include no standard header under CUDA.
+local DEVICE_SEES = { ["engine/lists.h"] = true, ["engine/ops/op_math.h"] = true }
 
 local function lines_of(cmd)
   local p = assert(io.popen(cmd))
@@ -136,6 +140,9 @@ for _, f in ipairs(sources) do
           table.concat(RULES[from] or {}, ", ")))
       elseif from:match("^cuda/") and to:match("^engine") and not CUDA_SEES[h] then
         problem("include: " .. f .. " includes " .. h .. ", which is not part of the kernels' contract")
+      elseif from == "cuda/device" and to:match("^engine") and not DEVICE_SEES[h] then
+        problem("include: " .. f .. " includes " .. h .. ", which NVRTC cannot compile (cuda/device sees "
+          .. "engine/lists.h and engine/ops/op_math.h)")
       end
     end
   end

@@ -3,15 +3,18 @@
  *
  * An op functor has an accumulator type acc_t, identity(), load(x) -- or load(x, i) where kIndexed is
  * set: the element's 0-based index is part of the value (argmin, argmax) -- and combine(a, b). The
- * accumulator layouts are the host's (engine/ops/host_ops.c) byte for byte, since host finishes combine
- * device partials. OpOf<id, In, Acc> names the functor of a built-in op (engine/lists.h's GR_OP_LIST)
- * for an input and an accumulator dtype; the dispatch (launch.cuh) goes through it, so a new op is a
- * functor and an OpOf here, and a descriptor in engine/ops/ops.c (docs/extending.md). AccInput<Op> is the
- * same op over its own accumulators, for the passes that combine partials. NVRTC-clean (core.cuh).
+ * accumulator layouts are the host's byte for byte, since host finishes combine device partials: the
+ * structs of several values, their merges and the NaN and tie rules are engine/ops/op_math.h's, which the
+ * host compiles too (engine/ops/host_ops.c). OpOf<id, In, Acc> names the functor of a built-in op
+ * (engine/lists.h's GR_OP_LIST) for an input and an accumulator dtype; the dispatch (launch.cuh) goes
+ * through it, so a new op is a functor and an OpOf here, and a descriptor in engine/ops/ops.c
+ * (docs/extending.md). AccInput<Op> is the same op over its own accumulators, for the passes that
+ * combine partials. NVRTC-clean (core.cuh; op_math.h includes nothing under CUDA).
  */
 #pragma once
 
 #include "../../engine/lists.h"
+#include "../../engine/ops/op_math.h"
 #include "core.cuh"
 
 namespace gr {
@@ -44,8 +47,8 @@ template <class Acc> struct Prod {
     static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a * b; }
 };
 
-/* Min and max stay in the input type. A NaN wins: once one is in, it propagates (x != x is false for
- * integers, and the compiler drops the tests). */
+/* Min and max stay in the input type. A NaN wins: once one is in, it propagates (op_math.h's
+ * GR_EXTREME; x != x is false for integers, and the compiler drops the tests). */
 template <class T> struct Min {
     using acc_t = T;
     static constexpr bool kIndexed = false;
@@ -54,7 +57,7 @@ template <class T> struct Min {
         else return limits<T>::max();
     }
     template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
-    static GR_HOSTDEV T combine(T a, T b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
+    static GR_HOSTDEV T combine(T a, T b) { return GR_EXTREME(a, b, a != a, b != b, b < a); }
 };
 
 template <class T> struct Max {
@@ -65,7 +68,7 @@ template <class T> struct Max {
         else return limits<T>::lowest();
     }
     template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
-    static GR_HOSTDEV T combine(T a, T b) { return a != a ? a : b != b ? b : (b > a ? b : a); }
+    static GR_HOSTDEV T combine(T a, T b) { return GR_EXTREME(a, b, a != a, b != b, b > a); }
 };
 
 /* Logical and/or over "x != 0" flags, kept as bytes. NaN is not zero, so it counts as true. */
@@ -115,8 +118,8 @@ template <class Acc> struct NanSum {
     static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a + b; }
 };
 
-/* Min and max that skip NaN: the identity is NaN, which loses to any number, so all-NaN gives NaN. For
- * integers these are Min and Max. */
+/* Min and max that skip NaN: the identity is NaN, which loses to any number, so all-NaN gives NaN
+ * (GR_RETURN_NANEXTREME). For integers these are Min and Max. */
 template <class T, bool kMin> struct NanExtreme {
     using acc_t = T;
     static constexpr bool kIndexed = false;
@@ -125,11 +128,7 @@ template <class T, bool kMin> struct NanExtreme {
         else return kMin ? Min<T>::identity() : Max<T>::identity();
     }
     template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
-    static GR_HOSTDEV T combine(T a, T b) {
-        if (a != a) return b;
-        if (b != b) return a;
-        return kMin ? (b < a ? b : a) : (b > a ? b : a);
-    }
+    static GR_HOSTDEV T combine(T a, T b) { GR_RETURN_NANEXTREME(a, b, a != a, b != b, kMin ? b < a : b > a); }
 };
 
 /* ---- accumulators of several values ---------------------------------------------------------------- */
@@ -141,18 +140,15 @@ template <class T> struct ArgAcc {
 };
 
 /* The more extreme value wins; a NaN is the most extreme of all; ties go to the lower index, so the
- * first occurrence wins and the identity (index 2^64 - 1) loses every tie. */
+ * first occurrence wins and the identity (GR_NO_INDEX) loses every tie (GR_RETURN_ARG). */
 template <class T, bool kMin> struct ArgExtreme {
     using acc_t = ArgAcc<T>;
     static constexpr bool kIndexed = true;
-    static GR_HOSTDEV acc_t identity() { return {~0ull, kMin ? Min<T>::identity() : Max<T>::identity()}; }
+    static GR_HOSTDEV acc_t identity() { return {GR_NO_INDEX, kMin ? Min<T>::identity() : Max<T>::identity()}; }
     template <class U> static GR_HOSTDEV acc_t load(U x, u64 i) { return {i, T(x)}; }
     static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
-        const bool an = a.value != a.value, bn = b.value != b.value;
-        if (an || bn) return (an && bn) ? (b.index < a.index ? b : a) : (bn ? b : a);
-        const bool better = kMin ? b.value < a.value : b.value > a.value;
-        const bool worse = kMin ? a.value < b.value : a.value > b.value;
-        return (better || (!worse && b.index < a.index)) ? b : a;
+        GR_RETURN_ARG(a, b, a.value != a.value, b.value != b.value, kMin ? b.value < a.value : b.value > a.value,
+                      kMin ? a.value < b.value : a.value > b.value, a.index, b.index);
     }
 };
 
@@ -171,132 +167,90 @@ template <class T> struct MinMax {
     }
 };
 
-/* var / std: Welford's running count, mean and sum of squared deviations, merged with Chan's formula:
- * delta = mb - ma, mean = ma + delta * nb / n, m2 = m2a + m2b + delta^2 * na * nb / n. */
-template <class F> struct WelfordAcc {
-    u64 n;
-    F mean, m2;
+/* The accumulator structs of op_math.h that hold floats, by F (float or double). */
+template <class F> struct FloatAccs;
+template <> struct FloatAccs<float> {
+    using welford = gr_welford_f32;
+    using norm = gr_norm_f32;
+    using counted = gr_counted_f32;
 };
+template <> struct FloatAccs<double> {
+    using welford = gr_welford_f64;
+    using norm = gr_norm_f64;
+    using counted = gr_counted_f64;
+};
+
+/* var / std: Welford's running count, mean and sum of squared deviations, merged with Chan's formula
+ * (op_math.h's gr_welford_merge). */
+template <class F> using WelfordAcc = typename FloatAccs<F>::welford;
 
 template <class F> struct Welford {
     using acc_t = WelfordAcc<F>;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {0, F(0), F(0)}; }
-    /* m2 = x - x: 0 for a finite x, NaN for NaN or +-inf (a lone one makes the variance NaN) */
-    template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, F(x), F(x) - F(x)}; }
-    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
-        if (b.n == 0) return a;
-        if (a.n == 0) return b;
-        const u64 n = a.n + b.n;
-        const F delta = b.mean - a.mean, wb = F(b.n) / F(n), wab = F(a.n) * wb;
-        return {n, a.mean + delta * wb, (a.m2 + b.m2) + (delta * delta) * wab};
-    }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return gr_welford_load(F(x)); }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return gr_welford_merge(a, b); }
 };
 
 /* var / std / norm of integers of up to 32 bits: exact sums instead, which need no division per
  * element, give the same bits in any order, and let 1-byte data use the dot-product instructions
  * (thread_load.cuh). The sum of squares is 128 bits wide (two words, low first): a square of a 32-bit
  * integer is below 2^64, so four of them can already carry. engine/ops/ops.c's gr_op_family chooses the
- * same way; the host finishes the result (engine/ops/host_ops.c, moments_m2) and results.cuh likewise. */
+ * same way; both sides finish the result with op_math.h's gr_moments_m2. */
 template <class In> constexpr bool exact_int_v = !is_float_v<In> && sizeof(In) <= 4;
 
-struct U128 {
-    u64 lo, hi;
-};
-GR_HOSTDEV U128 add128(U128 a, U128 b) {
-    const u64 lo = a.lo + b.lo;
-    return {lo, a.hi + b.hi + (lo < a.lo)};
-}
-GR_HOSTDEV U128 sub128(U128 a, U128 b) { return {a.lo - b.lo, a.hi - b.hi - (a.lo < b.lo)}; }
-GR_DEV U128 mul_wide(u64 a, u64 b) { return {a * b, __umul64hi(a, b)}; }
 /* x^2 of an integer of up to 32 bits, exactly. */
 template <class In> GR_HOSTDEV u64 square_of(In x) {
-    if constexpr (is_signed_v<In>) return u64((long long)x * (long long)x);
-    else return u64(x) * u64(x);
+    if constexpr (is_signed_v<In>) return gr_square_signed((long long)x);
+    else return gr_square_unsigned(u64(x));
 }
 
-struct MomentsAcc {
-    u64 n, sum;         /* the sum's bits: two's complement when the input is signed */
-    U128 sumsq;
-};
+using MomentsAcc = gr_moments;      /* the sum's bits: two's complement when the input is signed */
 
 template <class In> struct Moments {
     using acc_t = MomentsAcc;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {0, 0, {0, 0}}; }
     template <class U> static GR_HOSTDEV acc_t load(U x) { return {1, u64((long long)x), {square_of(x), 0}}; }
-    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {a.n + b.n, a.sum + b.sum, add128(a.sumsq, b.sumsq)}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return gr_moments_merge(a, b); }
 };
 
-struct SquaresAcc {
-    U128 sumsq;
-};
+using SquaresAcc = gr_squares;
 
 template <class In> struct Squares {
     using acc_t = SquaresAcc;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {{0, 0}}; }
     template <class U> static GR_HOSTDEV acc_t load(U x) { return {{square_of(x), 0}}; }
-    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {add128(a.sumsq, b.sumsq)}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return gr_squares_merge(a, b); }
 };
 
 /* norm: Blue's three sums of squares (LAPACK's nrm2 since 3.10): elements above tbig scaled down by
- * sbig, below tsml up by ssml, before they are squared, so no square overflows or underflows; the host
- * joins the three sums at the end (engine/ops/host_ops.c, where the constants are derived). */
-template <class F> struct NormAcc {
-    F small, medium, big;
-};
-
-template <class F> struct Blue;
-template <> struct Blue<float> {
-    static GR_HOSTDEV float tsml() { return 0x1p-63f; }
-    static GR_HOSTDEV float tbig() { return 0x1p52f; }
-    static GR_HOSTDEV float ssml() { return 0x1p75f; }
-    static GR_HOSTDEV float sbig() { return 0x1p-76f; }
-};
-template <> struct Blue<double> {
-    static GR_HOSTDEV double tsml() { return 0x1p-511; }
-    static GR_HOSTDEV double tbig() { return 0x1p486; }
-    static GR_HOSTDEV double ssml() { return 0x1p537; }
-    static GR_HOSTDEV double sbig() { return 0x1p-538; }
-};
+ * sbig, below tsml up by ssml, before they are squared, so no square overflows or underflows; the three
+ * sums are joined at the end (op_math.h, where the constants are derived). */
+template <class F> using NormAcc = typename FloatAccs<F>::norm;
 
 template <class F> struct Norm {
     using acc_t = NormAcc<F>;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {F(0), F(0), F(0)}; }
-    template <class U> static GR_HOSTDEV acc_t load(U x) {
-        const F v = F(x), ax = v < F(0) ? -v : v;
-        if (ax > Blue<F>::tbig()) {
-            const F s = ax * Blue<F>::sbig();
-            return {F(0), F(0), s * s};
-        }
-        if (ax < Blue<F>::tsml()) {
-            const F s = ax * Blue<F>::ssml();
-            return {s * s, F(0), F(0)};
-        }
-        return {F(0), ax * ax, F(0)};
-    }
-    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) {
-        return {a.small + b.small, a.medium + b.medium, a.big + b.big};
-    }
+    template <class U> static GR_HOSTDEV acc_t load(U x) { return gr_norm_load(F(x)); }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return gr_norm_merge(a, b); }
 };
 
 /* nanmean: the sum of the elements that are not NaN, and how many they are. */
-template <class F> struct CountedAcc {
-    u64 n;
-    F sum;
-};
+template <class F> using CountedAcc = typename FloatAccs<F>::counted;
 
 template <class F> struct NanMean {
     using acc_t = CountedAcc<F>;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV acc_t identity() { return {0, F(0)}; }
+    /* the NaN test on the element's own type, before it is converted */
     template <class U> static GR_HOSTDEV acc_t load(U x) {
         if (x != x) return {0, F(0)};
         return {1, F(x)};
     }
-    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return {a.n + b.n, a.sum + b.sum}; }
+    static GR_HOSTDEV acc_t combine(acc_t a, acc_t b) { return gr_counted_merge(a, b); }
 };
 
 /* ---- passes over accumulators -------------------------------------------------------------------- */

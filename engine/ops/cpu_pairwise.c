@@ -11,6 +11,7 @@
  */
 #include "ops/cpu_pairwise.h"
 #include "base/error.h"
+#include "ops/op_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,41 +30,50 @@ static enum category category_of(const gr_op_desc *d, gr_dtype t) {
     return gr_dtype_is_signed(t) ? CAT_INT : CAT_UINT;
 }
 
+/* The identity of a fold. (Only the ops that fold themselves come here, nanmin and nanmax not among
+ * them; they are written out so that the compiler can tell a new combine from a forgotten one.) */
 static acc64 identity64(const gr_op_desc *d, enum category c) {
-    acc64 a;
+    acc64 a = {0};
     switch (d->combine) {
     case GR_COMBINE_ADD: case GR_COMBINE_OR: a.u = 0; if (c == CAT_FLOAT) a.f = 0.0; break;
     case GR_COMBINE_MUL: case GR_COMBINE_AND: a.u = 1; if (c == CAT_FLOAT) a.f = 1.0; break;
-    case GR_COMBINE_MIN:
-        if (c == CAT_FLOAT) a.f = INFINITY; else if (c == CAT_INT) a.i = INT64_MAX; else a.u = UINT64_MAX;
+    case GR_COMBINE_MIN: case GR_COMBINE_NANMIN:
+        if (c == CAT_FLOAT) a.f = d->combine == GR_COMBINE_MIN ? INFINITY : NAN;
+        else if (c == CAT_INT) a.i = INT64_MAX;
+        else a.u = UINT64_MAX;
         break;
-    default:
-        if (c == CAT_FLOAT) a.f = -INFINITY; else if (c == CAT_INT) a.i = INT64_MIN; else a.u = 0;
+    case GR_COMBINE_MAX: case GR_COMBINE_NANMAX:
+        if (c == CAT_FLOAT) a.f = d->combine == GR_COMBINE_MAX ? -INFINITY : NAN;
+        else if (c == CAT_INT) a.i = INT64_MIN;
+        else a.u = 0;
         break;
     }
     return a;
 }
 
-/* NaN wins min and max: once a NaN is in, it stays. */
-static inline double fmin_nan(double a, double b) { return a != a ? a : b != b ? b : (b < a ? b : a); }
-static inline double fmax_nan(double a, double b) { return a != a ? a : b != b ? b : (b > a ? b : a); }
+/* The extremes of floats with op_math.h's NaN rules: a NaN wins min and max (once one is in, it stays)
+ * and loses nanmin and nanmax. */
+static inline double fmin_nan(double a, double b) { return GR_EXTREME(a, b, a != a, b != b, b < a); }
+static inline double fmax_nan(double a, double b) { return GR_EXTREME(a, b, a != a, b != b, b > a); }
+static inline double fnanmin(double a, double b) { GR_RETURN_NANEXTREME(a, b, a != a, b != b, b < a); }
+static inline double fnanmax(double a, double b) { GR_RETURN_NANEXTREME(a, b, a != a, b != b, b > a); }
 
 static acc64 combine64(const gr_op_desc *d, enum category c, acc64 a, acc64 b) {
     switch (d->combine) {
     case GR_COMBINE_ADD: if (c == CAT_FLOAT) a.f += b.f; else a.u += b.u; break;
     case GR_COMBINE_MUL: if (c == CAT_FLOAT) a.f *= b.f; else a.u *= b.u; break;
-    case GR_COMBINE_MIN:
-        if (c == CAT_FLOAT) a.f = fmin_nan(a.f, b.f);
+    case GR_COMBINE_MIN: case GR_COMBINE_NANMIN:
+        if (c == CAT_FLOAT) a.f = d->combine == GR_COMBINE_MIN ? fmin_nan(a.f, b.f) : fnanmin(a.f, b.f);
         else if (c == CAT_INT) a.i = b.i < a.i ? b.i : a.i;
         else a.u = b.u < a.u ? b.u : a.u;
         break;
-    case GR_COMBINE_MAX:
-        if (c == CAT_FLOAT) a.f = fmax_nan(a.f, b.f);
+    case GR_COMBINE_MAX: case GR_COMBINE_NANMAX:
+        if (c == CAT_FLOAT) a.f = d->combine == GR_COMBINE_MAX ? fmax_nan(a.f, b.f) : fnanmax(a.f, b.f);
         else if (c == CAT_INT) a.i = b.i > a.i ? b.i : a.i;
         else a.u = b.u > a.u ? b.u : a.u;
         break;
     case GR_COMBINE_AND: a.u = a.u && b.u; break;
-    default: a.u = a.u || b.u; break;
+    case GR_COMBINE_OR: a.u = a.u || b.u; break;
     }
     return a;
 }

@@ -16,13 +16,14 @@
  *
  * var/std: leaves of up to 1024 elements, in two passes while they sit in L1: the leaf's mean from its
  * pairwise sum, then the pairwise sum of the squared deviations from that mean (equal elements: exactly
- * 0); the leaves merge up the tree by Chan's formula, operation for operation as host_ops.c merges. A
- * leaf whose sum is not finite (an infinity, a NaN, an overflow) folds one element at a time, as the host
- * functions do, so that every edge keeps their result.
- * norm: Blue's three sums of squares (host_ops.c), each pairwise; a leaf where every |x| is 0, NaN or in
- * the middle range -- nearly always -- sums only the middle one.
+ * 0); the leaves merge up the tree by Chan's formula, op_math.h's merge, which host_ops.c and the kernels
+ * use too. A leaf whose sum is not finite (an infinity, a NaN, an overflow) folds one element at a time,
+ * as the host functions do, so that every edge keeps their result.
+ * norm: Blue's three sums of squares (op_math.h's thresholds and scales), each pairwise; a leaf where every
+ * |x| is 0, NaN or in the middle range -- nearly always -- sums only the middle one.
  */
 #include "ops/cpu_lanes.h"
+#include "ops/op_math.h"
 
 #include <math.h>
 
@@ -170,21 +171,6 @@ size_t gr_cpu_split(size_t n) {
         memcpy(acc, &s_, sizeof s_);                                                             \
     }
 
-/* Chan's merge of (count, mean, m2), operation for operation as host_ops.c's. */
-#define DEFINE_CHAN(N, F)                                                                        \
-    static void chan_##N(uint64_t *na, F *ma, F *m2a, uint64_t nb, F mb, F m2b) {                \
-        if (nb == 0) return;                                                                     \
-        if (*na == 0) {                                                                          \
-            *na = nb, *ma = mb, *m2a = m2b;                                                      \
-            return;                                                                              \
-        }                                                                                        \
-        F n_ = (F)(double)(*na + nb), delta_ = mb - *ma;                                         \
-        F wb_ = (F)(double)nb / n_, wab_ = (F)(double)*na * wb_;                                 \
-        *na += nb;                                                                               \
-        *ma = *ma + delta_ * wb_;                                                                \
-        *m2a = (*m2a + m2b) + (delta_ * delta_) * wab_;                                          \
-    }
-
 /* The leaves of one float type F, and the trees over F data (the pairwise sums var/std's leaves use). */
 #define DEFINE_LEAVES(N, F, VT, MT, VL, MAGNITUDE)                                               \
     DEFINE_LEAF(sum_leaf_##N, F, v)                                                              \
@@ -193,26 +179,24 @@ size_t gr_cpu_split(size_t n) {
     DEFINE_LEAF(dev2_leaf_##N, F, (v - c) * (v - c))                                             \
     DEFINE_COUNTED_LEAF(N, F, VT, MT, VL)                                                        \
     DEFINE_NORM_LEAF(N, F, VT, MT, VL, MAGNITUDE)                                                \
-    DEFINE_CHAN(N, F)                                                                            \
     DEFINE_TREE(sum_tree_##N, F, F, same, -, sum_leaf_##N, ADD)                                  \
     DEFINE_TREE(dev2_tree_##N, F, F, same, -, dev2_leaf_##N, ADD)                                \
-    static void welford_leaf_##N(const F *x, size_t n, uint64_t *cn, F *mean, F *m2) {           \
+    static gr_welford_##N welford_leaf_##N(const F *x, size_t n) {                               \
         size_t k_ = 1;                                                                           \
         while (k_ < n && x[k_] == x[0]) k_++;                                                    \
-        *cn = n;                                                                                 \
         if (k_ == n && x[0] - x[0] == 0) {          /* equal finite elements */                  \
-            *mean = x[0], *m2 = 0;                                                               \
-            return;                                                                              \
+            gr_welford_##N w_ = {n, x[0], 0};                                                    \
+            return w_;                                                                           \
         }                                                                                        \
         F s_ = sum_tree_##N(x, n, 0, NULL);                                                      \
         if (s_ - s_ == 0) {                                                                      \
-            *mean = s_ / (F)n;                                                                   \
-            *m2 = dev2_tree_##N(x, n, *mean, NULL);                                              \
-            return;                                                                              \
+            F mean_ = s_ / (F)n;                                                                 \
+            gr_welford_##N w_ = {n, mean_, dev2_tree_##N(x, n, mean_, NULL)};                    \
+            return w_;                                                                           \
         }                                                                                        \
-        *cn = 0, *mean = 0, *m2 = 0;                                                             \
-        for (size_t i_ = 0; i_ < n; i_++)                                                        \
-            chan_##N(cn, mean, m2, 1, x[i_], x[i_] - x[i_]);    /* host_ops.c's load: m2 = x - x */ \
+        gr_welford_##N w_ = {0, 0, 0};                                                           \
+        for (size_t i_ = 0; i_ < n; i_++) w_ = gr_welford_merge_##N(w_, gr_welford_load_##N(x[i_])); \
+        return w_;                                                                               \
     }
 
 /* ---- trees over T data --------------------------------------------------------------------------- */
@@ -273,37 +257,27 @@ size_t gr_cpu_split(size_t n) {
         }                                                                                        \
         norm_leaf_##LF(DATA_##KIND(VIEW, x, n), n, c, s);                                        \
     }                                                                                            \
-    static void welford_tree_##N(const T *x, size_t n, uint64_t *cn, F *mean, F *m2, F *b_) {    \
+    static gr_welford_##LF welford_tree_##N(const T *x, size_t n, F *b_) {                       \
         if (n > GR_WELFORD_LEAF) {                                                               \
             size_t h_ = gr_cpu_split(n);                                                         \
-            uint64_t nb_;                                                                        \
-            F mb_, m2b_;                                                                         \
-            welford_tree_##N(x, h_, cn, mean, m2, b_);                                           \
-            welford_tree_##N(x + h_, n - h_, &nb_, &mb_, &m2b_, b_);                             \
-            chan_##LF(cn, mean, m2, nb_, mb_, m2b_);                                             \
-            return;                                                                              \
+            gr_welford_##LF a_ = welford_tree_##N(x, h_, b_);                                    \
+            return gr_welford_merge_##LF(a_, welford_tree_##N(x + h_, n - h_, b_));              \
         }                                                                                        \
-        welford_leaf_##LF(DATA_##KIND(VIEW, x, n), n, cn, mean, m2);                             \
+        return welford_leaf_##LF(DATA_##KIND(VIEW, x, n), n);                                    \
     }                                                                                            \
     static void norm_##N(LOOP_ARGS) {                                                            \
-        double d_[4];                                                                            \
-        F c_[4], s_[3];                                                                          \
+        const F c_[4] = {GR_BLUE_TSML_##LF, GR_BLUE_TBIG_##LF, GR_BLUE_SSML_##LF, GR_BLUE_SBIG_##LF}; \
+        F s_[3];                                                                                 \
         UNUSED_ARGS;                                                                             \
-        gr_host_norm_scales(kn->acc, d_);                                                        \
         BUFFER_##KIND(F)                                                                         \
-        for (int i_ = 0; i_ < 4; i_++) c_[i_] = (F)d_[i_];                                       \
         norm_tree_##N(xp, n, c_, s_, b_);                                                        \
-        memcpy(acc, s_, sizeof s_);                                                              \
+        memcpy(acc, s_, sizeof s_);     /* op_math.h's gr_norm_##LF: small, medium, big */       \
     }                                                                                            \
     static void welford_##N(LOOP_ARGS) {                                                         \
-        uint64_t cn_;                                                                            \
-        F mean_, m2_;                                                                            \
         UNUSED_ARGS;                                                                             \
         BUFFER_##KIND(F)                                                                         \
-        welford_tree_##N(xp, n, &cn_, &mean_, &m2_, b_);                                         \
-        gr_put_u64(acc, cn_);                                                                    \
-        memcpy((char *)acc + 8, &mean_, sizeof mean_);                                           \
-        memcpy((char *)acc + 8 + sizeof mean_, &m2_, sizeof m2_);                                \
+        gr_welford_##LF w_ = welford_tree_##N(xp, n, b_);                                        \
+        memcpy(acc, &w_, sizeof w_);                                                             \
     }
 
 /* A loop whose accumulator is the value of TREE. */

@@ -104,8 +104,6 @@ void gr_host_identity(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a);
 void gr_host_load(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *x, uint64_t index, void *a);
 /* a = a (op) b. */
 void gr_host_combine(const gr_op_desc *op, gr_dtype t, gr_dtype acc, void *a, const void *b);
-/* norm's thresholds and scales for an accumulator dtype (Blue's): tsml, tbig, ssml, sbig. */
-void gr_host_norm_scales(gr_dtype acc, double c[4]);
 /* The result of a reduction of n elements whose combined accumulator is at a. */
 gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const void *a, size_t n, int ddof);
 
