@@ -39,7 +39,8 @@ typedef struct { gr_context *ctx; gr_operator_cache *ops; } lcontext;
 typedef struct { gr_buffer *b; } lbuffer;
 typedef struct { gr_stream *s; } lstream;
 typedef struct { gr_pending *p; } lpending;
-typedef struct { gr_operator *op; } loperator;
+/* An Operator keeps the facts of its compile at creation, which op:info() shows. */
+typedef struct { gr_operator *op; gr_operator_compile_info compiled; } loperator;
 
 /* ---- the context and failures (lcore.c) ------------------------------------------------------------ */
 

@@ -7,7 +7,7 @@
 #include "base/error.h"
 #include "core/exact_pass.h"
 #include "base/memory.h"
-#include "user/operator.h"
+#include "core/image.h"
 #include "ops/ops.h"
 #include "core/policy.h"
 #include "core/pool.h"
@@ -26,10 +26,10 @@ static gr_status launch_pass(gr_context *ctx, const gr_plan *plan, int k, gr_lau
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     /* a user kernel's image, or a user operator's (whose kernel has the variant's shape, and so its
      * dynamic shared memory; a user kernel's row asks for none) */
-    const struct gr_operator_image *img = plan->kernel ? plan->kernel : plan->user;
+    const struct gr_image *img = plan->kernel ? plan->kernel : plan->user;
     if (rc == 0 && img) {
         L->smem = row->kernel->smem ? row->kernel->smem(L->block) : 0;
-        rc = gr_operator_launch(L, img);
+        rc = gr_image_launch(L, img);
     } else if (rc == 0) {
         rc = row->kernel->launch(L);
     }
@@ -128,7 +128,7 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_plan *plan, gr_slot *slot, gr
                              out);
     }
     if (plan->user)
-        return gr_operator_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
+        return gr_image_result(ctx, plan->user, slot->result, plan->n, gr_slot_post_out(slot), slot->stream, out);
     *out = gr_op_result(plan->op, slot->result, plan->acc, plan->in_dtype, plan->n, plan->ddof);
     return GR_OK;
 }

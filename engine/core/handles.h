@@ -71,7 +71,7 @@ typedef struct gr_graph {
     size_t n, grid;
     gr_dtype in_dtype, acc;
     gr_op op;
-    const struct gr_operator_image *user;   /* a user operator's, or NULL */
+    const struct gr_image *user;            /* a user operator's, or NULL */
     int variant, block;
     void *stream;
     void *exec;             /* cudaGraphExec_t, or NULL while the key has been seen only once */

@@ -7,7 +7,7 @@
 #include "core/context.h"
 #include "base/error.h"
 #include "core/exact_run.h"
-#include "user/operator.h"
+#include "core/image.h"
 #include "ops/ops.h"
 #include "core/policy.h"
 #include "core/registry.h"
@@ -93,9 +93,9 @@ static gr_status build_passes(gr_context *ctx, gr_plan *plan, const gr_variant_r
  * takes them. *out: those kernels as loaded on ctx's device (the binding prepares them on the default
  * device; a buffer may live on another), NULL for a catalogue row. */
 static gr_status user_kernel(gr_context *ctx, const gr_options *o, const gr_variant_row *row, int vi, gr_dtype t,
-                             int op, int acc, const gr_operator_image **out) {
+                             int op, int acc, const gr_image **out) {
     *out = NULL;
-    const struct gr_operator_image *k = o->kernel;
+    const struct gr_image *k = o->kernel;
     if (!row->user)
         return k ? gr_fail_arg(ctx, GR_EINVAL, "kernel", "is set, but variant '%s' is not a user kernel", row->name)
                  : GR_OK;
@@ -105,7 +105,7 @@ static gr_status user_kernel(gr_context *ctx, const gr_options *o, const gr_vari
     if (k->variant != vi || k->in != t || k->op != op || (op >= 0 && k->acc_dtype != acc))
         return gr_fail_arg(ctx, GR_EINVAL, "kernel", "was prepared for another reduction (variant, op, dtype or "
                            "accumulator) than this one, with variant '%s' over %s", row->name, gr_dtype_name(t));
-    return gr_operator_image_on(ctx, k, out);
+    return gr_image_on(ctx, k, out);
 }
 
 /* A plan with a user operator (o->user): the shape its generated kernel has (engine/user/operator.c) --
@@ -134,7 +134,7 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     if (row->user && v->ops != GR_OPS_ALL)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "user kernel '%s' lists the ops it takes: a user operator needs one "
                            "that takes every op (gr.kernel without ops)", v->name);
-    const gr_operator_image *kernel;
+    const gr_image *kernel;
     gr_status kst = user_kernel(ctx, o, row, vi, t, -1, -1, &kernel);
     if (kst != GR_OK) return kst;
     if (o->acc >= 0)
@@ -152,8 +152,8 @@ static gr_status plan_user(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     int block = gr_policy_block(v, o->block, o->variant < 0, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;
-    const gr_operator_image *img;       /* the operator's kernels loaded on the buffer's device */
-    if ((st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
+    const gr_image *img;       /* the operator's kernels loaded on the buffer's device */
+    if ((st = gr_image_on(ctx, o->user, &img)) != GR_OK) return st;
     plan->variant = vi;
     plan->op = o->op;
     plan->user = img;
@@ -204,7 +204,7 @@ gr_status gr_plan_for(gr_context *ctx, size_t n, gr_dtype t, gr_where where, con
     if ((st = gr_check_finish(ctx, v, finish)) != GR_OK) return st;
     int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
     if (acc < 0) return GR_EINVAL;
-    const gr_operator_image *kernel;
+    const gr_image *kernel;
     if ((st = user_kernel(ctx, o, row, vi, t, (int)o->op, acc, &kernel)) != GR_OK) return st;
 
     plan->variant = vi;

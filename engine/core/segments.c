@@ -16,7 +16,8 @@
 #include "core/exact_run.h"
 #include "base/launch.h"
 #include "base/memory.h"
-#include "user/operator.h"
+#include "core/image.h"
+#include "ops/user_op.h"
 #include "core/operator_cpu.h"
 #include "ops/ops.h"
 #include "core/plan.h"
@@ -275,8 +276,8 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     if (o->determinism == GR_DET_GPU_TO_GPU)
         return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0], w);
 
-    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
-    if (o->user && (st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
+    const gr_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
+    if (o->user && (st = gr_image_on(ctx, o->user, &img)) != GR_OK) return st;
     gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
     size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
@@ -293,7 +294,7 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
     };
     if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+    if (rc == 0) rc = img ? gr_image_launch_segments(&L, img) : gr_segmented.launch(&L);
     *w = (gr_seg_wait){ctx, slot, rc, "segmented reduction", L.site};    /* a failure too: drained first */
     return GR_OK;
 }
@@ -350,9 +351,9 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
         }
         return GR_OK;
     }
-    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffers' device */
+    const gr_image *img = NULL;    /* an operator's kernels loaded on the buffers' device */
     if (o->user) {
-        gr_status st = gr_operator_image_on(ctx, o->user, &img);
+        gr_status st = gr_image_on(ctx, o->user, &img);
         if (st != GR_OK) return st;
     }
     /* large buffers on their own; the others, one launch per dtype: the buffers of that dtype as the
@@ -397,14 +398,14 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
             .stream = ctx->stream,
         };
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-        if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+        if (rc == 0) rc = img ? gr_image_launch_segments(&L, img) : gr_segmented.launch(&L);
         int sync = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = sync;
         if (rc == 0) {
             j = 0;
             for (size_t i = 0; i < count; i++)
                 if (batched(bufs[i], t, alone))
-                    results[i] = d ? result_of(d, rt, o0, o1, j++) : gr_operator_item_result(o->user, o0, o1, j++);
+                    results[i] = d ? result_of(d, rt, o0, o1, j++) : gr_image_item_result(o->user, o0, o1, j++);
         }
         gr_slot_release(ctx, slot);
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);

@@ -20,7 +20,7 @@
 #include "ops/ops.h"
 #include "core/policy.h"
 #include "core/pool.h"
-#include "user/operator.h"
+#include "core/image.h"
 #include "core/operator_cpu.h"
 #include "core/registry.h"
 
@@ -73,17 +73,17 @@ static gr_status check_streamed(gr_context *ctx, const gr_buffer *h, const gr_op
 
 /* A user operator's chunk values, in chunk order at slot->dev, combined by one block of its partials
  * kernel on the context's stream (the host cannot run its reduce expression); then its post. */
-static gr_status combine_on_device(gr_context *ctx, const gr_operator_image *img, gr_slot *slot, size_t chunks,
+static gr_status combine_on_device(gr_context *ctx, const gr_image *img, gr_slot *slot, size_t chunks,
                                    size_t aes, size_t n, gr_result *out) {
     gr_launch L = {
         .in = slot->dev, .n = chunks, .partials_in = 1, .out = (char *)slot->dev + (chunks * aes + 255) / 256 * 256,
         .grid = 1, .block = 256, .stream = ctx->stream, .counter = slot->counter, .final_out = slot->result,
     };
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_operator_launch(&L, img);
+    if (rc == 0) rc = gr_image_launch(&L, img);
     if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
     if (rc) return gr_fail_dev_at(ctx, rc, "streamed reduction: combining the chunks", L.site);
-    return gr_operator_result(ctx, img, slot->result, n, gr_slot_post_out(slot), ctx->stream, out);
+    return gr_image_result(ctx, img, slot->result, n, gr_slot_post_out(slot), ctx->stream, out);
 }
 
 /* No element: the operator's identity (and post of it), from one block over nothing, as gr.reduce gives. */

@@ -27,7 +27,7 @@
 #include "core/exact_run.h"
 #include "base/launch.h"
 #include "base/memory.h"
-#include "user/operator.h"
+#include "core/image.h"
 #include "core/operator_cpu.h"
 #include "ops/ops.h"
 #include "core/policy.h"
@@ -164,8 +164,8 @@ static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, siz
 static gr_status combine_user(gr_context *ctx, gr_buffer *home, const gr_options *o, const char *accs, size_t used,
                               size_t total, gr_result *out) {
     gr_context *c = gr_ctx_for(ctx, home);
-    const gr_operator_image *img;
-    gr_status st = gr_operator_image_on(c, o->user, &img);
+    const gr_image *img;
+    gr_status st = gr_image_on(c, o->user, &img);
     if (st != GR_OK) return st;
     size_t bytes = used * img->acc_size, in_bytes = (bytes + 255) / 256 * 256;
     gr_slot *slot;
@@ -177,11 +177,11 @@ static gr_status combine_user(gr_context *ctx, gr_buffer *home, const gr_options
     };
     int rc = gr_copy(c, slot->dev, slot->host, bytes, c->stream);
     if (rc == 0) rc = gr_fault_hit(c, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_operator_launch(&L, img);
+    if (rc == 0) rc = gr_image_launch(&L, img);
     int sync = gr_dev_stream_sync(c->stream);
     if (rc == 0) rc = sync;
     st = rc ? gr_fail_dev_at(c, rc, "combining the shards' accumulators", L.site)
-            : gr_operator_result(c, img, slot->result, total, gr_slot_post_out(slot), c->stream, out);
+            : gr_image_result(c, img, slot->result, total, gr_slot_post_out(slot), c->stream, out);
     gr_slot_release(c, slot);
     gr_ctx_enter(ctx);
     return st;
