@@ -582,7 +582,7 @@ typedef struct gr_pass {
 } gr_pass;
 
 typedef struct gr_plan {
-    int variant;
+    int variant;            /* the variant the passes run (gpu_to_gpu: the one named, or auto's, for show) */
     gr_op op;
     gr_finish finish;       /* resolved, never GR_FINISH_AUTO */
     gr_dtype in_dtype;      /* the input's dtype */
@@ -590,17 +590,11 @@ typedef struct gr_plan {
     size_t n;               /* input elements */
     int ddof;               /* var, std: the divisor is n - ddof */
     size_t threshold;
-    size_t scratch;         /* extra device scratch the variant asked for, bytes */
-    /* scratch the passes need: device [ping-pong half 0 | half 1 | the variant's own], pinned partials */
-    size_t dev_bytes, half_offset, extra_offset, host_bytes;
+    size_t acc_size;        /* bytes of one accumulator (the op's, the user operator's, the exact sums) */
+    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass */
+    size_t dev_bytes, host_bytes;   /* the scratch the passes need: device, and pinned host memory */
     int npasses;
     gr_pass pass[GR_PLAN_MAX_PASSES];
-    const struct gr_image *user;            /* gr_options.user: the passes run its kernels */
-    gr_user_fold fold;      /* gr_options.fold: a user operator's partials finished on the CPU */
-    void *fold_ud;
-    size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
-    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/core/exact_run.c) */
-    const struct gr_image *kernel;          /* gr_options.kernel: a user kernel's, which the passes run */
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */

@@ -2,7 +2,7 @@
  * handles.h -- the structures behind the opaque handles of gr.h, shared by the engine's own files.
  *
  * Data only: the functions that work on these live in the module that owns each (buffer.c, pool.c,
- * exec.c, context.c), declared in that module's header.
+ * graphs.c, context.c), declared in that module's header. A gr_pending is reduce.c's own.
  */
 #ifndef GR_HANDLES_H
 #define GR_HANDLES_H
@@ -71,7 +71,7 @@ typedef struct gr_graph {
     size_t n, grid;
     gr_dtype in_dtype, acc;
     gr_op op;
-    const struct gr_image *user;            /* a user operator's, or NULL */
+    const struct gr_image *image;           /* the compiled image its pass launches, or NULL */
     int variant, block;
     void *stream;
     void *exec;             /* cudaGraphExec_t, or NULL while the key has been seen only once */
@@ -117,17 +117,6 @@ struct gr_context {
         size_t at[GR_FAULT_KINDS];      /* the first event that fails (a count), 0 = none armed */
         int injected;                   /* the last failure was injected */
     } fault;
-};
-
-struct gr_pending {
-    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
-    gr_buffer *b;           /* a handle of our own on the buffer's memory */
-    gr_slot *slot;
-    gr_plan plan;
-    int finished;
-    gr_status status;
-    gr_result value;
-    char err[512];          /* the failure's message, kept for repeated waits */
 };
 
 #ifdef __cplusplus

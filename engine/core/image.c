@@ -15,6 +15,9 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "base/launch.h"
+#include "core/op_pass.h"
+#include "core/pool.h"
+#include "core/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,3 +161,57 @@ gr_status gr_image_result(gr_context *ctx, const gr_image *img, const void *acc,
     out->value[0] = post_value(img, post_out);
     return GR_OK;
 }
+
+/* ---- behind the planner's interface (plan.h) ------------------------------------------------------------ */
+
+/* A pass of run->image, with the dynamic shared memory its row's shape takes (a user operator's kernel
+ * has pipelined's ring for bytes; a user kernel's row asks for none). */
+static int launch(const gr_run *run, gr_launch *L) {
+    const gr_kernel *k = run->row->kernel;
+    L->smem = k->smem ? k->smem(L->block) : 0;
+    return gr_image_launch(L, run->image);
+}
+
+/* The grid of the row whose shape the image's kernels have. */
+static size_t grid(const gr_run *run, size_t n, int block, size_t elem_bytes, const gr_launch_device *dev) {
+    return run->row->kernel->grid(n, block, elem_bytes, dev);
+}
+
+/* A user operator's result: its post on the device, or its accumulator; a user kernel's with a built-in
+ * op: the op's. */
+static gr_status result(gr_context *ctx, const gr_run *run, gr_slot *slot, const void *acc, size_t n,
+                        gr_result *out) {
+    if (!run->user) return gr_op_pass.result(ctx, run, slot, acc, n, out);
+    return gr_image_result(ctx, run->user, acc, n, gr_slot_post_out(slot), slot->stream, out);
+}
+
+/* Partials on the host: a user operator's are folded by its cpu.reduce (run->fold) into the slot's
+ * result area, then its post as ever; a built-in op's by the CPU finish. */
+static gr_status finish(gr_context *ctx, const gr_run *run, gr_slot *slot, const void *accs, size_t count, size_t n,
+                        gr_result *out) {
+    if (!run->user) return gr_op_pass.finish(ctx, run, slot, accs, count, n, out);
+    gr_status st = run->fold(run->fold_ud, accs, count, slot->result);
+    return st != GR_OK ? st : result(ctx, run, slot, slot->result, n, out);
+}
+
+/* A user operator's accumulators, by its own gr_op_partials (a user kernel's may combine in another
+ * order). */
+static int combine(const gr_run *run, gr_launch *L) { return gr_image_launch(L, run->user); }
+
+static gr_seg_shape shape(const gr_context *ctx, const gr_run *run, size_t n, size_t k) {
+    return gr_policy_segments(ctx, n, k, gr_dtype_size(run->plan.in_dtype));
+}
+
+static int segments(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
+    (void)ctx;
+    return gr_image_launch_segments(L, run->user);
+}
+
+static gr_result item(const gr_run *run, const void *out0, const void *out1, size_t i) {
+    return gr_image_item_result(run->user, out0, out1, i);
+}
+
+const gr_pass_kernel gr_image_pass = {
+    .what = "variant '%s'", .launch = launch, .grid = grid, .result = result, .finish = finish, .combine = combine, .shape = shape, .segments = segments,
+    .item = item,
+};

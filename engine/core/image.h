@@ -31,7 +31,7 @@
 #ifndef GR_IMAGE_H
 #define GR_IMAGE_H
 
-#include "core/handles.h"
+#include "core/plan.h"
 #include "jit/compile.h"
 
 #define GR_OP_KERNEL_MAIN "gr_op_main"
@@ -67,5 +67,10 @@ gr_status gr_image_result(gr_context *ctx, const gr_image *img, const void *acc,
 /* Item i of a reduce_many launch with gr_image_launch_segments: the accumulator at out0 (no post), or
  * post's value in its kind at out1 (8 bytes each), as gr_image_result gives it. */
 gr_result gr_image_item_result(const gr_image *img, const void *out0, const void *out1, size_t i);
+
+/* The images' kernel behind the planner's interface (plan.h): the passes of run->image, the result and
+ * the segments of run->user (a user operator's, or NULL for a user kernel with a built-in op, whose
+ * result is the op's). No host form. */
+extern const gr_pass_kernel gr_image_pass;
 
 #endif
