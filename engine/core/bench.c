@@ -152,7 +152,9 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
         gr_result value;
         return gr_reduce(ctx, j->b, j->o, &value);
     }
-    return gr_exec_start(ctx, gr_buffer_data(j->b), 0, &j->run, j->slot, j->stream, 0);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
+    return gr_exec_start(ctx, &in, 0, &j->run, j->slot, j->stream, 0);
 }
 
 static gr_status complete_reduce(gr_context *ctx, void *arg) {

@@ -21,11 +21,14 @@
 static int launch(const gr_run *run, gr_launch *L) {
     void *sums = L->final_out ? L->final_out : L->out;
     int rc = gr_dev_memset(sums, 0, sizeof(gr_xsum), L->stream);
+    const char *data = L->in->at[0].data;
     size_t es = gr_dtype_size(run->plan.in_dtype), per = L->grid * GR_EXACT_MOST_PER_BLOCK;
     for (size_t lo = 0; lo < L->n && rc == 0; lo += per) {
+        gr_inputs piece;
+        gr_inputs_one(&piece, data + lo * es, run->plan.in_dtype, L->n - lo < per ? L->n - lo : per);
         gr_exact_launch X = {
-            .in = (const char *)L->in + lo * es, .n = L->n - lo < per ? L->n - lo : per, .in_dtype = run->plan.in_dtype,
-            .op = run->plan.op, .sums = sums, .grid = L->grid, .block = L->block, .stream = L->stream,
+            .in = &piece, .n = (size_t)piece.at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = run->plan.op,
+            .sums = sums, .grid = L->grid, .block = L->block, .stream = L->stream,
         };
         rc = gr_exact_gpu.launch(&X);
         if (rc) L->site = X.site;
@@ -82,8 +85,8 @@ static gr_seg_shape shape(const gr_context *ctx, const gr_run *run, size_t n, si
 /* Each segment's result rounded on the device into element s of out[0], of the accumulator's dtype. */
 static int segments(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
     gr_exact_launch X = {
-        .in = L->in, .in_dtype = run->plan.in_dtype, .op = run->plan.op, .block = L->block, .grid = L->grid,
-        .stream = L->stream, .k = L->k, .size = L->size, .offsets = L->offsets, .out = L->out[0],
+        .in = L->in, .n = (size_t)L->in->at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = run->plan.op,
+        .block = L->block, .grid = L->grid, .stream = L->stream, .k = L->k, .size = L->size, .offsets = L->offsets, .out = L->out[0],
         .out_dtype = run->plan.acc, .ddof = run->plan.ddof,
     };
     /* GPUREDUCE_EXACT_ROUND (a multiple of 16, read with the context) makes the kernel's rounds short, for
@@ -112,6 +115,6 @@ static gr_status segments_host(gr_context *ctx, const gr_run *run, const void *i
 }
 
 const gr_pass_kernel gr_exact_pass = {
-    .what = "the gpu_to_gpu exact kernel%.0s", .launch = launch, .grid = grid, .one_accumulator = 1, .host = host, .result = result, .finish = finish,
-    .shape = shape, .segments = segments, .segments_host = segments_host,
+    .what = "the gpu_to_gpu exact kernel%.0s", .launch = launch, .grid = grid, .one_accumulator = 1, .host = host,
+    .result = result, .finish = finish, .shape = shape, .segments = segments, .segments_host = segments_host,
 };

@@ -29,29 +29,33 @@ static gr_status launch_pass(gr_context *ctx, const gr_run *run, int k, gr_launc
     return gr_fail_dev_at(ctx, rc, what, L->site);
 }
 
-gr_status gr_exec_start(gr_context *ctx, const void *in, uint64_t first, const gr_run *run, gr_slot *slot,
+gr_status gr_exec_start(gr_context *ctx, const gr_inputs *in, uint64_t first, const gr_run *run, gr_slot *slot,
                         void *stream, int flag) {
     const gr_plan *plan = &run->plan;
     if (flag) *(volatile unsigned *)gr_slot_flag(slot) = 0;     /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + run->half_offset};
     size_t es = plan->acc_size;
+    gr_inputs partials;             /* what the passes after the first read: the one before's partials */
+    const void *last = NULL;
     int rc = 0, k;
     for (k = 0; k < plan->npasses && !plan->pass[k].on_host; k++) {
         const gr_pass *ps = &plan->pass[k];
+        if (k) gr_inputs_one(&partials, last, plan->acc, ps->elements);
         gr_launch L = {
-            .in = in, .n = ps->elements, .in_dtype = plan->in_dtype, .partials_in = k > 0, .first = k ? 0 : first,
-            .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks, .block = ps->block, .stream = stream,
-            .counter = slot->counter, .final_out = run->epilogue ? slot->result : NULL,
-            .scratch = (char *)slot->dev + run->extra_offset, .scratch_bytes = run->scratch,
+            .in = k ? &partials : in, .n = ps->elements, .in_dtype = plan->in_dtype, .partials_in = k > 0,
+            .first = k ? 0 : first, .op = plan->op, .acc = plan->acc, .out = half[k & 1], .grid = ps->blocks,
+            .block = ps->block, .stream = stream, .counter = slot->counter,
+            .final_out = run->epilogue ? slot->result : NULL, .scratch = (char *)slot->dev + run->extra_offset,
+            .scratch_bytes = run->scratch,
         };
         gr_status st = launch_pass(ctx, run, k, &L);
         if (st != GR_OK) return st;
-        in = L.out;
+        last = L.out;
     }
     if (k < plan->npasses)          /* the CPU finishes: bring its partials back */
-        rc = gr_copy(ctx, slot->host, in, plan->pass[k].elements * es, stream);
+        rc = gr_copy(ctx, slot->host, last, plan->pass[k].elements * es, stream);
     else if (!run->epilogue)
-        rc = gr_copy(ctx, gr_run_value(run, slot), in, es, stream);
+        rc = gr_copy(ctx, gr_run_value(run, slot), last, es, stream);
     if (rc) return gr_fail_dev(ctx, rc, "copying partials back");
     slot->stream = stream;
     /* a single pass through the device epilogue raises the slot's flag itself (cuda/device/epilogue.cuh); other
@@ -62,7 +66,7 @@ gr_status gr_exec_start(gr_context *ctx, const void *in, uint64_t first, const g
     return GR_OK;
 }
 
-gr_status gr_exec_single_to(gr_context *ctx, const void *in, uint64_t first, const gr_run *run, void *scratch,
+gr_status gr_exec_single_to(gr_context *ctx, const gr_inputs *in, uint64_t first, const gr_run *run, void *scratch,
                             unsigned *counter, void *final_out, void *stream) {
     const gr_plan *plan = &run->plan;
     const gr_pass *ps = &plan->pass[0];
@@ -105,7 +109,7 @@ gr_status gr_exec_finish(gr_context *ctx, const gr_run *run, gr_slot *slot, gr_r
     return run->kernel->result(ctx, run, slot, gr_run_value(run, slot), plan->n, out);
 }
 
-gr_status gr_exec(gr_context *ctx, const void *in, const gr_run *run, void *stream, gr_result *out) {
+gr_status gr_exec(gr_context *ctx, const gr_inputs *in, const gr_run *run, void *stream, gr_result *out) {
     gr_slot *slot;
     gr_status st = gr_slot_acquire(ctx, run->plan.dev_bytes, run->plan.host_bytes, &slot);
     if (st != GR_OK) return st;
@@ -122,8 +126,10 @@ gr_status gr_exec_combine(gr_context *ctx, const gr_run *run, gr_slot *slot, siz
     slot->stream = ctx->stream;
     int rc;
     if (run->device_combine) {      /* one block of the kernel's own, over the accumulators */
+        gr_inputs accs;
+        gr_inputs_one(&accs, slot->dev, run->plan.acc, count);
         gr_launch L = {
-            .in = slot->dev, .n = count, .in_dtype = run->plan.in_dtype, .partials_in = 1, .op = run->plan.op,
+            .in = &accs, .n = count, .in_dtype = run->plan.in_dtype, .partials_in = 1, .op = run->plan.op,
             .acc = run->plan.acc, .out = (char *)slot->dev + (count * aes + 255) / 256 * 256, .grid = 1, .block = 256,
             .stream = ctx->stream, .counter = slot->counter, .final_out = slot->result,
         };

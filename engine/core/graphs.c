@@ -61,7 +61,7 @@ static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_run *run, v
 
 /* GR_OK with g->exec set; GR_ENOMEM when the slot could not be had (try again another time); another
  * status when capture itself failed (graphs do not work here). */
-static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_run *run, void *stream) {
+static gr_status capture(gr_context *ctx, gr_graph *g, const gr_inputs *in, const gr_run *run, void *stream) {
     gr_status st = gr_slot_acquire(ctx, run->plan.dev_bytes, 0, &g->slot);
     if (st != GR_OK) {
         g->slot = NULL;
@@ -81,12 +81,13 @@ static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_
     return st;
 }
 
-gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_run *run, void *stream, gr_result *out,
+gr_status gr_graph_reduce(gr_context *ctx, const gr_inputs *inputs, const gr_run *run, void *stream, gr_result *out,
                           int *handled) {
     *handled = 0;
     /* one pass that ends in the device epilogue, which raises the completion flag itself */
     if (ctx->backend != GR_BACKEND_CUDA || ctx->graphs.off || !run->raises_flag) return GR_OK;
     const gr_plan *p = &run->plan;
+    const void *in = inputs->at[0].data;    /* one contiguous input: its address and n are the key */
     int found;
     gr_graph *g = entry_for(ctx, in, run, stream, &found);
     g->used = ++ctx->graphs.clock;
@@ -104,7 +105,7 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_run *run, vo
         return GR_OK;
     }
     if (!g->exec) {
-        gr_status st = capture(ctx, g, in, run, stream);
+        gr_status st = capture(ctx, g, inputs, run, stream);
         if (st != GR_OK) {                  /* the caller runs it as usual; a failed capture ends graphs */
             if (st != GR_ENOMEM) ctx->graphs.off = 1;
             memset(g, 0, sizeof *g);

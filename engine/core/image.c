@@ -84,8 +84,9 @@ gr_status gr_image_on(gr_context *ctx, const gr_image *img, const gr_image **out
 }
 
 int gr_image_launch(gr_launch *L, const gr_image *img) {
+    if (!gr_inputs_contiguous(L->in)) return 1;     /* cudaErrorInvalidValue: its kernels read one plain input */
     unsigned long long n = L->n, first = L->first;
-    const void *in = L->in;
+    const void *in = L->in->at[0].data;
     void *out = L->out, *final_out = L->final_out;
     unsigned *counter = L->counter;
     void *main_args[] = {&in, &n, &out, &counter, &final_out, &first};
@@ -107,12 +108,13 @@ int gr_image_launch_segments(gr_seg_launch *L, const gr_image *img) {
         const void *offsets, *items;
         void *out0, *out1;
         int ddof;
-    } a = {L->in, L->k, L->size, L->offsets, L->items, L->out[0], L->out[1], L->ddof};
+    } a = {L->in->at[0].data, L->k, L->size, L->offsets, L->items, L->out[0], L->out[1], L->ddof};
     int g = L->group, splits = L->splits;
     void *partials = L->partials;
     unsigned *counters = L->counters;
     void *args[] = {&a, &g, &splits, &partials, &counters};
-    if (!img->kernels.segments) return 1;      /* cudaErrorInvalidValue: prepared without them (a caller's bug) */
+    if (!img->kernels.segments || !gr_inputs_contiguous(L->in))
+        return 1;           /* cudaErrorInvalidValue: prepared without them (a caller's bug), or no plain input */
     int e = gr_dev_launch(img->kernels.segments, (unsigned)L->grid, (unsigned)L->block, 0, L->stream, args);
     if (e) L->site = "gr_op_segments (a user operator)";
     return e;
@@ -212,6 +214,6 @@ static gr_result item(const gr_run *run, const void *out0, const void *out1, siz
 }
 
 const gr_pass_kernel gr_image_pass = {
-    .what = "variant '%s'", .launch = launch, .grid = grid, .result = result, .finish = finish, .combine = combine, .shape = shape, .segments = segments,
-    .item = item,
+    .what = "variant '%s'", .launch = launch, .grid = grid, .result = result, .finish = finish, .combine = combine,
+    .shape = shape, .segments = segments, .item = item,
 };

@@ -102,6 +102,6 @@ static gr_result item(const gr_run *run, const void *out0, const void *out1, siz
 }
 
 const gr_pass_kernel gr_op_pass = {
-    .what = "variant '%s'", .launch = launch, .grid = grid, .scratch = scratch, .host = host, .result = result, .finish = finish,
-    .shape = shape, .segments = segments, .segments_host = segments_host, .item = item,
+    .what = "variant '%s'", .launch = launch, .grid = grid, .scratch = scratch, .host = host, .result = result,
+    .finish = finish, .shape = shape, .segments = segments, .segments_host = segments_host, .item = item,
 };

@@ -88,10 +88,12 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_resul
     if (st != GR_OK) return st;
     if (run.plan.npasses == 0) return gr_op_empty_result(ctx, run.plan.op, b->dtype, run.plan.acc, out);
     if (run.plan.pass[0].on_host) return run_on_host(ctx, b, &run, out);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(b), b->dtype, b->n);
     int handled;
-    st = gr_graph_reduce(ctx, gr_buffer_data(b), &run, stream_of(ctx, o), out, &handled);
+    st = gr_graph_reduce(ctx, &in, &run, stream_of(ctx, o), out, &handled);
     if (handled) return st;
-    return gr_exec(ctx, gr_buffer_data(b), &run, stream_of(ctx, o), out);
+    return gr_exec(ctx, &in, &run, stream_of(ctx, o), out);
 }
 
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
@@ -119,7 +121,9 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
         st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);
         if (st == GR_OK) st = gr_slot_acquire(ctx, plan->dev_bytes, plan->host_bytes, &p->slot);
         if (st == GR_OK) {
-            st = gr_exec_start(ctx, gr_buffer_data(b), 0, &p->run, p->slot, stream, 0);
+            gr_inputs in;
+            gr_inputs_one(&in, gr_buffer_data(b), b->dtype, b->n);
+            st = gr_exec_start(ctx, &in, 0, &p->run, p->slot, stream, 0);
             if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, stream);
             /* passes queued before the failure must end before the slot is given back */
             if (st != GR_OK) gr_dev_stream_sync(stream);

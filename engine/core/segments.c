@@ -217,8 +217,10 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     if ((st = gr_slot_acquire(ctx, partials + counters, 0, &slot)) != GR_OK) return st;
     int rc = 0;
     if (counters) rc = gr_dev_memset((char *)slot->dev + partials, 0, counters, ctx->stream);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(b), gr_buffer_dtype(b), gr_buffer_size(b));
     gr_seg_launch L = {
-        .in = gr_buffer_data(b), .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
+        .in = &in, .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
         .k = k, .size = seg->size, .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
         .out = {gr_buffer_data(out[0]), run.results > 1 ? gr_buffer_data(out[1]) : NULL},
         .group = shape.group, .block = shape.block, .splits = shape.splits, .grid = shape.grid,
@@ -299,9 +301,11 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
             shape.splits = 1;
             shape.grid = k;
         }
+        gr_inputs none;             /* the items name the runs */
+        gr_inputs_one(&none, NULL, (gr_dtype)t, total);
         gr_seg_launch L = {
-            .in = NULL, .in_dtype = (gr_dtype)t, .acc = run.plan.acc, .op = o->op, .ddof = o->ddof, .k = k, .items = list,
-            .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
+            .in = &none, .in_dtype = (gr_dtype)t, .acc = run.plan.acc, .op = o->op, .ddof = o->ddof, .k = k,
+            .items = list, .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
             .stream = ctx->stream,
         };
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);

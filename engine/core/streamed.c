@@ -64,7 +64,9 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
         gr_run none;
         st = gr_plan_run(ctx, 0, h->dtype, GR_DEVICE, &co, &none);
         if (st != GR_OK) return st;
-        return none.plan.npasses ? gr_exec(ctx, NULL, &none, ctx->stream, out)
+        gr_inputs nothing;
+        gr_inputs_one(&nothing, NULL, h->dtype, 0);
+        return none.plan.npasses ? gr_exec(ctx, &nothing, &none, ctx->stream, out)
                                  : gr_op_empty_result(ctx, none.plan.op, h->dtype, none.plan.acc, out);
     }
 
@@ -101,7 +103,9 @@ gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o,
         char *stage = slot[s]->dev;
         rc = gr_copy(ctx, stage, (const char *)gr_buffer_data(h) + c * per * es, run->plan.n * es, stream[s]);
         if (rc) { st = gr_fail_dev(ctx, rc, "streamed copy to the device"); break; }
-        st = gr_exec_single_to(ctx, stage, c * per, run, stage + staging, slot[s]->counter,
+        gr_inputs in;
+        gr_inputs_one(&in, stage, h->dtype, run->plan.n);
+        st = gr_exec_single_to(ctx, &in, c * per, run, stage + staging, slot[s]->counter,
                                (char *)slot[k]->dev + c * aes, stream[s]);
     }
     /* the context's stream waits for every chunk, then the chunk values are combined in chunk order */

@@ -108,8 +108,10 @@ static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_opt
 /* Queues the piece's pass on its device's stream, its value to the slot (gr_run_value); its end is the
  * slot's event. */
 static gr_status queue_piece(gr_context *c, const gr_shard_piece *p, const gr_run *run, gr_slot *slot) {
-    const char *data = (const char *)gr_buffer_data(p->shard) + p->at * gr_dtype_size(p->shard->dtype);
-    return gr_exec_start(c, data, p->first, run, slot, c->stream, 0);
+    gr_inputs in;
+    gr_inputs_one(&in, (const char *)gr_buffer_data(p->shard) + p->at * gr_dtype_size(p->shard->dtype),
+                  p->shard->dtype, p->n);
+    return gr_exec_start(c, &in, p->first, run, slot, c->stream, 0);
 }
 
 static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, size_t count, const gr_options *o,
@@ -167,8 +169,10 @@ static gr_status combine_user(gr_context *ctx, gr_buffer *home, const gr_options
     gr_slot *slot;
     if ((st = gr_slot_acquire(c, in_bytes + 256, bytes, &slot)) != GR_OK) return st;
     memcpy(slot->host, accs, bytes);
+    gr_inputs in;
+    gr_inputs_one(&in, slot->dev, img->acc_dtype >= 0 ? (gr_dtype)img->acc_dtype : GR_UINT8, used);
     gr_launch L = {
-        .in = slot->dev, .n = used, .in_dtype = home->dtype, .partials_in = 1, .out = (char *)slot->dev + in_bytes,
+        .in = &in, .n = used, .in_dtype = home->dtype, .partials_in = 1, .out = (char *)slot->dev + in_bytes,
         .grid = 1, .block = COMBINE_BLOCK, .stream = c->stream, .counter = slot->counter, .final_out = slot->result,
     };
     int rc = gr_copy(c, slot->dev, slot->host, bytes, c->stream);
