@@ -610,7 +610,7 @@ enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
  *   not_guaranteed  the bits may differ from run to run (atomics land in any order);
  *   run_to_run      the same bits on every run of the same call on the same GPU (the default);
  *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend: the exactly rounded
- *                   results of engine/core/exact_run.c. */
+ *                   results of engine/core/exact_pass.c. */
 typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
 const char *gr_determinism_name(gr_determinism d);
 extern const char *const gr_determinism_names[GR_DET_COUNT + 1];   /* in order, NULL-terminated */

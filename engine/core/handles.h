@@ -100,7 +100,7 @@ struct gr_context {
     gr_slot *slots[GR_MAX_SLOTS];
     int nslots;
     int cpu_threads;
-    size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_run.c), 0 when unset */
+    size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_pass.c), 0 when unset */
     void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
     gr_pool_stats stats;
     struct {
