@@ -217,12 +217,10 @@ $(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
 # -Wswitch-enum: a switch over an axis (gr_dtype, gr_op, an op's kinds) names every value and has no
 # default:, so that a new dtype or op is a warning at each switch that must learn it (docs/extending.md).
-# The files below still end such switches in a default: until they are rewritten; no other may.
-SWITCH_ENUM_LATER := engine/user/operator.c
 
 $(OBJ)/engine/%.o: engine/%.c $(OBJ)/engine/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) $(if $(filter $<,$(SWITCH_ENUM_LATER)),,-Wswitch-enum) $(DEPFLAGS) -c $< -o $@
+	$(CC) $(GR_CFLAGS) -Wswitch-enum $(DEPFLAGS) -c $< -o $@
 
 # Where engine/jit/nvrtc.c looks for NVRTC after GPUREDUCE_NVRTC: the toolkit found here, when it has one.
 NVRTC_LIB := $(if $(TOOLKIT_NVCC),$(firstword $(wildcard $(CUDA_HOME)/lib64/libnvrtc.so $(CUDA_HOME)/lib/libnvrtc.so)))

@@ -217,9 +217,9 @@ typedef struct gr_options {
     int acc;                /* accumulator dtype override (a gr_dtype), -1 = default */
     size_t grid;            /* blocks of the first pass; 0 = the planner's choice */
     gr_stream *stream;      /* NULL = the context's own stream */
-    /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, in
-     * engine/user/operator.h); NULL = op. Whole-buffer reductions of device buffers on the GPU only */
-    const struct gr_operator_image *user;
+    /* a user operator in place of op: its kernels for the buffer's dtype (gr_operator_prepare, below);
+     * NULL = op. Reductions of device buffers on the GPU only */
+    const struct gr_image *user;
     gr_user_fold fold;      /* with user: the CPU's combine, for finishes hybrid and host (synchronous calls) */
     void *fold_ud;
     /* a user operator's functions on the host (gr_operator_cpu, below), in place of op where the host
@@ -229,7 +229,7 @@ typedef struct gr_options {
     int determinism;        /* a gr_determinism asked for; -1 = the variant's own (run_to_run but for atomics) */
     /* when variant is a user kernel (gr_kernel_register): its kernels for this op, dtype and accumulator
      * (gr_kernel_prepare), which the passes run; NULL otherwise */
-    const struct gr_operator_image *kernel;
+    const struct gr_image *kernel;
 } gr_options;
 
 void gr_options_init(gr_options *o, gr_op op);
@@ -398,8 +398,8 @@ int gr_operator_segment_dtype(gr_context *ctx, int has_post, int acc_dtype);
 gr_status gr_operator_source(gr_context *ctx, const gr_operator *op, gr_dtype in, char **out);
 
 /* Where compiled images are kept in memory (key: the generated source, the compile options, the
- * architecture, NVRTC's version and the embedded headers), with the last compile's facts. Images are
- * shared by every operator with the same source. */
+ * architecture, NVRTC's version and the embedded headers), with NVRTC's log of the last compile it ran.
+ * Images are shared by every operator with the same source. */
 typedef struct gr_operator_cache gr_operator_cache;
 gr_status gr_operator_cache_create(gr_context *ctx, gr_operator_cache **out);
 /* Unloads and frees every image; NULL is a no-op. Before the context that loaded them goes. */
@@ -425,18 +425,18 @@ typedef struct gr_operator_compile_info {
     int result_kind;        /* the kind of post's value (a gr_scalar kind: GR_SCALAR_INT, ...) */
 } gr_operator_compile_info;
 
-/* A compiled operator for one input dtype and architecture; owned by the cache. */
-typedef struct gr_operator_image gr_operator_image;
+/* The kernels compiled from one generated source -- a user operator's, or a user kernel's -- for one input
+ * dtype and architecture; owned by the cache. gr_operator_image is its former name. */
+typedef struct gr_image gr_image;
+typedef gr_image gr_operator_image;
 
 /* The image of op over elements of dtype in for compute capability arch (90 for 9.0): from the cache's
- * memory, else the disk cache, else NVRTC (then stored in both). A compile error is GR_EINVAL with the
- * first error said in the user's terms, "map: 1:5: identifier "y" is undefined" (gr_errarg: the field);
- * the whole NVRTC log is gr_operator_cache_log's. GR_ENODEV without NVRTC. */
+ * memory, else the disk cache, else NVRTC (then stored in both); the compile's facts in *info (NULL:
+ * not wanted). A compile error is GR_EINVAL with the first error said in the user's terms, "map: 1:5:
+ * identifier "y" is undefined" (gr_errarg: the field); the whole NVRTC log is gr_operator_cache_log's.
+ * GR_ENODEV without NVRTC. */
 gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
-                              gr_operator_image **out);
-/* The facts of the cache's last gr_operator_compile, or of the operator's own last one. */
-void gr_operator_last_compile_info(const gr_operator_cache *c, gr_operator_compile_info *out);
-void gr_operator_compile_info_of(const gr_operator *op, gr_operator_compile_info *out);
+                              gr_image **out, gr_operator_compile_info *info);
 /* NVRTC's whole log of the last compile it ran for this cache ("" when it said nothing). */
 const char *gr_operator_cache_log(const gr_operator_cache *c);
 /* The disk cache's one warning (a directory that cannot be made or written), once per process: later
@@ -453,11 +453,11 @@ gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operat
  * gr_options.user takes. GR_ENODEV without a device or NVRTC; GR_EINVAL, naming "acc", for an
  * accumulator over the 32 bytes a reduction keeps. */
 gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
-                              const gr_operator_image **out);
+                              const gr_image **out);
 /* The same with the kernel of segments and reduce_many's items too (a second image per dtype, compiled
  * on the first segmented use, so that whole-buffer reductions do not pay its compile). */
 gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
-                                       const gr_operator_image **out);
+                                       const gr_image **out);
 /* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
@@ -561,7 +561,7 @@ gr_status gr_kernel_compile(gr_context *ctx, gr_operator_cache *cache, int varia
  * gr_options.kernel takes. *out stays NULL (GR_OK) when the kernel does not take the op (the plan then
  * says so). GR_ENODEV without a device or NVRTC. */
 gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int variant, gr_op op, int acc,
-                            gr_operator *user_op, gr_dtype in, const gr_operator_image **out);
+                            gr_operator *user_op, gr_dtype in, const gr_image **out);
 
 /* ---- testing hooks -------------------------------------------------------------------------------- */
 
@@ -584,7 +584,7 @@ typedef struct gr_pass {
 } gr_pass;
 
 typedef struct gr_plan {
-    int variant;
+    int variant;            /* the variant the passes run (gpu_to_gpu: the one named, or auto's, for show) */
     gr_op op;
     gr_finish finish;       /* resolved, never GR_FINISH_AUTO */
     gr_dtype in_dtype;      /* the input's dtype */
@@ -592,17 +592,11 @@ typedef struct gr_plan {
     size_t n;               /* input elements */
     int ddof;               /* var, std: the divisor is n - ddof */
     size_t threshold;
-    size_t scratch;         /* extra device scratch the variant asked for, bytes */
-    /* scratch the passes need: device [ping-pong half 0 | half 1 | the variant's own], pinned partials */
-    size_t dev_bytes, half_offset, extra_offset, host_bytes;
+    size_t acc_size;        /* bytes of one accumulator (the op's, the user operator's, the exact sums) */
+    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass */
+    size_t dev_bytes, host_bytes;   /* the scratch the passes need: device, and pinned host memory */
     int npasses;
     gr_pass pass[GR_PLAN_MAX_PASSES];
-    const struct gr_operator_image *user;   /* gr_options.user: the passes run its kernels */
-    gr_user_fold fold;      /* gr_options.fold: a user operator's partials finished on the CPU */
-    void *fold_ud;
-    size_t acc_size;        /* bytes of one accumulator (the op's, or the user operator's) */
-    int exact;              /* opts.determinism = "gpu_to_gpu": the exact kernel's pass (engine/core/exact_run.c) */
-    const struct gr_operator_image *kernel; /* gr_options.kernel: a user kernel's, which the passes run */
 } gr_plan;
 
 /* Resolves options (auto variant, default block, finish) into the passes a reduction would run. */
@@ -618,7 +612,7 @@ enum { GR_NEEDS_CUDA = 1, GR_NEEDS_POW2_BLOCK = 2 };
  *   not_guaranteed  the bits may differ from run to run (atomics land in any order);
  *   run_to_run      the same bits on every run of the same call on the same GPU (the default);
  *   gpu_to_gpu      the same bits whatever the variant, launch shape, GPU or backend: the exactly rounded
- *                   results of engine/core/exact_run.c. */
+ *                   results of engine/core/exact_pass.c. */
 typedef enum { GR_DET_NOT_GUARANTEED, GR_DET_RUN_TO_RUN, GR_DET_GPU_TO_GPU, GR_DET_COUNT } gr_determinism;
 const char *gr_determinism_name(gr_determinism d);
 extern const char *const gr_determinism_names[GR_DET_COUNT + 1];   /* in order, NULL-terminated */

@@ -155,15 +155,17 @@ static gr_dtype default_dtype(const gr_operator *op) {
     return acc >= 0 ? (gr_dtype)acc : GR_FLOAT32;
 }
 
-/* Compiles for the default dtype and the device's architecture (sm_90 without a GPU). Without NVRTC
- * nothing happens: the operator can still run on the cpu backend with its cpu functions. A compile
- * error raises the field's message and NVRTC's whole log. Returns 1 when it compiled. */
-static int compile_now(lua_State *L, gr_operator *op) {
+/* Compiles for the default dtype and the device's architecture (sm_90 without a GPU), the compile's
+ * facts kept in u. Without NVRTC nothing happens: the operator can still run on the cpu backend with
+ * its cpu functions. A compile error raises the field's message and NVRTC's whole log. Returns 1 when
+ * it compiled. */
+static int compile_now(lua_State *L, loperator *u) {
+    gr_operator *op = u->op;
     gr_context *ctx = lgr_ctx(L);
     gr_device_info info;
     int arch = gr_device_info_get(ctx, &info) == GR_OK ? info.cc_major * 10 + info.cc_minor : 90;
     gr_operator_image *img;
-    gr_status st = gr_operator_compile(ctx, lgr_operator_cache(L), op, default_dtype(op), arch, &img);
+    gr_status st = gr_operator_compile(ctx, lgr_operator_cache(L), op, default_dtype(op), arch, &img, &u->compiled);
     show_cache_warning();
     if (st == GR_ENODEV) return 0;
     if (st == GR_EINVAL) return lgr_raise_compile_error(L);
@@ -241,6 +243,7 @@ int lgr_operator(lua_State *L) {
 
     loperator *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->op = NULL;
+    memset(&u->compiled, 0, sizeof u->compiled);
     luaL_setmetatable(L, OPERATOR_MT);
     lua_pushvalue(L, cpu);
     lua_setiuservalue(L, -2, 1);
@@ -249,7 +252,7 @@ int lgr_operator(lua_State *L) {
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
 
     if (has_cpu) check_cpu_shape(L, u->op, cpu);
-    int compiled = compile_now(L, u->op);
+    int compiled = compile_now(L, u);
     if (gr_context_backend(ctx) == GR_BACKEND_CUDA && compiled) {
         st = gr_operator_check(ctx, lgr_operator_cache(L), u->op, default_dtype(u->op));
         if (st == GR_EINVAL) return luaL_argerror(L, 1, gr_errmsg(ctx));
@@ -277,13 +280,12 @@ static int o_source(lua_State *L) {
     return 1;
 }
 
-/* op:info(): the fields, what was detected, and the last compile: where its image came from ("none"
- * before any, "memory", "disk", "nvrtc"), NVRTC's time, the accumulator's layout. */
+/* op:info(): the fields, what was detected, and the compile at creation: where its image came from
+ * ("none" without NVRTC, "memory", "disk", "nvrtc"), NVRTC's time, the accumulator's layout. */
 static int o_info(lua_State *L) {
     gr_operator *op = lgr_check_operator(L, 1);
     const gr_operator_spec *s = gr_operator_get_spec(op);
-    gr_operator_compile_info c;
-    gr_operator_compile_info_of(op, &c);
+    const gr_operator_compile_info c = ((loperator *)lua_touserdata(L, 1))->compiled;
     lua_createtable(L, 0, 16);
     lgr_set_str(L, "name", s->name);
     lgr_set_str(L, "acc", s->acc);

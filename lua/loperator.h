@@ -9,7 +9,8 @@
 
 #define OPERATOR_MT "gpureduce.Operator"
 
-typedef struct { gr_operator *op; } loperator;
+/* An Operator keeps the facts of its compile at creation, which op:info() shows. */
+typedef struct { gr_operator *op; gr_operator_compile_info compiled; } loperator;
 
 /* The operator at arg; raises for anything else or a freed one. Its cpu table {map =, reduce =, post =,
  * identity =} is user value 1 of the userdata (nil when it has none). */

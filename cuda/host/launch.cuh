@@ -2,7 +2,9 @@
  * launch.cuh -- the host side of a launch, shared by every variant's file: from the run-time values of
  * engine/base/launch.h to template arguments, once.
  *   - dispatch(op, in, acc, f): calls f(Op{}, Tag<In>{}) with the functor of the op (ops.cuh's OpOf)
- *     for the input and accumulator dtypes, both generated from gr.h's lists;
+ *     for the input and accumulator dtypes, both generated from gr.h's lists, for a launch whose input
+ *     descriptor is one contiguous input (launch.h: what every kernel here takes);
+ *   - first_input<In>(L): that input's address, read once on the host;
  *   - with_block_size(block, f): calls f(constant<int, B>{}) for B in 32..1024;
  *   - the grid rules of the grid-stride and tile kernels;
  *   - GR_CHECK_LAUNCH(L): cudaGetLastError() after a launch, the launch's file and line kept in L->site;
@@ -58,8 +60,17 @@ template <unsigned kOps, class In, class F> cudaError_t with_acc(gr_op op, gr_dt
     }
 }
 
-/* dispatch<kOps>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of input. */
+/* The first input's elements: every kernel here reads one contiguous input, whose address the launcher
+ * reads from the descriptor once and passes as the kernel's pointer (no per-element cost). */
+template <class In, class Launch> const In *first_input(const Launch *L) {
+    return static_cast<const In *>(L->in->at[0].data);
+}
+
+/* dispatch<kOps>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of input; an
+ * invalid value for an input descriptor other than one contiguous input (a query with none, CUB's
+ * scratch sizing, passes). */
 template <unsigned kOps, class F> cudaError_t dispatch(const gr_launch *L, F &&f) {
+    if (L->in && !gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;
     switch (L->in_dtype) {
 #define GR_IN_CASE(E, name, ctype, ...)                                                                   \
     case GR_##E: return with_acc<kOps, ctype>(L->op, L->acc, L->partials_in != 0, f);
@@ -132,11 +143,12 @@ int launch_pass(gr_launch *L, KernelOf kernel_of, bool smem_per_thread, const ch
         const size_t smem = smem_per_thread ? size_t(L->block) * sizeof(Acc) : 0;
         const unsigned grid = unsigned(L->grid);
         const cudaStream_t stream = (cudaStream_t)L->stream;
+        const In *in = first_input<In>(L);
         if constexpr (kIndexed)
-            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>((const In *)L->in, L->n, (Acc *)L->out, L->counter,
+            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>(in, L->n, (Acc *)L->out, L->counter,
                                                                     (Acc *)L->final_out, L->first);
         else
-            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>((const In *)L->in, L->n, (Acc *)L->out, L->counter,
+            kernel_of(op, in_tag)<<<grid, L->block, smem, stream>>>(in, L->n, (Acc *)L->out, L->counter,
                                                                     (Acc *)L->final_out);
         return check_launch(L, site);
     });

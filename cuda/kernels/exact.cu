@@ -14,7 +14,7 @@
  * accumulator in global memory. The sum of squares takes float32 squares whole (exact in a double) and
  * float64 squares as the two halves of an exact product (gr_x_square where it would underflow or
  * overflow). Nothing here depends on the order of the additions: every grid, block, GPU and the host
- * (engine/ops/exact.c) arrive at the same digits, which engine/core/exact_run.c rounds with exact_acc.h's code.
+ * (engine/ops/exact.c) arrive at the same digits, which engine/core/exact_pass.c rounds with exact_acc.h's code.
  *
  * The segmented kernel gives each segment to one block in turn (a grid-stride over segments) and rounds
  * its result on the device with the same header; a segment longer than 2^30 elements is folded in rounds
@@ -279,10 +279,11 @@ template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
 
 int launch_exact(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
+    if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
     return with_exact(L, [&](auto in_tag, auto sums, auto skip) {
         using In = typename decltype(in_tag)::type;
         exact_kernel<In, decltype(sums)::value, decltype(skip)::value>
-            <<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>((const In *)L->in, L->n, (gr_xsum *)L->sums);
+            <<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(first_input<In>(L), L->n, (gr_xsum *)L->sums);
         return GR_CHECK_LAUNCH(L);
     });
 }
@@ -290,6 +291,7 @@ int launch_exact(gr_exact_launch *L) {
 int launch_exact_segments(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block != 256 || L->round == 0 || L->round % 16 || L->round > (size_t(1) << 30))
         return cudaErrorInvalidConfiguration;
+    if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
     return with_exact(L, [&](auto in_tag, auto sums, auto skip) {
         using In = typename decltype(in_tag)::type;
         constexpr int S = decltype(sums)::value;
@@ -297,10 +299,10 @@ int launch_exact_segments(gr_exact_launch *L) {
         const cudaStream_t stream = (cudaStream_t)L->stream;
         if (L->out_dtype == GR_FLOAT32)
             exact_segments_kernel<In, S, N, float><<<unsigned(L->grid), 256, 0, stream>>>(
-                (const In *)L->in, L->k, L->size, L->offsets, (float *)L->out, int(L->op), L->ddof, L->round);
+                first_input<In>(L), L->k, L->size, L->offsets, (float *)L->out, int(L->op), L->ddof, L->round);
         else
             exact_segments_kernel<In, S, N, double><<<unsigned(L->grid), 256, 0, stream>>>(
-                (const In *)L->in, L->k, L->size, L->offsets, (double *)L->out, int(L->op), L->ddof, L->round);
+                first_input<In>(L), L->k, L->size, L->offsets, (double *)L->out, int(L->op), L->ddof, L->round);
         return GR_CHECK_LAUNCH(L);
     });
 }

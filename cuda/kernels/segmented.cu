@@ -23,8 +23,8 @@ __global__ void __launch_bounds__(1024) segmented_kernel(gr::SegArgs a, int g, i
 }
 
 template <int Kind, class Op, class In> int launch_for(gr_seg_launch *L) {
-    const gr::SegArgs a = {L->in, L->k, L->size, (const long long *)L->offsets, (const gr::SegItem *)L->items,
-                           L->out[0], L->out[1], L->ddof};
+    const gr::SegArgs a = {L->in->at[0].data, L->k, L->size, (const long long *)L->offsets,
+                           (const gr::SegItem *)L->items, L->out[0], L->out[1], L->ddof};
     segmented_kernel<Kind, Op, In><<<unsigned(L->grid), unsigned(L->block), 0, (cudaStream_t)L->stream>>>(
         a, L->group, L->splits, (typename Op::acc_t *)L->partials, L->counters);
     return GR_CHECK_LAUNCH(L);
@@ -56,6 +56,7 @@ template <class In> int with_acc(gr_seg_launch *L) {
 
 int launch(gr_seg_launch *L) {
     if (L->grid < 1 || L->grid > 0x7fffffff) return cudaErrorInvalidConfiguration;
+    if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input (or the items) */
     switch (L->in_dtype) {
 #define GR_SEG_IN(E, name, ctype, ...) case GR_##E: return with_acc<ctype>(L);
         GR_DTYPE_LIST(GR_SEG_IN)

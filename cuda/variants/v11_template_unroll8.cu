@@ -61,7 +61,7 @@ static int launch(gr_launch *L) {
                 using Acc = typename Op::acc_t;
                 template_unroll8_kernel<Op, In, kBlock><<<unsigned(L->grid), kBlock, kBlock * sizeof(Acc),
                                                           (cudaStream_t)L->stream>>>(
-                    (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
+                    gr::first_input<In>(L), L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out);
                 return GR_CHECK_LAUNCH(L);
             });
         }

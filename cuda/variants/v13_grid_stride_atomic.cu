@@ -62,7 +62,7 @@ static int launch(gr_launch *L) {
         set_identity<Acc><<<1, 1, 0, stream>>>(total, Op::identity());
         cudaError_t e = GR_CHECK_LAUNCH(L);
         if (e != cudaSuccess) return e;
-        grid_stride_atomic_kernel<Op, In><<<unsigned(L->grid), L->block, 0, stream>>>((const In *)L->in,
+        grid_stride_atomic_kernel<Op, In><<<unsigned(L->grid), L->block, 0, stream>>>(gr::first_input<In>(L),
                                                                                       L->n, total);
         if ((e = GR_CHECK_LAUNCH(L)) != cudaSuccess) return e;
         if (L->final_out) {

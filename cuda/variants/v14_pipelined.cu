@@ -73,7 +73,7 @@ static int launch(gr_launch *L) {
         cudaError_t e = allow_ring<Op, In>();
         if (e != cudaSuccess) return e;
         pipelined_kernel<Op, In><<<unsigned(L->grid), L->block, gr::ring_bytes(L->block), (cudaStream_t)L->stream>>>(
-            (const In *)L->in, L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out, L->first);
+            gr::first_input<In>(L), L->n, (Acc *)L->out, L->counter, (Acc *)L->final_out, L->first);
         return GR_CHECK_LAUNCH(L);
     });
 }

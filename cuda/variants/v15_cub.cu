@@ -66,7 +66,7 @@ static int launch(gr_launch *L) {
         /* finish "single": the result goes straight to final_out; as a plain pass, to out[0] */
         Acc *out = (Acc *)(L->final_out ? L->final_out : L->out);
         size_t temp_bytes = L->scratch_bytes;
-        cudaError_t e = cub_reduce<Op, In>(L->scratch, temp_bytes, (const In *)L->in, out, L->n,
+        cudaError_t e = cub_reduce<Op, In>(L->scratch, temp_bytes, gr::first_input<In>(L), out, L->n,
                                            (cudaStream_t)L->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();         /* CUB may only have peeked at a launch error */

@@ -63,7 +63,7 @@ static int launch(gr_launch *L) {
             using In = typename decltype(in_tag)::type;
             using Acc = typename Op::acc_t;
             const cudaStream_t stream = (cudaStream_t)L->stream;
-            const Acc value = thrust_reduce<Op, In>((const In *)L->in, L->n, stream);
+            const Acc value = thrust_reduce<Op, In>(gr::first_input<In>(L), L->n, stream);
             /* finish "single": final_out, which may be pinned host memory or device memory (a streamed
              * chunk's value stays on the device), so it is copied, not stored; as a plain pass, the one
              * partial goes to out[0]. `value` lives on this stack: wait for the copy. */

@@ -5,6 +5,12 @@
  * A kernel variant (cuda/vNN_name.cu) defines one `gr_kernel` named gr_kernel_<name>: its launcher,
  * the grid it wants for n inputs, and the scratch it needs. The registry (engine/core/registry.c) names
  * that symbol in the variant's row; a CPU-only build has no such symbols and the rows say so.
+ *
+ * Every launch names what it reads with an input descriptor (gr_inputs): a list of inputs, each with
+ * its address, dtype, shape and strides in elements. Today every launch has one contiguous 1-D input,
+ * and every kernel takes only that (gr_inputs_contiguous): a kernel reads the first input's address once,
+ * on the host, and keeps its contiguous loads. A reduction of two inputs (dot) or along an axis adds the
+ * kernels that read more of the descriptor, and the planner sends such inputs only to them.
  */
 #ifndef GR_LAUNCH_H
 #define GR_LAUNCH_H
@@ -24,13 +30,54 @@ extern "C" {
     X(unroll_warps8) X(complete_unroll8) X(template_unroll8) X(warp_shuffle) X(grid_stride_atomic)         \
     X(pipelined) X(cub) X(thrust)
 
+/* ---- inputs ------------------------------------------------------------------------------------------ */
+
+#define GR_MAX_INPUTS 8
+#define GR_MAX_DIMS 8
+
+/* One input: its elements at `data`, of `dtype`; element (i0, ..., i[ndim-1]) is at data + sum of
+ * i[d] * strides[d] elements, 0 <= i[d] < shape[d]. */
+typedef struct gr_input {
+    const void *data;
+    gr_dtype dtype;
+    int ndim;
+    int64_t shape[GR_MAX_DIMS];
+    int64_t strides[GR_MAX_DIMS];
+} gr_input;
+
+/* The inputs of a launch, in order (at[0] the reduced elements; a second for a two-input reduction). */
+typedef struct gr_inputs {
+    int count;
+    gr_input at[GR_MAX_INPUTS];
+} gr_inputs;
+
+/* in as one contiguous 1-D input: n elements of dtype t at data. Sets only the fields such an input
+ * uses: the engine fills one per launch, and the rest of the descriptor's kilobyte is never cleared. */
+static inline void gr_inputs_one(gr_inputs *in, const void *data, gr_dtype t, size_t n) {
+    in->count = 1;
+    in->at[0].data = data;
+    in->at[0].dtype = t;
+    in->at[0].ndim = 1;
+    in->at[0].shape[0] = (int64_t)n;
+    in->at[0].strides[0] = 1;
+}
+
+/* Whether in is one contiguous 1-D input: what every kernel of today takes (its launcher refuses any
+ * other descriptor with an invalid value, before it reads the address). */
+static inline int gr_inputs_contiguous(const gr_inputs *in) {
+    return in->count == 1 && in->at[0].ndim == 1 && in->at[0].strides[0] == 1;
+}
+
+/* ---- one pass of a variant ----------------------------------------------------------------------------- */
+
 /* One pass of a variant: n inputs of in_dtype -> `grid` partials of the accumulator in `out`. When
  * `final_out` is set the pass finishes in the same kernel (finish "single"): the device epilogue of the
  * last block combines the partials and writes one accumulator value to final_out, leaving *counter
  * zero. */
 typedef struct gr_launch {
-    const void *in;
-    size_t n;
+    const gr_inputs *in;    /* what the pass reads: at[0] the elements, or the accumulators of a pass over
+                             * partials (then of dtype acc) */
+    size_t n;               /* the elements (or accumulators) the pass reduces */
     gr_dtype in_dtype;      /* the reduction's input dtype (also in a pass over partials) */
     int partials_in;        /* 1: `in` holds accumulators of the op (a pass over partials), not elements */
     uint64_t first;         /* the index of in[0] among the reduction's elements (argmin, argmax) */
@@ -58,11 +105,11 @@ typedef struct gr_seg_item {
 
 /* Every segment of one input, reduced and its result(s) written: segment s is elements
  * [s * size, (s + 1) * size) of `in` (size > 0), or [offsets[s], offsets[s + 1]) (offsets set), or the
- * items[s] run (items set). `group` lanes share a segment (1..32, a power of two), or, with group 0,
- * blocks do: `splits` of them per segment, their partial accumulators in `partials` and a counter per
- * segment in `counters` (zero before, left zero after) when splits > 1. */
+ * items[s] run (items set; then in->at[0].data is NULL). `group` lanes share a segment (1..32, a power
+ * of two), or, with group 0, blocks do: `splits` of them per segment, their partial accumulators in
+ * `partials` and a counter per segment in `counters` (zero before, left zero after) when splits > 1. */
 typedef struct gr_seg_launch {
-    const void *in;
+    const gr_inputs *in;
     gr_dtype in_dtype, acc;
     gr_op op;
     int ddof;
@@ -95,7 +142,7 @@ typedef struct gr_seg_kernel {
  * [offsets[s], offsets[s + 1]) -- and writes each one's result, rounded on the device, as element s of
  * `out` (out_dtype, float32 or float64, which says where the result is rounded to). */
 typedef struct gr_exact_launch {
-    const void *in;
+    const gr_inputs *in;
     size_t n;
     gr_dtype in_dtype;
     gr_op op;

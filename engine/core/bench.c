@@ -3,7 +3,7 @@
  * many repetitions each bracketed by device events, median reported with the minimum and maximum.
  * On the cpu backend the monotonic clock stands in for events.
  */
-#include "core/plan.h"
+#include "core/exec.h"
 #include "base/clock.h"
 #include "base/device.h"
 #include "core/context.h"
@@ -135,7 +135,7 @@ gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
 typedef struct {
     gr_buffer *b;
     const gr_options *o;
-    gr_plan plan;
+    gr_run run;
     gr_slot *slot;
     void *stream;
 } reduce_job;
@@ -146,25 +146,28 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
         gr_result value;
         return gr_reduce(ctx, j->b, j->o, &value);
     }
-    return gr_exec_start(ctx, gr_buffer_data(j->b), &j->plan, j->slot, j->stream, 0);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
+    return gr_exec_start(ctx, &in, 0, &j->run, j->slot, j->stream, 0);
 }
 
 static gr_status complete_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
     gr_result value;
-    return j->slot ? gr_exec_finish(ctx, &j->plan, j->slot, &value) : GR_OK;
+    return j->slot ? gr_exec_finish(ctx, &j->run, j->slot, &value) : GR_OK;
 }
 
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
                    gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
-    reduce_job j = {b, o, {0}, NULL, NULL};
-    gr_status st = gr_plan_make(ctx, b, o, &j.plan);
+    reduce_job j = {.b = b, .o = o};
+    gr_status st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &j.run);
     if (st != GR_OK) return st;
-    int device_timed = j.plan.npasses > 0 && !j.plan.pass[0].on_host;
+    const gr_plan *plan = &j.run.plan;
+    int device_timed = plan->npasses > 0 && !plan->pass[0].on_host;
     if (device_timed) {
         j.stream = o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
-        st = gr_slot_acquire(ctx, j.plan.dev_bytes, j.plan.host_bytes, &j.slot);
+        st = gr_slot_acquire(ctx, plan->dev_bytes, plan->host_bytes, &j.slot);
         if (st != GR_OK) return st;
     }
     st = time_reps(ctx, run_reduce, complete_reduce, &j, j.stream, warmup, reps,

@@ -18,17 +18,16 @@
 #include "base/error.h"
 #include "base/memory.h"
 #include "ops/ops.h"
-#include "core/plan.h"
+#include "core/exec.h"
 #include "core/pool.h"
-#include "core/registry.h"
 
 #include <string.h>
 
-static int same_key(const gr_graph *g, const void *in, const gr_plan *p, void *stream) {
+static int same_key(const gr_graph *g, const void *in, const gr_run *run, void *stream) {
+    const gr_plan *p = &run->plan;
     return g->in == in && g->n == p->n && g->grid == p->pass[0].blocks && g->in_dtype == p->in_dtype &&
-           g->acc == p->acc && g->op == p->op && g->user == p->user && g->variant == p->variant &&
-           g->block == p->pass[0].block &&
-           g->stream == stream;
+           g->acc == p->acc && g->op == p->op && g->image == run->image && g->variant == p->variant &&
+           g->block == p->pass[0].block && g->stream == stream;
 }
 
 static void drop(gr_context *ctx, gr_graph *g) {
@@ -43,11 +42,11 @@ void gr_graphs_clear(gr_context *ctx) {
 }
 
 /* The entry for the key: the one that has it, else a free one or the least recently used (emptied). */
-static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_plan *p, void *stream, int *found) {
+static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_run *run, void *stream, int *found) {
     gr_graph *free_one = NULL, *oldest = NULL;
     for (int i = 0; i < GR_MAX_GRAPHS; i++) {
         gr_graph *g = &ctx->graphs.entries[i];
-        if (g->used && same_key(g, in, p, stream)) {
+        if (g->used && same_key(g, in, run, stream)) {
             *found = 1;
             return g;
         }
@@ -60,18 +59,17 @@ static gr_graph *entry_for(gr_context *ctx, const void *in, const gr_plan *p, vo
     return oldest;
 }
 
-
 /* GR_OK with g->exec set; GR_ENOMEM when the slot could not be had (try again another time); another
  * status when capture itself failed (graphs do not work here). */
-static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_plan *p, void *stream) {
-    gr_status st = gr_slot_acquire(ctx, p->dev_bytes, 0, &g->slot);
+static gr_status capture(gr_context *ctx, gr_graph *g, const gr_inputs *in, const gr_run *run, void *stream) {
+    gr_status st = gr_slot_acquire(ctx, run->plan.dev_bytes, 0, &g->slot);
     if (st != GR_OK) {
         g->slot = NULL;
         return GR_ENOMEM;
     }
     int rc = gr_dev_capture_begin(stream);
     if (rc == 0) {
-        st = gr_exec_single_to(ctx, in, 0, p, g->slot->dev, g->slot->counter, g->slot->result, stream);
+        st = gr_exec_single_to(ctx, in, 0, run, g->slot->dev, g->slot->counter, g->slot->result, stream);
         rc = gr_dev_capture_end(stream, &g->exec);
     }
     if (st == GR_OK && (rc || !g->exec)) st = gr_fail_dev(ctx, rc ? rc : 999, "capturing a graph");
@@ -83,14 +81,15 @@ static gr_status capture(gr_context *ctx, gr_graph *g, const void *in, const gr_
     return st;
 }
 
-gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, void *stream, gr_result *out,
+gr_status gr_graph_reduce(gr_context *ctx, const gr_inputs *inputs, const gr_run *run, void *stream, gr_result *out,
                           int *handled) {
     *handled = 0;
-    if (ctx->base.backend != GR_BACKEND_CUDA || ctx->graphs.off || p->npasses != 1 || p->pass[0].on_host ||
-        !gr_finish_row_get(p->finish)->epilogue || !(gr_variant_row_get(p->variant)->shape & GR_SHAPE_EPILOGUE))
-        return GR_OK;
+    /* one pass that ends in the device epilogue, which raises the completion flag itself */
+    if (ctx->base.backend != GR_BACKEND_CUDA || ctx->graphs.off || !run->raises_flag) return GR_OK;
+    const gr_plan *p = &run->plan;
+    const void *in = inputs->at[0].data;    /* one contiguous input: its address and n are the key */
     int found;
-    gr_graph *g = entry_for(ctx, in, p, stream, &found);
+    gr_graph *g = entry_for(ctx, in, run, stream, &found);
     g->used = ++ctx->graphs.clock;
     if (!found) {                           /* the first time: remember the key, run as usual */
         g->in = in;
@@ -99,14 +98,14 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, voi
         g->in_dtype = p->in_dtype;
         g->acc = p->acc;
         g->op = p->op;
-        g->user = p->user;
+        g->image = run->image;
         g->variant = p->variant;
         g->block = p->pass[0].block;
         g->stream = stream;
         return GR_OK;
     }
     if (!g->exec) {
-        gr_status st = capture(ctx, g, in, p, stream);
+        gr_status st = capture(ctx, g, inputs, run, stream);
         if (st != GR_OK) {                  /* the caller runs it as usual; a failed capture ends graphs */
             if (st != GR_ENOMEM) ctx->graphs.off = 1;
             memset(g, 0, sizeof *g);
@@ -123,7 +122,7 @@ gr_status gr_graph_reduce(gr_context *ctx, const void *in, const gr_plan *p, voi
     }
     g->slot->stream = stream;
     g->slot->flagged = 1;
-    return gr_exec_finish(ctx, p, g->slot, out);
+    return gr_exec_finish(ctx, run, g->slot, out);
 }
 
 void gr_pool_trim(gr_context *ctx) {

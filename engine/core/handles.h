@@ -2,7 +2,7 @@
  * handles.h -- the structures behind the opaque handles of gr.h, shared by the engine's own files.
  *
  * Data only: the functions that work on these live in the module that owns each (buffer.c, pool.c,
- * exec.c, context.c), declared in that module's header.
+ * graphs.c, context.c), declared in that module's header. A gr_pending is reduce.c's own.
  */
 #ifndef GR_HANDLES_H
 #define GR_HANDLES_H
@@ -68,7 +68,7 @@ typedef struct gr_graph {
     size_t n, grid;
     gr_dtype in_dtype, acc;
     gr_op op;
-    const struct gr_operator_image *user;   /* a user operator's, or NULL */
+    const struct gr_image *image;           /* the compiled image its pass launches, or NULL */
     int variant, block;
     void *stream;
     void *exec;             /* cudaGraphExec_t, or NULL while the key has been seen only once */
@@ -96,7 +96,7 @@ struct gr_context {
     gr_device_info info;
     gr_slot *slots[GR_MAX_SLOTS];
     int nslots;
-    size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_run.c), 0 when unset */
+    size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_pass.c), 0 when unset */
     void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
     gr_pool_stats stats;
     struct {
@@ -111,17 +111,6 @@ _Static_assert(offsetof(struct gr_context, base) == 0, "gr_base must come first 
 
 /* The root context of ctx: the one its caller made (itself, or the root of an inner context). */
 static inline gr_context *gr_ctx_root(const gr_context *ctx) { return (gr_context *)(void *)ctx->base.root; }
-
-struct gr_pending {
-    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
-    gr_buffer *b;           /* a handle of our own on the buffer's memory */
-    gr_slot *slot;
-    gr_plan plan;
-    int finished;
-    gr_status status;
-    gr_result value;
-    char err[GR_ERR_BYTES]; /* the failure's message, kept for repeated waits */
-};
 
 #ifdef __cplusplus
 }

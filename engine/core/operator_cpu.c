@@ -11,7 +11,7 @@
  */
 #include "core/operator_cpu.h"
 #include "base/error.h"
-#include "user/operator.h"
+#include "ops/user_op.h"
 #include "core/plan.h"
 #include "core/buffer.h"
 

@@ -11,7 +11,7 @@ void gr_slot_release(gr_context *ctx, gr_slot *s);
 /* The slot's completion flag: a word of its pinned result area, after the value (the single-pass
  * kernels raise it through the counter's words [2..3], which point here). */
 static inline unsigned *gr_slot_flag(gr_slot *s) { return (unsigned *)((char *)s->result + 32); }
-/* 8 bytes of the pinned result area after the flag: a user operator's post value (operator_run.c). */
+/* 8 bytes of the pinned result area after the flag: a user operator's post value (core/image.c). */
 static inline void *gr_slot_post_out(gr_slot *s) { return (char *)s->result + 40; }
 void gr_pool_destroy(gr_context *ctx);
 /* Frees every slot that is not busy (gr_pool_trim, after the graphs have given theirs back). */

@@ -3,43 +3,41 @@
  * serves), asynchronous with its Pending, and host variants over device memory.
  */
 #include "gr.h"
-#include "ops/cpu_backend.h"
 #include "base/device.h"
-#include "core/context.h"
 #include "base/error.h"
-#include "core/exact_pass.h"
-#include "core/exact_run.h"
-#include "core/graphs.h"
 #include "base/memory.h"
+#include "core/buffer.h"
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/graphs.h"
 #include "core/operator_cpu.h"
-#include "ops/ops.h"
-#include "core/plan.h"
 #include "core/policy.h"
 #include "core/pool.h"
-#include "core/registry.h"
-#include "core/buffer.h"
+#include "ops/exact.h"
+#include "ops/ops.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- host variants ------------------------------------------------------------------------------- */
+/* ---- reductions the host runs ------------------------------------------------------------------- */
 
-/* A host variant over device memory stages it through pinned memory in pieces; each piece's value is
- * kept in the accumulator type and the pieces' values are combined the same way at the end. */
-static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_plan *plan, gr_result *out) {
-    if (plan->exact) return gr_exact_host(ctx, gr_buffer_data(b), plan, out);
-    const gr_variant_row *row = gr_variant_row_get(plan->variant);
+/* A run whose first pass is on the host (a host variant, or the host's exact sums): over the data where
+ * the host reads it; over device memory staged through pinned memory in pieces, each piece's value kept
+ * as an accumulator and the pieces' values combined the same way at the end. */
+static gr_status run_on_host(gr_context *ctx, const gr_buffer *b, const gr_run *run, gr_result *out) {
+    const gr_pass_kernel *k = run->kernel;
+    size_t aes = run->plan.acc_size;
     int resident = ctx->base.backend == GR_BACKEND_CPU || gr_buffer_where(b) == GR_HOST;
     if (resident) {
-        unsigned char v[GR_ACC_MAX];
-        gr_status st = row->host(ctx, gr_buffer_data(b), b->n, 0, b->dtype, plan->op, plan->acc, v);
-        if (st == GR_OK) *out = gr_op_result(plan->op, v, plan->acc, b->dtype, b->n, plan->ddof);
-        return st;
+        /* one accumulator: the op's, or the exact sums (2.3 KB) */
+        union { unsigned char bytes[GR_ACC_MAX]; gr_xsum sums; } v;
+        gr_status st = k->host(ctx, run, gr_buffer_data(b), b->n, 0, &v);
+        return st == GR_OK ? k->result(ctx, run, NULL, &v, b->n, out) : st;
     }
 
-    size_t es = gr_dtype_size(b->dtype), aes = gr_op_acc_size(plan->op, b->dtype, plan->acc);
+    size_t es = gr_dtype_size(b->dtype);
     size_t per = gr_policy_stage_bytes() / es, chunks = (b->n + per - 1) / per;
     gr_slot *slot;
     gr_status st = gr_slot_acquire(ctx, 0, (b->n < per ? b->n : per) * es, &slot);
@@ -54,15 +52,28 @@ static gr_status run_host_variant(gr_context *ctx, const gr_buffer *b, const gr_
         int rc = gr_copy(ctx, slot->host, (const char *)gr_buffer_data(b) + lo * es, len * es, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
         if (rc) { st = gr_fail_dev(ctx, rc, "copy to the host"); break; }
-        st = row->host(ctx, slot->host, len, lo, b->dtype, plan->op, plan->acc, values + c * aes);
+        st = k->host(ctx, run, slot->host, len, lo, values + c * aes);
     }
-    if (st == GR_OK) st = gr_cpu_finish(ctx, values, chunks, plan->acc, plan->op, b->dtype, b->n, plan->ddof, out);
+    if (st == GR_OK) st = k->finish(ctx, run, NULL, values, chunks, b->n, out);
     free(values);
     gr_slot_release(ctx, slot);
     return st;
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
+
+/* An asynchronous reduction: the engine's own slice of the buffer (so the memory stays), the run, its
+ * slot, and once settled the status, the value and the message. */
+struct gr_pending {
+    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
+    gr_buffer *b;           /* a handle of our own on the buffer's memory */
+    gr_slot *slot;
+    gr_run run;
+    int finished;
+    gr_status status;
+    gr_result value;
+    char err[512];          /* the failure's message, kept for repeated waits */
+};
 
 static void *stream_of(gr_context *ctx, const gr_options *o) {
     return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
@@ -72,23 +83,17 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_resul
     ctx = gr_ctx_for(ctx, b);
     if (gr_operator_cpu_takes(ctx, o, b)) return gr_operator_cpu_reduce(ctx, o, &b, 1, out);
     if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
-    if (o->determinism == GR_DET_GPU_TO_GPU) return gr_exact_reduce(ctx, b, o, out);
-    gr_plan plan;
-    gr_status st = gr_plan_make(ctx, b, o, &plan);
+    gr_run run;
+    gr_status st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &run);
     if (st != GR_OK) return st;
-    if (plan.npasses == 0) return gr_op_empty_result(ctx, plan.op, b->dtype, plan.acc, out);
-    if (plan.pass[0].on_host) return run_host_variant(ctx, b, &plan, out);
+    if (run.plan.npasses == 0) return gr_op_empty_result(ctx, run.plan.op, b->dtype, run.plan.acc, out);
+    if (run.plan.pass[0].on_host) return run_on_host(ctx, b, &run, out);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(b), b->dtype, b->n);
     int handled;
-    st = gr_graph_reduce(ctx, gr_buffer_data(b), &plan, stream_of(ctx, o), out, &handled);
+    st = gr_graph_reduce(ctx, &in, &run, stream_of(ctx, o), out, &handled);
     if (handled) return st;
-    gr_slot *slot;
-    st = gr_slot_acquire(ctx, plan.dev_bytes, plan.host_bytes, &slot);
-    if (st != GR_OK) return st;
-    st = gr_exec_start(ctx, gr_buffer_data(b), &plan, slot, stream_of(ctx, o), 1);
-    if (st == GR_OK) st = gr_exec_finish(ctx, &plan, slot, out);
-    else gr_dev_stream_sync(stream_of(ctx, o));    /* let anything queued drain before reuse */
-    gr_slot_release(ctx, slot);
-    return st;
+    return gr_exec(ctx, &in, &run, stream_of(ctx, o), out);
 }
 
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
@@ -100,22 +105,25 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     p->ctx = ctx;
-    gr_status st = gr_plan_make(ctx, b, o, &p->plan);
-    if (st == GR_OK && p->plan.fold)
+    const gr_plan *plan = &p->run.plan;
+    gr_status st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &p->run);
+    if (st == GR_OK && p->run.fold)
         st = gr_fail_arg(ctx, GR_EINVAL, "finish", "'%s' runs the operator's cpu.reduce, synchronously (leave out "
-                         "opts.async, or finish on the device)", gr_finish_name(p->plan.finish));
-    if (st == GR_OK && (p->plan.npasses == 0 || p->plan.pass[0].on_host)) {
+                         "opts.async, or finish on the device)", gr_finish_name(plan->finish));
+    if (st == GR_OK && (plan->npasses == 0 || plan->pass[0].on_host)) {
         /* nothing to queue: the value is known now */
-        p->status = p->plan.npasses == 0 ? gr_op_empty_result(ctx, p->plan.op, b->dtype, p->plan.acc, &p->value)
-                                         : run_host_variant(ctx, b, &p->plan, &p->value);
+        p->status = plan->npasses == 0 ? gr_op_empty_result(ctx, plan->op, b->dtype, plan->acc, &p->value)
+                                       : run_on_host(ctx, b, &p->run, &p->value);
         p->finished = 1;
         if (p->status != GR_OK) st = p->status;   /* reported now, like a synchronous call */
     } else if (st == GR_OK) {
         void *stream = stream_of(ctx, o);
         st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);
-        if (st == GR_OK) st = gr_slot_acquire(ctx, p->plan.dev_bytes, p->plan.host_bytes, &p->slot);
+        if (st == GR_OK) st = gr_slot_acquire(ctx, plan->dev_bytes, plan->host_bytes, &p->slot);
         if (st == GR_OK) {
-            st = gr_exec_start(ctx, gr_buffer_data(b), &p->plan, p->slot, stream, 0);
+            gr_inputs in;
+            gr_inputs_one(&in, gr_buffer_data(b), b->dtype, b->n);
+            st = gr_exec_start(ctx, &in, 0, &p->run, p->slot, stream, 0);
             if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, stream);
             /* passes queued before the failure must end before the slot is given back */
             if (st != GR_OK) gr_dev_stream_sync(stream);
@@ -130,7 +138,7 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
 }
 
 static void settle(gr_context *ctx, gr_pending *p) {
-    p->status = gr_exec_finish(ctx, &p->plan, p->slot, &p->value);
+    p->status = gr_exec_finish(ctx, &p->run, p->slot, &p->value);
     gr_slot_release(ctx, p->slot);
     p->slot = NULL;
     p->finished = 1;

@@ -200,7 +200,7 @@ const char *gr_determinism_name(gr_determinism d) {
 }
 
 gr_status gr_check_determinism(gr_context *ctx, const gr_variant *v, int asked) {
-    /* gpu_to_gpu is no variant's: every entry point hands it to the exact kernel (exact_run.c) first */
+    /* gpu_to_gpu is no variant's: the planner hands it to the exact kernel (exact_pass.c) first */
     if (asked < 0 || asked == GR_DET_NOT_GUARANTEED || asked == GR_DET_GPU_TO_GPU) return GR_OK;
     if (v && (int)v->determinism < asked)
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "variant '%s' gives %s (its float results depend on the "

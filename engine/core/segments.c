@@ -2,73 +2,41 @@
  * segments.c -- many reductions in one call: the segments of a buffer (fixed size or CSR offsets), and
  * many buffers at once (reduce_many).
  *
- * On the cuda backend a device buffer's segments are reduced by one launch of cuda/kernels/segmented.cu, shaped
- * by the policy (lanes, a block or several blocks per segment), and the results stay on the device;
- * host data, and everything on the cpu backend, is reduced segment by segment on the host with the same
- * ops (host_ops.c), whose results land in the same dtypes. reduce_many on the GPU lays the buffers out
- * as the items of one segmented launch per dtype, its results in pinned memory.
+ * The planner chooses the kernel (gr_plan_segments: the policy's segmented kernel for a built-in op, a user
+ * operator's gr_op_segments, gpu_to_gpu's exact one), which says how it shares the segments out. On the
+ * cuda backend a device buffer's segments are reduced by one launch of it, and the results stay on the
+ * device; host data, and everything on the cpu backend, is reduced segment by segment on the host with
+ * the same ops (host_ops.c, exact.c), whose results land in the same dtypes. reduce_many on the GPU lays
+ * the buffers out as the items of one segmented launch per dtype, its results in pinned memory.
  */
+#include "core/segments.h"
 #include "gr.h"
-#include "ops/cpu_backend.h"
 #include "base/device.h"
-#include "core/context.h"
 #include "base/error.h"
-#include "core/exact_run.h"
 #include "base/launch.h"
 #include "base/memory.h"
-#include "user/operator.h"
+#include "core/buffer.h"
+#include "core/context.h"
+#include "core/op_pass.h"
 #include "core/operator_cpu.h"
-#include "ops/ops.h"
 #include "core/plan.h"
 #include "core/policy.h"
 #include "core/pool.h"
-#include "core/registry.h"
-#include "core/segments.h"
-#include "core/buffer.h"
+#include "jit/compile.h"
+#include "ops/ops.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-extern const gr_seg_kernel gr_segmented __attribute__((weak));
-
 /* ---- options and shapes ---------------------------------------------------------------------------- */
 
-/* The op, the accumulator and the result dtypes of a segmented reduction of dtype t. */
-static gr_status resolve(gr_context *ctx, const gr_options *o, gr_dtype t, gr_dtype *acc, gr_dtype out[2], int *count) {
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    if (!d && !o->user && !o->cpu) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: %s)", gr_op_names());
-    const char *way = gr_options_way(o);
-    if (way)
-        return gr_fail_arg(ctx, GR_EINVAL, way, "segmented reductions choose their own kernel and shape (the "
-                           "policy's); this option does not apply to them");
-    gr_status dst = gr_check_determinism(ctx, NULL, o->determinism);    /* they keep no atomics */
-    if (dst != GR_OK) return dst;
-    if (o->stream)
-        return gr_fail_arg(ctx, GR_EINVAL, "stream", "segmented reductions and reduce_many run on the context's "
-                           "stream, synchronously (leave opts.stream out)");
-    if (o->user || o->cpu) {        /* a user operator: its own accumulator, one result per segment */
-        if (o->acc >= 0)
-            return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
-        int has_post = o->user ? o->user->has_post : gr_operator_get_spec(o->cpu->op)->post != NULL;
-        int acc_dtype = o->user ? o->user->acc_dtype : gr_operator_acc_dtype(o->cpu->op);
-        int r = gr_operator_segment_dtype(ctx, has_post, acc_dtype);
-        if (r < 0) return GR_EINVAL;
-        *acc = acc_dtype >= 0 ? (gr_dtype)acc_dtype : GR_UINT8;
-        *count = 1;
-        out[0] = out[1] = (gr_dtype)r;
-        return GR_OK;
-    }
-    int a = gr_op_acc_dtype(ctx, o->op, t, o->acc);
-    if (a < 0) return GR_EINVAL;
-    *acc = (gr_dtype)a;
-    *count = d->arity;
-    for (int i = 0; i < 2; i++) out[i] = gr_op_result_dtype(o->op, t, *acc, i);
-    return GR_OK;
-}
-
 gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count) {
-    gr_dtype acc;
-    return resolve(ctx, o, in, &acc, out, count);
+    gr_run run;
+    gr_status st = gr_plan_segments(ctx, o, in, 0, &run);
+    out[0] = run.out_dtype[0];
+    out[1] = run.out_dtype[1];
+    *count = run.results;
+    return st;
 }
 
 /* Copies the k + 1 boundaries to the host (only the cpu path reads them there). */
@@ -185,36 +153,6 @@ gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_bu
 
 /* ---- the host path ------------------------------------------------------------------------------- */
 
-/* A result value stored as element i of a result buffer of dtype t (and/or's booleans as 0/1 bytes). */
-gr_status gr_segment_result_store(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v) {
-    if (v.kind == GR_SCALAR_BOOL) {
-        int b = v.v.b;
-        v.kind = GR_SCALAR_UINT;
-        v.v.u = (uint64_t)b;
-    }
-    return gr_scalar_store(ctx, v, t, (char *)p + i * gr_dtype_size(t), "result");
-}
-
-static gr_status segments_on_host(gr_context *ctx, const gr_buffer *b, const gr_options *o, gr_dtype acc, size_t size,
-                                  const int64_t *offsets, size_t k, gr_buffer *out[2], int count) {
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    gr_dtype t = gr_buffer_dtype(b);
-    size_t es = gr_dtype_size(t);
-    const char *base = gr_buffer_data(b);
-    gr_dtype rt[2] = {gr_buffer_dtype(out[0]), count > 1 ? gr_buffer_dtype(out[1]) : GR_UINT8};
-    void *dst[2] = {gr_buffer_data(out[0]), count > 1 ? gr_buffer_data(out[1]) : NULL};
-    for (size_t s = 0; s < k; s++) {
-        size_t lo = size ? s * size : (size_t)offsets[s], hi = size ? lo + size : (size_t)offsets[s + 1];
-        unsigned char a[GR_ACC_MAX];
-        gr_status st = gr_cpu_reduce(ctx, base + lo * es, hi - lo, 0, t, o->op, acc, 0, a);
-        if (st != GR_OK) return st;
-        gr_result r = gr_host_result(d, t, acc, a, hi - lo, o->ddof);
-        for (int i = 0; i < count && st == GR_OK; i++) st = gr_segment_result_store(ctx, dst[i], s, rt[i], r.value[i]);
-        if (st != GR_OK) return st;
-    }
-    return GR_OK;
-}
-
 /* ---- entry points -------------------------------------------------------------------------------- */
 
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
@@ -240,22 +178,22 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
                             gr_buffer *out[2], gr_seg_wait *w) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
-    gr_dtype acc, want[2];
-    int count;
+    int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    int by_cpu = gr_operator_cpu_takes(ctx, o, b);
+    gr_run run;
     size_t k;
-    gr_status st = resolve(ctx, o, gr_buffer_dtype(b), &acc, want, &count);
+    gr_status st = gr_plan_segments(ctx, o, gr_buffer_dtype(b), on_device && !by_cpu, &run);
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
-    if (st == GR_OK) st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, count, want, k);
+    if (st == GR_OK)
+        st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
     if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
-    for (int i = 0; i < count && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
+    for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     if (st != GR_OK) return st;
-    for (int i = 0; i < count; i++)
+    for (int i = 0; i < run.results; i++)
         if ((st = gr_storage_quiesce(ctx, out[i]->st)) != GR_OK) return st;
     if (k == 0) return GR_OK;
 
-    int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
-    int by_cpu = gr_operator_cpu_takes(ctx, o, b);
-    if (!on_device && o->user && !by_cpu)
+    if (!on_device && !by_cpu && !run.kernel->segments_host)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
                            "(give the operator cpu functions for host data and the cpu backend)");
     if (!on_device || by_cpu) {
@@ -263,56 +201,35 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
         if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
-        else if (st == GR_OK)
-            st = o->determinism == GR_DET_GPU_TO_GPU ? gr_exact_segments(ctx, b, o, seg->size, seg->offsets, offsets, k, out[0], NULL)
-                                                     : segments_on_host(ctx, b, o, acc, seg->size, offsets, k, out, count);
+        else if (st == GR_OK) st = run.kernel->segments_host(ctx, &run, gr_buffer_data(b), seg->size, offsets, k, out);
         free(offsets);
         return st;
     }
     if (!&gr_segmented || !gr_segmented.launch)
         return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
-    if (o->determinism == GR_DET_GPU_TO_GPU)
-        return gr_exact_segments(ctx, b, o, seg->size, seg->offsets, NULL, k, out[0], w);
 
-    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffer's device */
-    if (o->user && (st = gr_operator_image_on(ctx, o->user, &img)) != GR_OK) return st;
-    gr_seg_shape shape = gr_policy_segments(ctx, gr_buffer_size(b), k, gr_dtype_size(gr_buffer_dtype(b)));
-    size_t as = o->user ? o->user->acc_size : gr_op_acc_size(o->op, gr_buffer_dtype(b), acc);
+    gr_seg_shape shape = run.kernel->shape(ctx, &run, gr_buffer_size(b), k);
+    size_t as = run.plan.acc_size;
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
     size_t counters = shape.splits > 1 ? k * sizeof(unsigned) : 0;
     gr_slot *slot;
     if ((st = gr_slot_acquire(ctx, partials + counters, 0, &slot)) != GR_OK) return st;
     int rc = 0;
     if (counters) rc = gr_dev_memset((char *)slot->dev + partials, 0, counters, ctx->stream);
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(b), gr_buffer_dtype(b), gr_buffer_size(b));
     gr_seg_launch L = {
-        .in = gr_buffer_data(b), .in_dtype = gr_buffer_dtype(b), .acc = acc, .op = o->op, .ddof = o->ddof, .k = k,
-        .size = seg->size, .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
-        .out = {gr_buffer_data(out[0]), count > 1 ? gr_buffer_data(out[1]) : NULL},
+        .in = &in, .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
+        .k = k, .size = seg->size, .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
+        .out = {gr_buffer_data(out[0]), run.results > 1 ? gr_buffer_data(out[1]) : NULL},
         .group = shape.group, .block = shape.block, .splits = shape.splits, .grid = shape.grid,
         .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
     };
     if (rc == 0) rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+    if (rc == 0) rc = run.kernel->segments(ctx, &run, &L);
     *w = (gr_seg_wait){ctx, slot, rc, "segmented reduction", L.site};    /* a failure too: drained first */
     return GR_OK;
-}
-
-/* A result read back from the result elements of one item: the same values gr_reduce would give. */
-static gr_result result_of(const gr_op_desc *d, const gr_dtype rt[2], const void *v0, const void *v1, size_t i) {
-    gr_result r = {0};
-    r.count = d->arity;
-    const void *src[2] = {v0, v1};
-    for (int k = 0; k < d->arity; k++) {
-        const char *p = (const char *)src[k] + i * gr_dtype_size(rt[k]);
-        gr_scalar s = gr_scalar_load(p, rt[k]);
-        if (d->result == GR_RESULT_BOOL) {
-            s.kind = GR_SCALAR_BOOL;
-            s.v.b = *(const uint8_t *)p != 0;
-        }
-        r.value[k] = s;
-    }
-    return r;
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {
@@ -342,18 +259,13 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
                            d->name, i + 1);
     int gpu = ctx->base.backend == GR_BACKEND_CUDA && &gr_segmented && gr_segmented.launch;
     for (size_t i = 0; i < count && gpu; i++) gpu = gr_buffer_where(bufs[i]) == GR_DEVICE;
-    if (!gpu || gr_options_way(o) || o->determinism == GR_DET_GPU_TO_GPU) {
-        /* one reduction after the other: the host, options that name a way of reducing, gpu_to_gpu */
+    if (!gpu || !gr_plan_items(o)) {
+        /* one reduction after the other: the host, or options whose kernel takes no items */
         for (size_t i = 0; i < count; i++) {
             gr_status st = gr_reduce(ctx, bufs[i], o, &results[i]);
             if (st != GR_OK) return st;
         }
         return GR_OK;
-    }
-    const gr_operator_image *img = NULL;    /* an operator's kernels loaded on the buffers' device */
-    if (o->user) {
-        gr_status st = gr_operator_image_on(ctx, o->user, &img);
-        if (st != GR_OK) return st;
     }
     /* large buffers on their own; the others, one launch per dtype: the buffers of that dtype as the
      * items of a segmented reduction */
@@ -371,14 +283,12 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
                 total += gr_buffer_size(bufs[i]);
             }
         if (k == 0) continue;
-        gr_dtype acc, rt[2];
-        int arity;
-        gr_status st = resolve(ctx, o, (gr_dtype)t, &acc, rt, &arity);
+        gr_run run;
+        gr_status st = gr_plan_segments(ctx, o, (gr_dtype)t, 1, &run);
         if (st != GR_OK) return st;
         size_t items = (k * sizeof(gr_seg_item) + 255) / 256 * 256;
-        /* an operator with post also gives each item's value in post's kind, 8 bytes, at out1 */
-        size_t b1 = o->user ? (o->user->has_post ? 8 : 0) : gr_dtype_size(rt[1]);
-        size_t outs[2] = {(k * gr_dtype_size(rt[0]) + 255) / 256 * 256, (k * b1 + 255) / 256 * 256};
+        size_t b1 = run.item_bytes[1];
+        size_t outs[2] = {(k * run.item_bytes[0] + 255) / 256 * 256, (k * b1 + 255) / 256 * 256};
         gr_slot *slot;
         if ((st = gr_slot_acquire(ctx, 0, items + outs[0] + outs[1], &slot)) != GR_OK) return st;
         gr_seg_item *list = slot->host;
@@ -386,25 +296,27 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
         size_t j = 0;
         for (size_t i = 0; i < count; i++)
             if (batched(bufs[i], t, alone)) list[j++] = (gr_seg_item){gr_buffer_data(bufs[i]), gr_buffer_size(bufs[i])};
-        gr_seg_shape shape = gr_policy_segments(ctx, total, k, gr_dtype_size((gr_dtype)t));
+        gr_seg_shape shape = run.kernel->shape(ctx, &run, total, k);
         if (shape.splits > 1) {             /* items of one launch share no scratch: a block each */
             shape.splits = 1;
             shape.grid = k;
         }
+        gr_inputs none;             /* the items name the runs */
+        gr_inputs_one(&none, NULL, (gr_dtype)t, total);
         gr_seg_launch L = {
-            .in = NULL, .in_dtype = (gr_dtype)t, .acc = acc, .op = o->op, .ddof = o->ddof, .k = k, .items = list,
-            .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
+            .in = &none, .in_dtype = (gr_dtype)t, .acc = run.plan.acc, .op = o->op, .ddof = o->ddof, .k = k,
+            .items = list, .out = {o0, b1 ? o1 : NULL}, .group = shape.group, .block = shape.block, .splits = 1, .grid = shape.grid,
             .stream = ctx->stream,
         };
         int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
-        if (rc == 0) rc = img ? gr_operator_launch_segments(&L, img) : gr_segmented.launch(&L);
+        if (rc == 0) rc = run.kernel->segments(ctx, &run, &L);
         int sync = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = sync;
         if (rc == 0) {
             j = 0;
             for (size_t i = 0; i < count; i++)
                 if (batched(bufs[i], t, alone))
-                    results[i] = d ? result_of(d, rt, o0, o1, j++) : gr_operator_item_result(o->user, o0, o1, j++);
+                    results[i] = run.kernel->item(&run, o0, o1, j++);
         }
         gr_slot_release(ctx, slot);
         if (rc) return gr_fail_dev_at(ctx, rc, "reduce_many", L.site);

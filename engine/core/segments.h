@@ -1,6 +1,6 @@
 /*
  * segments.h -- what segments.c lends to the other segmented paths (the shards' segments,
- * sharded_segments.c): the check of the result buffers, a result stored as an element.
+ * sharded_segments.c): the check of the result buffers, a segmented reduction queued.
  */
 #ifndef GR_SEGMENTS_H
 #define GR_SEGMENTS_H
@@ -12,8 +12,6 @@
  * other; each failure names "out" or "out2". */
 gr_status gr_segment_outs_check(gr_context *ctx, const gr_buffer *b, const gr_buffer *offsets, gr_buffer *out[2],
                                 int count, const gr_dtype want[2], size_t k);
-/* A result value v stored as element i of p, a result buffer's memory of dtype t (a bool as 0 / 1). */
-gr_status gr_segment_result_store(gr_context *ctx, void *p, size_t i, gr_dtype t, gr_scalar v);
 
 /* A segmented reduction queued on its device's stream and not yet waited for: the shards of a sharded
  * buffer queue theirs on every device before they wait for any. */

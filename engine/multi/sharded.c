@@ -18,20 +18,19 @@
  * first index, then combined the same way.
  */
 #include "multi/sharded.h"
-#include "core/plan.h"
-#include "ops/cpu_backend.h"
 #include "base/device.h"
-#include "core/context.h"
 #include "base/error.h"
-#include "core/exact_pass.h"
-#include "core/exact_run.h"
 #include "base/launch.h"
 #include "base/memory.h"
-#include "user/operator.h"
+#include "core/context.h"
+#include "core/exec.h"
+#include "core/image.h"
 #include "core/operator_cpu.h"
-#include "ops/ops.h"
 #include "core/policy.h"
 #include "core/pool.h"
+#include "ops/cpu_backend.h"
+#include "ops/exact.h"
+#include "ops/ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,26 +93,25 @@ static gr_status pieces_on_host(gr_context *ctx, const gr_shard_piece *p, size_t
 /* The one-pass plan of a piece on its device's context c: the exact kernel's, or the single finish of
  * a variant (the streamed chunks' default) or of the operator's kernel (the plan takes its copy loaded
  * on that device). */
-static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_options *o, gr_plan *plan) {
+static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_options *o, gr_run *run) {
     gr_dtype t = p->shard->dtype;
-    if (exact(o)) return gr_exact_plan(c, p->n, t, GR_DEVICE, o, plan);
     gr_options co = *o;
     co.finish = GR_FINISH_SINGLE;
-    if (!o->user && co.variant < 0) co.variant = gr_policy_streamed_variant(t, o->op);
-    gr_status st = gr_plan_for(c, p->n, t, GR_DEVICE, &co, plan);
-    if (st == GR_OK && (plan->npasses != 1 || plan->pass[0].on_host))
+    if (!o->user && !exact(o) && co.variant < 0) co.variant = gr_policy_streamed_variant(t, o->op);
+    gr_status st = gr_plan_run(c, p->n, t, GR_DEVICE, &co, run);
+    if (st == GR_OK && (run->plan.npasses != 1 || run->plan.pass[0].on_host))
         st = gr_fail_arg(c, GR_EINVAL, "variant", "sharded reductions need a device variant with the 'single' "
                          "finish");
     return st;
 }
 
-/* Queues the piece's pass on its device's stream; its end is the slot's event. */
-static gr_status queue_piece(gr_context *c, const gr_shard_piece *p, const gr_plan *plan, gr_slot *slot) {
-    const char *data = (const char *)gr_buffer_data(p->shard) + p->at * gr_dtype_size(p->shard->dtype);
-    if (plan->exact) return gr_exact_start(c, data, plan, slot, c->stream);
-    gr_status st = gr_exec_single_to(c, data, p->first, plan, slot->dev, slot->counter, slot->result, c->stream);
-    int rc = st == GR_OK ? gr_dev_event_record(slot->done, c->stream) : 0;
-    return rc ? gr_fail_dev(c, rc, "event record") : st;
+/* Queues the piece's pass on its device's stream, its value to the slot (gr_run_value); its end is the
+ * slot's event. */
+static gr_status queue_piece(gr_context *c, const gr_shard_piece *p, const gr_run *run, gr_slot *slot) {
+    gr_inputs in;
+    gr_inputs_one(&in, (const char *)gr_buffer_data(p->shard) + p->at * gr_dtype_size(p->shard->dtype),
+                  p->shard->dtype, p->n);
+    return gr_exec_start(c, &in, p->first, run, slot, c->stream, 0);
 }
 
 static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, size_t count, const gr_options *o,
@@ -131,12 +129,12 @@ static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, siz
     for (size_t i = 0; i < count && st == GR_OK; i++) {
         if (p[i].n == 0) continue;
         gr_context *c = gr_ctx_for(ctx, p[i].shard);
-        gr_plan plan;
-        st = plan_piece(c, &p[i], o, &plan);
-        if (st == GR_OK) st = gr_slot_acquire(c, plan.dev_bytes, plan.host_bytes, &slot[i]);
+        gr_run run;
+        st = plan_piece(c, &p[i], o, &run);
+        if (st == GR_OK) st = gr_slot_acquire(c, run.plan.dev_bytes, run.plan.host_bytes, &slot[i]);
         if (st != GR_OK) break;
         on[i] = c;
-        st = queue_piece(c, &p[i], &plan, slot[i]);
+        st = queue_piece(c, &p[i], &run, slot[i]);
     }
     /* every queued piece is waited for, also after a failure: its slot is reused next */
     for (size_t i = 0; i < count; i++) {
@@ -164,24 +162,26 @@ static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, siz
 static gr_status combine_user(gr_context *ctx, gr_buffer *home, const gr_options *o, const char *accs, size_t used,
                               size_t total, gr_result *out) {
     gr_context *c = gr_ctx_for(ctx, home);
-    const gr_operator_image *img;
-    gr_status st = gr_operator_image_on(c, o->user, &img);
+    const gr_image *img;
+    gr_status st = gr_image_on(c, o->user, &img);
     if (st != GR_OK) return st;
     size_t bytes = used * img->acc_size, in_bytes = (bytes + 255) / 256 * 256;
     gr_slot *slot;
     if ((st = gr_slot_acquire(c, in_bytes + 256, bytes, &slot)) != GR_OK) return st;
     memcpy(slot->host, accs, bytes);
+    gr_inputs in;
+    gr_inputs_one(&in, slot->dev, img->acc_dtype >= 0 ? (gr_dtype)img->acc_dtype : GR_UINT8, used);
     gr_launch L = {
-        .in = slot->dev, .n = used, .in_dtype = home->dtype, .partials_in = 1, .out = (char *)slot->dev + in_bytes,
+        .in = &in, .n = used, .in_dtype = home->dtype, .partials_in = 1, .out = (char *)slot->dev + in_bytes,
         .grid = 1, .block = COMBINE_BLOCK, .stream = c->stream, .counter = slot->counter, .final_out = slot->result,
     };
     int rc = gr_copy(c, slot->dev, slot->host, bytes, c->stream);
     if (rc == 0) rc = gr_fault_hit(c, GR_FAULT_LAUNCH);
-    if (rc == 0) rc = gr_operator_launch(&L, img);
+    if (rc == 0) rc = gr_image_launch(&L, img);
     int sync = gr_dev_stream_sync(c->stream);
     if (rc == 0) rc = sync;
     st = rc ? gr_fail_dev_at(c, rc, "combining the shards' accumulators", L.site)
-            : gr_operator_result(c, img, slot->result, total, gr_slot_post_out(slot), c->stream, out);
+            : gr_image_result(c, img, slot->result, total, gr_slot_post_out(slot), c->stream, out);
     gr_slot_release(c, slot);
     gr_ctx_enter(ctx);
     return st;

@@ -21,6 +21,7 @@
 #include "core/context.h"
 #include "base/error.h"
 #include "core/operator_cpu.h"
+#include "core/op_pass.h"
 #include "core/plan.h"
 #include "core/segments.h"
 #include "core/buffer.h"

@@ -1,7 +1,7 @@
 /*
  * exact_acc.h -- the exact sums of opts.determinism = "gpu_to_gpu", written once for host and device.
  *
- * Included by the host (engine/ops/exact.c, engine/core/exact_run.c: C) and by the kernels (cuda/kernels/exact.cu:
+ * Included by the host (engine/ops/exact.c, engine/core/exact_pass.c: C) and by the kernels (cuda/kernels/exact.cu:
  * CUDA C++), so that both hold the same digits for the same input and round them with the same code:
  * the same bits by construction, whatever the backend, the launch shape or the order of the additions.
  *

@@ -12,12 +12,16 @@
  */
 #include "user/kernel.h"
 #include "base/error.h"
-#include "jit/kcache.h"
-#include "user/operator.h"
-#include "ops/ops.h"
+#include "core/context.h"
+#include "core/image.h"
 #include "core/registry.h"
+#include "jit/compile.h"
+#include "jit/kcache.h"
 #include "jit/source_text.h"
 #include "jit/user_text.h"
+#include "ops/ops.h"
+#include "user/operator.h"
+#include "user/operator_source.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,14 +167,14 @@ static int arch_of(gr_context *ctx) {
 /* The image of k for one reduction, through the caches. A failed call of the entry point (NVRTC's error
  * in the "entry" lines) is said as what it is: the entry point is missing or has another signature. */
 static gr_status compile(gr_context *ctx, gr_operator_cache *cache, const struct gr_user_kernel *k, gr_op op,
-                         gr_dtype acc, const gr_operator *user_op, gr_dtype in, gr_operator_image **out) {
+                         gr_dtype acc, const gr_operator *user_op, gr_dtype in, gr_image **out,
+                         gr_operator_compile_info *info) {
     char *source, what[200];
     gr_status st = gr_kernel_source_of(ctx, k, op, acc, user_op, in, &source);
     if (st != GR_OK) return st;
     snprintf(what, sizeof what, "kernel %s for %s over %s elements", k->spec.name,
              user_op ? gr_operator_get_spec(user_op)->name : gr_op_name(op), gr_dtype_name(in));
-    gr_operator_compile_info info;
-    st = gr_image_compile(ctx, cache, source, in, arch_of(ctx), what, out, &info);
+    st = gr_image_compile(ctx, cache, source, in, arch_of(ctx), what, out, info);
     free(source);
     if (st == GR_EINVAL && strcmp(gr_errarg(ctx), "entry") == 0) {
         char nvrtc[600];
@@ -235,8 +239,9 @@ gr_status gr_kernel_register(gr_context *ctx, gr_operator_cache *cache, const gr
         /* one instantiation now: the first op it takes, over float32 */
         gr_op op = GR_SUM;
         while (!(s.ops & GR_OP_BIT(op))) op = (gr_op)(op + 1);
-        gr_operator_image *img;
-        st = compile(ctx, cache, k, op, (gr_dtype)gr_op_acc_dtype(ctx, op, GR_FLOAT32, -1), NULL, GR_FLOAT32, &img);
+        gr_image *img;
+        st = compile(ctx, cache, k, op, (gr_dtype)gr_op_acc_dtype(ctx, op, GR_FLOAT32, -1), NULL, GR_FLOAT32, &img,
+                     NULL);
         if (st == GR_ENODEV) st = GR_OK;    /* no NVRTC: it compiles where it runs, or says so there */
     }
     if (st == GR_OK) {
@@ -264,9 +269,9 @@ gr_status gr_kernel_compile(gr_context *ctx, gr_operator_cache *cache, int varia
     if (!cache) return gr_fail_arg(ctx, GR_EINVAL, "cache", "is NULL");
     if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%d is not a dtype", (int)in);
     if (!user_op && (acc = gr_op_acc_dtype(ctx, op, in, acc)) < 0) return GR_EINVAL;
-    gr_operator_image *img;
-    gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img);
-    if (st == GR_OK) gr_operator_last_compile_info(cache, info);
+    gr_image *img;
+    gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img, info);
+    if (st != GR_OK) memset(info, 0, sizeof *info);     /* an image its checks refused tells nothing */
     return st;
 }
 
@@ -288,11 +293,12 @@ typedef struct {
 } memo_key;
 
 gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int variant, gr_op op, int acc,
-                            gr_operator *user_op, gr_dtype in, const gr_operator_image **out) {
+                            gr_operator *user_op, gr_dtype in, const gr_image **out) {
     *out = NULL;
     const gr_variant_row *row = gr_variant_row_get(variant);
     if (!row || !row->user)
         return gr_fail_arg(ctx, GR_EINVAL, "variant", "is not a user kernel (gr_kernel_register)");
+    ctx = gr_ctx_enter(ctx);    /* its modules live on the context's own device */
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA)
         return gr_fail_arg(ctx, GR_ENODEV, "variant", "'%s' needs a CUDA device (backend is cpu)", row->name);
     if (!cache) return gr_fail_arg(ctx, GR_EINVAL, "cache", "is NULL");
@@ -302,15 +308,15 @@ gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int varia
     if (!user_op && (acc = gr_op_acc_dtype(ctx, op, in, acc)) < 0) return GR_EINVAL;
     memo_key key = {variant, user_op ? -1 : (int)op, (int)in, acc, arch_of(ctx)};
     gr_kcache_mem *memo = gr_operator_cache_memo(cache);
-    gr_operator_image *img = user_op ? NULL : gr_kcache_mem_find(memo, &key, sizeof key);
+    gr_image *img = user_op ? NULL : gr_kcache_mem_find(memo, &key, sizeof key);
     if (img) {
         *out = img;
         return GR_OK;
     }
-    gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img);
+    gr_status st = compile(ctx, cache, row->user, op, (gr_dtype)acc, user_op, in, &img, NULL);
     if (st != GR_OK) return st;
-    const gr_operator_kernels *loaded;
-    if ((st = gr_operator_load(ctx, img, &loaded)) != GR_OK) return st;
+    const gr_image_kernels *loaded;
+    if ((st = gr_image_load(ctx, img, &loaded)) != GR_OK) return st;
     img->variant = variant;
     img->op = user_op ? -1 : (int)op;
     img->acc_dtype = user_op ? gr_operator_acc_dtype(user_op) : acc;

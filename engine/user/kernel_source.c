@@ -13,7 +13,7 @@
  */
 #include "user/kernel.h"
 #include "base/error.h"
-#include "user/operator.h"
+#include "user/operator_source.h"
 #include "jit/source_text.h"
 
 #include <stdio.h>

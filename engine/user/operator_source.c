@@ -7,7 +7,8 @@
  * that runs an operator (kernel_source.c) takes the head and the tail and writes its own gr_op_main and
  * gr_op_partials between them.
  */
-#include "user/operator.h"
+#include "user/operator_source.h"
+#include "ops/user_op.h"
 #include "base/error.h"
 #include "jit/source_text.h"
 
