@@ -144,6 +144,32 @@ gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, c
     return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
 }
 
+/* A scalar as t's kind for gr_scalar_put: integers by their 64 bits, floats by C conversion. */
+static int64_t put_int(gr_scalar s) {
+    return s.kind == GR_SCALAR_FLOAT ? (int64_t)s.v.f : s.kind == GR_SCALAR_BOOL ? s.v.b != 0 : s.v.i;
+}
+static uint64_t put_uint(gr_scalar s) {
+    return s.kind == GR_SCALAR_FLOAT ? (uint64_t)s.v.f : s.kind == GR_SCALAR_BOOL ? s.v.b != 0 : s.v.u;
+}
+/* (no dtype of kind BOOL yet: the one that brings it defines GR_PUT_BOOL, as to_kind says what it takes) */
+#define GR_PUT_INT put_int
+#define GR_PUT_UINT put_uint
+#define GR_PUT_FLOAT as_double
+
+void gr_scalar_put(void *p, gr_dtype t, gr_scalar s) {
+    switch (t) {
+#define PUT(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                      \
+    case GR_##E: {                                                                                      \
+        ctype e = (ctype)GR_PUT_##sk(s);                                                              \
+        memcpy(p, &e, sizeof e);                                                                        \
+        break;                                                                                          \
+    }
+    GR_DTYPE_LIST(PUT)
+#undef PUT
+    case GR_DTYPE_COUNT: break;
+    }
+}
+
 /* The one reader of elements (buffer.c's generators, the binding's values, results and partials): a C
  * cast of the element to its kind's widest member. */
 gr_scalar gr_scalar_load(const void *p, gr_dtype t) {

@@ -13,4 +13,11 @@ gr_dtype gr_dtype_float_acc(gr_dtype t);
 /* NCCL's ncclDataType_t for t, -1 where NCCL has none. */
 int gr_dtype_nccl(gr_dtype t);
 
+/* The engine's own writer of an element, gr_scalar_load's counterpart without gr_scalar_store's checks:
+ * for the values the engine makes itself (accumulators, generated contents). The scalar is taken to t's
+ * kind -- an integer as its 64 bits (so a narrower dtype keeps the low ones: wrapping), a number as a
+ * double for a float dtype -- and the element is a C cast of that. A float scalar into an integer dtype
+ * must be a whole number that fits. */
+void gr_scalar_put(void *p, gr_dtype t, gr_scalar s);
+
 #endif

@@ -16,6 +16,7 @@
  */
 #include "ops/ops.h"
 #include "ops/op_math.h"
+#include "base/dtype.h"
 
 #include <math.h>
 #include <string.h>
@@ -23,35 +24,29 @@
 /* A value in the widest form of its kind. */
 typedef struct { int kind; int64_t i; uint64_t u; double f; } num;     /* kind: 'i', 'u', 'f' */
 
-static num read_num(const void *p, gr_dtype t) {
+/* A scalar of the INT, UINT or FLOAT kind (the kinds of the dtypes) as a num, and back. */
+static num num_of(gr_scalar s) {
     num v = {0, 0, 0, 0};
-    switch (t) {
-    case GR_INT8: v.kind = 'i'; v.i = *(const int8_t *)p; break;
-    case GR_UINT8: v.kind = 'u'; v.u = *(const uint8_t *)p; break;
-    case GR_INT32: v.kind = 'i'; v.i = *(const int32_t *)p; break;
-    case GR_UINT32: v.kind = 'u'; v.u = *(const uint32_t *)p; break;
-    case GR_INT64: v.kind = 'i'; v.i = *(const int64_t *)p; break;
-    case GR_UINT64: v.kind = 'u'; v.u = *(const uint64_t *)p; break;
-    case GR_FLOAT32: v.kind = 'f'; v.f = *(const float *)p; break;
-    case GR_FLOAT64: case GR_DTYPE_COUNT: v.kind = 'f'; v.f = *(const double *)p; break;
+    switch (s.kind) {
+    case GR_SCALAR_INT: v.kind = 'i', v.i = s.v.i, v.u = (uint64_t)s.v.i; break;
+    case GR_SCALAR_UINT: v.kind = 'u', v.u = s.v.u, v.i = (int64_t)s.v.u; break;
+    case GR_SCALAR_FLOAT: v.kind = 'f', v.f = s.v.f; break;
+    case GR_SCALAR_BOOL: v.kind = 'u', v.u = (uint64_t)(s.v.b != 0), v.i = (int64_t)v.u; break;
     }
-    if (v.kind == 'i') v.u = (uint64_t)v.i;
-    if (v.kind == 'u') v.i = (int64_t)v.u;
     return v;
 }
-
-static void write_num(void *p, gr_dtype t, num v) {
-    switch (t) {
-    case GR_INT8: *(int8_t *)p = (int8_t)v.i; break;
-    case GR_UINT8: *(uint8_t *)p = (uint8_t)v.u; break;
-    case GR_INT32: *(int32_t *)p = (int32_t)v.i; break;
-    case GR_UINT32: *(uint32_t *)p = (uint32_t)v.u; break;
-    case GR_INT64: *(int64_t *)p = v.i; break;
-    case GR_UINT64: *(uint64_t *)p = v.u; break;
-    case GR_FLOAT32: *(float *)p = (float)v.f; break;
-    case GR_FLOAT64: case GR_DTYPE_COUNT: *(double *)p = v.f; break;
-    }
+static gr_scalar scalar_of_num(num v) {
+    gr_scalar s = {0};
+    if (v.kind == 'f') s.kind = GR_SCALAR_FLOAT, s.v.f = v.f;
+    else if (v.kind == 'i') s.kind = GR_SCALAR_INT, s.v.i = v.i;
+    else s.kind = GR_SCALAR_UINT, s.v.u = v.u;
+    return s;
 }
+
+/* An element or an accumulator value of dtype t: the dtype list's reader and writer (base/dtype.c), a C
+ * cast each way, integers wrapping into narrower dtypes. */
+static num read_num(const void *p, gr_dtype t) { return num_of(gr_scalar_load(p, t)); }
+static void write_num(void *p, gr_dtype t, num v) { gr_scalar_put(p, t, scalar_of_num(v)); }
 
 static num make_f(double f) { num v = {'f', 0, 0, f}; return v; }
 static num make_u(uint64_t u) { num v = {'u', (int64_t)u, u, 0}; return v; }
@@ -68,28 +63,16 @@ static int less(num a, num b) {
     return a.u < b.u;
 }
 
-/* The largest and smallest values of dtype t (infinities for floats). */
+/* The largest and smallest values of dtype t (infinities for floats): the dtype list's limits. */
 static num top(gr_dtype t) {
-    switch (t) {
-    case GR_INT8: { num v = {'i', INT8_MAX, INT8_MAX, 0}; return v; }
-    case GR_INT32: { num v = {'i', INT32_MAX, INT32_MAX, 0}; return v; }
-    case GR_INT64: { num v = {'i', INT64_MAX, INT64_MAX, 0}; return v; }
-    case GR_UINT8: return make_u(UINT8_MAX);
-    case GR_UINT32: return make_u(UINT32_MAX);
-    case GR_UINT64: return make_u(UINT64_MAX);
-    case GR_FLOAT32: case GR_FLOAT64: case GR_DTYPE_COUNT: return make_f(INFINITY);
-    }
-    return make_f(INFINITY);
+    gr_scalar lo, hi;
+    gr_dtype_limits(t, &lo, &hi);
+    return num_of(hi);
 }
 static num bottom(gr_dtype t) {
-    switch (t) {
-    case GR_INT8: { num v = {'i', INT8_MIN, (uint64_t)(int64_t)INT8_MIN, 0}; return v; }
-    case GR_INT32: { num v = {'i', INT32_MIN, (uint64_t)(int64_t)INT32_MIN, 0}; return v; }
-    case GR_INT64: { num v = {'i', INT64_MIN, (uint64_t)INT64_MIN, 0}; return v; }
-    case GR_UINT8: case GR_UINT32: case GR_UINT64: return make_u(0);
-    case GR_FLOAT32: case GR_FLOAT64: case GR_DTYPE_COUNT: return make_f(-INFINITY);
-    }
-    return make_f(-INFINITY);
+    gr_scalar lo, hi;
+    gr_dtype_limits(t, &lo, &hi);
+    return num_of(lo);
 }
 
 /* ---- one-value accumulators ---------------------------------------------------------------------- */
@@ -329,12 +312,8 @@ static gr_scalar scalar_i(int64_t i) { gr_scalar s = {0}; s.kind = GR_SCALAR_INT
 /* An element or accumulator value as the caller's scalar; a wrapping uint64 accumulator comes back
  * signed when the input was. */
 static gr_scalar scalar_of(num v, gr_dtype t, int signed_input) {
-    gr_scalar s = {0};
-    if (v.kind == 'f') return scalar_f(v.f);
-    if (v.kind == 'i' || (t == GR_UINT64 && signed_input)) return scalar_i(v.i);
-    s.kind = GR_SCALAR_UINT;
-    s.v.u = v.u;
-    return s;
+    if (v.kind == 'u' && t == GR_UINT64 && signed_input) return scalar_i(v.i);
+    return scalar_of_num(v);
 }
 
 /* var or std (std: the square root) of a Welford or an exact accumulator. */
