@@ -17,6 +17,7 @@
  * The cpu_pairwise variant (pairwise = 1) is the textbook's recursive interleaved pairs (cpu_pairwise.c).
  */
 #include "ops/cpu_backend.h"
+#include "base/dtype.h"
 #include "base/env.h"
 #include "ops/cpu_kernels.h"
 #include "ops/cpu_pairwise.h"
@@ -166,31 +167,39 @@ void gr_cpu_fill(void *p, size_t n, gr_dtype t, const void *elem) {
     for (size_t i = 0; i < n; i++) memcpy((char *)p + i * es, elem, es);
 }
 
-/* Stores 64 integer bits into element i of an integer buffer of dtype t (truncating: wrapping). */
-static void store_bits(void *p, size_t i, gr_dtype t, uint64_t bits) {
-    switch (gr_dtype_size(t)) {
-    case 1: ((uint8_t *)p)[i] = (uint8_t)bits; break;
-    case 4: ((uint32_t *)p)[i] = (uint32_t)bits; break;
-    default: ((uint64_t *)p)[i] = bits; break;
-    }
+/* Element i of a buffer of dtype t, by the dtype list's writer: a float rounded once from a double, 64
+ * integer bits truncated to the dtype (wrapping). */
+static void put_float(void *p, size_t i, gr_dtype t, double f) {
+    gr_scalar v = {GR_SCALAR_FLOAT, {.f = f}};
+    gr_scalar_put((char *)p + i * gr_dtype_size(t), t, v);
+}
+static void put_bits(void *p, size_t i, gr_dtype t, uint64_t bits) {
+    gr_scalar v = {GR_SCALAR_UINT, {.u = bits}};
+    gr_scalar_put((char *)p + i * gr_dtype_size(t), t, v);
 }
 
+/* Floats: start + i * step in double, rounded once. Integers: 64-bit wrapping, truncated to the type (as
+ * cuda/runtime/generate.cu's iota_kernel). */
 void gr_cpu_iota(void *p, size_t n, gr_dtype t, uint64_t first, gr_scalar start, gr_scalar step) {
+    int f = gr_dtype_is_float(t);
     for (size_t i = 0; i < n; i++) {
-        if (gr_dtype_is_float(t)) {
-            double f = start.v.f + (double)(first + i) * step.v.f;
-            if (t == GR_FLOAT32) ((float *)p)[i] = (float)f; else ((double *)p)[i] = f;
-        } else {
-            store_bits(p, i, t, start.v.u + (first + i) * step.v.u);
-        }
+        if (f) put_float(p, i, t, start.v.f + (double)(first + i) * step.v.f);
+        else put_bits(p, i, t, start.v.u + (first + i) * step.v.u);
     }
 }
 
+/* Each float dtype draws in its own precision (a value that would round up to hi folds to lo), so a new
+ * one must say how: the switch names every dtype. */
 void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t first, uint64_t seed, gr_scalar lo, gr_scalar hi) {
     for (size_t i = 0; i < n; i++) {
         uint64_t h = gr_hash64(seed, first + i);
-        if (t == GR_FLOAT32) ((float *)p)[i] = gr_random_real32(h, lo.v.f, hi.v.f);
-        else if (t == GR_FLOAT64) ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f);
-        else store_bits(p, i, t, gr_random_bits(seed, first + i, lo.v.u, hi.v.u));
+        switch (t) {
+        case GR_FLOAT32: ((float *)p)[i] = gr_random_real32(h, lo.v.f, hi.v.f); break;
+        case GR_FLOAT64: ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f); break;
+        case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
+            put_bits(p, i, t, gr_random_bits(seed, first + i, lo.v.u, hi.v.u));
+            break;
+        case GR_DTYPE_COUNT: break;
+        }
     }
 }

@@ -10,6 +10,7 @@
  * (the cpu variant, cpu_backend.c, is that).
  */
 #include "ops/cpu_pairwise.h"
+#include "base/dtype.h"
 #include "base/error.h"
 #include "ops/op_math.h"
 
@@ -78,18 +79,15 @@ static acc64 combine64(const gr_op_desc *d, enum category c, acc64 a, acc64 b) {
     return a;
 }
 
-/* One element of dtype t at p[k] in the op's category. */
+/* One element of dtype t at p[k] in the op's category, read by the dtype list's reader (base/dtype.c). */
 static inline acc64 load64(const void *p, size_t k, gr_dtype t, const gr_op_desc *d, enum category c) {
     acc64 a = {0};
-    switch (t) {
-    case GR_INT8: a.i = ((const int8_t *)p)[k]; break;
-    case GR_UINT8: a.u = ((const uint8_t *)p)[k]; break;
-    case GR_INT32: a.i = ((const int32_t *)p)[k]; break;
-    case GR_UINT32: a.u = ((const uint32_t *)p)[k]; break;
-    case GR_INT64: a.i = ((const int64_t *)p)[k]; break;
-    case GR_UINT64: a.u = ((const uint64_t *)p)[k]; break;
-    case GR_FLOAT32: a.f = ((const float *)p)[k]; break;
-    case GR_FLOAT64: case GR_DTYPE_COUNT: a.f = ((const double *)p)[k]; break;
+    gr_scalar s = gr_scalar_load((const char *)p + k * gr_dtype_size(t), t);
+    switch (s.kind) {
+    case GR_SCALAR_INT: a.i = s.v.i; break;
+    case GR_SCALAR_UINT: a.u = s.v.u; break;
+    case GR_SCALAR_FLOAT: a.f = s.v.f; break;
+    case GR_SCALAR_BOOL: a.u = (uint64_t)(s.v.b != 0); break;
     }
     if (d->map == GR_MAP_NONZERO) {
         int nz = gr_dtype_is_float(t) ? a.f != 0.0 : a.u != 0;
@@ -100,18 +98,12 @@ static inline acc64 load64(const void *p, size_t k, gr_dtype t, const gr_op_desc
     return a;
 }
 
-/* Rounds the running value into the accumulator dtype's bytes. */
+/* Rounds the running value into the accumulator dtype's bytes (the dtype list's writer: a C cast). */
 static void store_acc(acc64 a, enum category c, gr_dtype acc, void *out) {
-    switch (acc) {
-    case GR_FLOAT32: *(float *)out = (float)a.f; break;
-    case GR_FLOAT64: *(double *)out = a.f; break;
-    case GR_INT8: *(int8_t *)out = (int8_t)a.i; break;
-    case GR_UINT8: *(uint8_t *)out = (uint8_t)a.u; break;
-    case GR_INT32: *(int32_t *)out = (int32_t)a.i; break;
-    case GR_UINT32: *(uint32_t *)out = (uint32_t)a.u; break;
-    case GR_INT64: *(int64_t *)out = a.i; break;
-    case GR_UINT64: case GR_DTYPE_COUNT: *(uint64_t *)out = c == CAT_INT ? (uint64_t)a.i : a.u; break;
-    }
+    gr_scalar s = {GR_SCALAR_UINT, {.u = a.u}};
+    if (c == CAT_FLOAT) s.kind = GR_SCALAR_FLOAT, s.v.f = a.f;
+    else if (c == CAT_INT) s.kind = GR_SCALAR_INT, s.v.i = a.i;
+    gr_scalar_put(out, acc, s);
 }
 
 #define PAIR_TILE 2048
