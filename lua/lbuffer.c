@@ -223,12 +223,7 @@ static int b_random(lua_State *L) {
         lo = (gr_scalar){GR_SCALAR_FLOAT, {.f = 0.0}};
         hi = (gr_scalar){GR_SCALAR_FLOAT, {.f = 1.0}};
     } else {
-        static const int64_t smin[] = {[GR_INT8] = INT8_MIN, [GR_INT32] = INT32_MIN, [GR_INT64] = INT64_MIN};
-        static const uint64_t umax[] = {[GR_UINT8] = UINT8_MAX, [GR_UINT32] = UINT32_MAX, [GR_UINT64] = UINT64_MAX,
-                                        [GR_INT8] = INT8_MAX, [GR_INT32] = INT32_MAX, [GR_INT64] = INT64_MAX};
-        int sgn = gr_dtype_is_signed(t);
-        lo = sgn ? (gr_scalar){GR_SCALAR_INT, {.i = smin[t]}} : (gr_scalar){GR_SCALAR_UINT, {.u = 0}};
-        hi = (gr_scalar){GR_SCALAR_UINT, {.u = umax[t]}};
+        gr_dtype_limits(t, &lo, &hi);       /* the dtype list's lowest and highest */
     }
     if (!lua_isnoneornil(L, 3)) lo = lgr_check_number(L, 3, "lo");
     if (!lua_isnoneornil(L, 4)) hi = lgr_check_number(L, 4, "hi");
