@@ -97,6 +97,34 @@ describe("buffers", function()
     assert.is_true(gr.min(f) >= 2 and gr.max(f) < 4)
   end)
 
+  it("iota and random write each dtype's elements and no others; random's bounds default to the dtype's", function()
+    local R = require "support.fuzz_reference"
+    for _, dtype in ipairs(gr.dtypes()) do
+      local parent = gr.buffer(8, dtype):fill(7)
+      local s = parent:slice(3, 3)
+      s:iota(1)
+      assert.same({ 7, 7, 1, 2, 3, 7, 7, 7 }, parent:totable(), dtype .. " iota")
+      s:random(5)
+      local t = parent:totable()
+      assert.same({ 7, 7, 7, 7, 7 }, { t[1], t[2], t[6], t[7], t[8] }, dtype .. " random")
+      local d = assert(R.DTYPES[dtype], dtype .. ": no entry in fuzz_reference's R.DTYPES")
+      if d.kind ~= "float" then
+        local r = gr.buffer(4096, dtype):random(11)
+        local lo, hi = gr.min(r), gr.max(r)
+        if d.kind == "int" then
+          assert.is_true(lo <= d.min // 2 and hi >= d.max // 2, dtype .. ": " .. lo .. " .. " .. hi)
+        else        -- unsigned, in its bits (uint64's max is -1): reaches the bottom and top quarters
+          local q = d.max == -1 and 1 << 62 or (d.max + 1) // 4
+          assert.is_true(math.ult(lo, q) and not math.ult(hi, 3 * q), dtype .. ": " .. lo .. " .. " .. hi)
+        end
+        if d.max == 127 or d.max == 255 then
+          assert.are.equal(d.min, lo, dtype)          -- 4096 draws of 256 values reach both ends
+          assert.are.equal(d.max, hi, dtype)
+        end
+      end
+    end
+  end)
+
   it("random is reproducible by seed and differs across seeds", function()
     local a = gr.buffer(4097, "float32"):random(42)
     local b = gr.buffer(4097, "float32"):random(42)
