@@ -251,10 +251,10 @@ local INT_GEN = {
     local start = rng:int(dtype)
     for i = 1, n do
       local x = start + (i - 1) * step
-      if dtype == "int8" or dtype == "int32" then
+      if d.kind == "int" and d.min ~= math.mininteger then       -- 64-bit ones wrap by themselves
         local span = d.max - d.min + 1
         x = (x - d.min) % span + d.min
-      elseif dtype == "uint8" or dtype == "uint32" then
+      elseif d.kind == "uint" and d.max ~= -1 then
         x = x % (d.max + 1)
       end
       v[i] = x

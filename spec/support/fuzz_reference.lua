@@ -97,14 +97,20 @@ function Rng:below(n) return (self:next() >> 11) % n end
 --- Uniform integer in lo .. hi (hi - lo < 2^53).
 function Rng:range(lo, hi) return lo + (self:next() >> 11) % (hi - lo + 1) end
 
---- Uniform over an integer dtype's whole range, from the high bits (uint64 and int64: any Lua integer).
+--- Uniform over an integer dtype's whole range (R.DTYPES' min and max), from the high bits (uint64 and
+-- int64: any Lua integer).
+local int_bits = {}     -- dtype -> the bits of its values, below 64
 function Rng:int(dtype)
   local z = self:next()
-  if dtype == "int64" or dtype == "uint64" then return z end
-  if dtype == "int32" then return (z >> 32) - 0x80000000 end
-  if dtype == "uint32" then return z >> 32 end
-  if dtype == "int8" then return (z >> 56) - 128 end
-  return z >> 56
+  local d = assert(R.DTYPES[dtype], dtype)
+  if d.min == math.mininteger or d.max == -1 then return z end
+  local bits = int_bits[dtype]
+  if not bits then
+    bits = 0
+    while (1 << bits) < d.max - d.min + 1 do bits = bits + 1 end
+    int_bits[dtype] = bits
+  end
+  return (z >> (64 - bits)) + d.min
 end
 
 --- Uniform float in [0, 1).

@@ -91,11 +91,6 @@ end
 
 M.edge_sizes = { 0, 1, 31, 32, 33, 1023, 1024, 1025, 4096, 65536, 65537, 1000003, 1048576 }
 
-M.int_range = {
-  int8 = { -128, 127 }, uint8 = { 0, 255 }, int32 = { -2147483648, 2147483647 },
-  uint32 = { 0, 4294967295 }, int64 = { math.mininteger, math.maxinteger }, uint64 = { 0, -1 },
-}
-
 function M.is_float(dtype) return dtype == "float32" or dtype == "float64" end
 
 --- The ops M.reference and M.fill_case know: the engine's first six, whose results are one value of the

@@ -105,8 +105,9 @@ local U64 = 0x1p-53
 local DMIN64 = 0x1p-1074
 
 local function is_nan(x) return x ~= x end
-local function isfloat(dtype) return dtype == "float32" or dtype == "float64" end
-local function signed_dtype(dtype) return dtype == "int8" or dtype == "int32" or dtype == "int64" end
+-- By R.DTYPES' kinds, so that a new dtype is classed by its entry there, not by a list of names.
+local function isfloat(dtype) return R.DTYPES[dtype].kind == "float" end
+local function signed_dtype(dtype) return R.DTYPES[dtype].kind == "int" end
 
 --- An element as a double, rounded to nearest like a C conversion (uint64: the value of its bits).
 local function to_double(v, dtype)
