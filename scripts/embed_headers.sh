@@ -7,7 +7,8 @@
 #
 # Each header is named as the device headers include it, from cuda/device/: "ops.cuh" for
 # cuda/device/ops.cuh, "../../engine/lists.h" for engine/lists.h (and "../../engine/ops/op_math.h" for
-# the ops' arithmetic that ops.cuh shares with the host). The text goes in as bytes (od), not as a string literal, so
+# the ops' arithmetic that ops.cuh shares with the host, "../../engine/base/hostdev.h" for GR_HD, which
+# op_math.h includes by that name, as NVRTC matches names exactly). The text goes in as bytes (od), not as a string literal, so
 # that no quote, backslash or "??" trigraph in a header needs escaping. od and sed only: no xxd or
 # python on the build machine.
 set -eu

@@ -20,13 +20,7 @@
 
 #include "gr.h"
 
-#ifndef GR_HD
-#ifdef __CUDACC__
-#define GR_HD __host__ __device__ __forceinline__
-#else
-#define GR_HD static inline
-#endif
-#endif
+#include "../../engine/base/hostdev.h"
 
 #ifndef __CUDACC__
 #include <math.h>

@@ -10,11 +10,7 @@
 
 #include "gr.h"
 
-#ifdef __CUDACC__
-#define GR_HD __host__ __device__ __forceinline__
-#else
-#define GR_HD static inline
-#endif
+#include "../../engine/base/hostdev.h"
 
 /* A counter-based hash (the splitmix64 finaliser over seed and index): every element is independent,
  * so any thread can produce any element and the sequence does not depend on the launch shape. */

@@ -21,19 +21,14 @@
  * In C their names carry the suffix (gr_welford_merge_f32); C++ overloads the plain name
  * (gr_welford_merge), so that a functor's template calls one name whatever F is.
  *
- * NVRTC-clean: under CUDA it includes nothing (NVRTC has no standard headers), and the module embeds it
- * with cuda/device/'s headers (the Makefile's NVRTC_HEADERS), for operators compiled at run time.
+ * NVRTC-clean: under CUDA it includes only engine/base/hostdev.h (GR_HD; NVRTC has no standard headers),
+ * and the module embeds both with cuda/device/'s headers (the Makefile's NVRTC_HEADERS), for operators
+ * compiled at run time.
  */
 #ifndef GR_OP_MATH_H
 #define GR_OP_MATH_H
 
-#ifndef GR_HD
-#ifdef __CUDACC__
-#define GR_HD __host__ __device__ __forceinline__
-#else
-#define GR_HD static inline
-#endif
-#endif
+#include "../../engine/base/hostdev.h"
 
 #ifndef __CUDACC__
 #include <math.h>
