@@ -123,9 +123,11 @@ NVCCFLAGS     += -std=c++17 -O3 $(GENCODE) -Xcompiler -fPIC,-Wall -Iengine
 
 ENGINE_SRC  := $(filter-out engine/base/device_none.c,$(wildcard engine/*/*.c))
 # The NVRTC-clean device headers (cuda/device/: the folder is the contract) and the engine headers
-# they may include (the lists, GR_HD, the ops' arithmetic shared with the host: scripts/check_layers.lua's
-# DEVICE_SEES), embedded in the module for operators compiled at run time (engine/jit/nvrtc.h).
-NVRTC_HEADERS := $(wildcard cuda/device/*.cuh) engine/lists.h engine/base/hostdev.h engine/ops/op_math.h
+# they may include (the lists, GR_HD, the small floats' conversions, the ops' arithmetic shared with the
+# host: scripts/check_layers.lua's DEVICE_SEES), embedded in the module for operators compiled at run
+# time (engine/jit/nvrtc.h).
+NVRTC_HEADERS := $(wildcard cuda/device/*.cuh) engine/lists.h engine/base/hostdev.h engine/base/small_floats.h \
+                 engine/ops/op_math.h
 EMBED_OBJ   := $(OBJ)/gen/embedded_headers.o
 ENGINE_OBJ  := $(ENGINE_SRC:%.c=$(OBJ)/%.o) $(EMBED_OBJ)
 BINDING_SRC := $(wildcard lua/*.c)

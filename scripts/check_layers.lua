@@ -31,15 +31,16 @@ local RULES = {
   ["cuda/variants"] = { ENGINE_API, "engine/base", "cuda/device", "cuda/host" },
 }
 -- The engine headers a file under cuda/ may include: the launch and device contracts, the public lists,
--- and the headers whose code the host and the device share (GR_HD's, the generators, the exact sums, the
--- ops' arithmetic).
+-- and the headers whose code the host and the device share (GR_HD's, the small floats' conversions, the
+-- generators, the exact sums, the ops' arithmetic).
 local CUDA_SEES = { ["engine/gr.h"] = true, ["engine/lists.h"] = true, ["engine/base/launch.h"] = true,
-  ["engine/base/device.h"] = true, ["engine/base/hostdev.h"] = true, ["engine/ops/gen_element.h"] = true,
-  ["engine/ops/exact_acc.h"] = true, ["engine/ops/op_math.h"] = true }
+  ["engine/base/device.h"] = true, ["engine/base/hostdev.h"] = true, ["engine/base/small_floats.h"] = true,
+  ["engine/ops/gen_element.h"] = true, ["engine/ops/exact_acc.h"] = true, ["engine/ops/op_math.h"] = true }
 -- Of those, what cuda/device (NVRTC-clean, embedded for operators: the Makefile's NVRTC_HEADERS) may
--- include: the lists, GR_HD and the ops' arithmetic, which include no standard header under CUDA, and of
--- the engine only each other, by the names they are embedded under.
-local DEVICE_SEES = { ["engine/lists.h"] = true, ["engine/base/hostdev.h"] = true, ["engine/ops/op_math.h"] = true }
+-- include: the lists, GR_HD, the small floats' conversions and the ops' arithmetic, which include no
+-- standard header under CUDA, and of the engine only each other, by the names they are embedded under.
+local DEVICE_SEES = { ["engine/lists.h"] = true, ["engine/base/hostdev.h"] = true,
+  ["engine/base/small_floats.h"] = true, ["engine/ops/op_math.h"] = true }
 -- References that are not calls: runtime.cu's gr_kernels_linked names every kernel's table so that a
 -- static link keeps the kernels (GR_CATALOGUE_KERNELS in base/launch.h); it calls none of them.
 local ANCHORS = { ["cuda/runtime/runtime.cu"] = { ["cuda/variants"] = true, ["cuda/kernels"] = true } }
@@ -147,7 +148,7 @@ for _, f in ipairs(sources) do
         problem("include: " .. f .. " includes " .. h .. ", which is not part of the kernels' contract")
       elseif from == "cuda/device" and to:match("^engine") and not DEVICE_SEES[h] then
         problem("include: " .. f .. " includes " .. h .. ", which NVRTC cannot compile (cuda/device sees "
-          .. "engine/lists.h, engine/base/hostdev.h and engine/ops/op_math.h)")
+          .. "engine/lists.h, engine/base/hostdev.h, engine/base/small_floats.h and engine/ops/op_math.h)")
       elseif DEVICE_SEES[f] and not (DEVICE_SEES[h] and name == "../../" .. h) then
         -- NVRTC finds an embedded header by the exact name an include gives (engine/base/hostdev.h)
         problem("include: " .. f .. ", which NVRTC compiles, includes \"" .. name .. "\": it may include only "

@@ -27,11 +27,16 @@ static void expect(int ok, const char *what, const char *detail) {
     fprintf(stderr, "nvrtc_compile: FAILED: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
 }
 
-/* A grid-stride float sum in double through the headers' own pieces, as a generated operator would. */
+/* A grid-stride float sum in double through the headers' own pieces, as a generated operator would;
+ * the small floats' conversions included by the name they are embedded under. */
 static const char *sum_source =
     "#include \"thread_load.cuh\"\n"
     "#include \"warp_block.cuh\"\n"
     "#include \"atomics.cuh\"\n"
+    "#include \"../../engine/base/small_floats.h\"\n"
+    "extern \"C\" __global__ void halves(const unsigned short *in, size_t n, unsigned *out) {\n"
+    "    for (size_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = gr_f16_from_float(gr_f16_to_float(in[i]));\n"
+    "}\n"
     "using Op = gr::OpOf<0, float, double>::type;   // sum, float in, double accumulator\n"
     "extern \"C\" __global__ void sum_f32(const float *in, size_t n, double *out) {\n"
     "    double v = gr::thread_accumulate<Op, float, 2>(in, n);\n"

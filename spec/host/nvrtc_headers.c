@@ -2,9 +2,10 @@
  * nvrtc_headers.c -- compiles the kernels' device headers with NVRTC, as run-time compiled operators
  * will: the headers of cuda/device/ (core.cuh, ops, warp_block, thread_load, pipeline, epilogue,
  * classic, atomics) must compile without the CUDA runtime's headers or a standard
- * library. The source instantiates a grid-stride kernel for the classic ops (sum .. or) on every dtype
- * and for var and norm on a few, plus the classic tree, the pipelined loads and the atomics. NVRTC
- * needs no GPU: this runs in CI too.
+ * library, and so must the engine headers they may include. The source instantiates a grid-stride kernel
+ * for the classic ops (sum .. or) on every dtype and for var and norm on a few, plus the classic tree,
+ * the pipelined loads and the atomics, and engine/base/small_floats.h's conversions of every format both
+ * ways. NVRTC needs no GPU: this runs in CI too.
  *   nvrtc_headers DEVICE_DIR   (the repository's cuda/device/ folder); prints one line, exits 0 on success
  */
 #include <nvrtc.h>
@@ -18,6 +19,17 @@ static const char *source =
     "#include \"pipeline.cuh\"\n"
     "#include \"classic.cuh\"\n"
     "#include \"atomics.cuh\"\n"
+    "#include \"../../engine/base/small_floats.h\"\n"
+    /* the small floats' conversions, every format both ways */
+    "#define ROUND_TRIP(name, p, bits) __global__ void round_trip_##p(const unsigned *in, size_t n, unsigned *out,\\\n"
+    "                                                           double *wide) {\\\n"
+    "    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {\\\n"
+    "        out[i] = gr_##p##_from_double(gr_##p##_to_double(in[i])) ^\\\n"
+    "                 gr_##p##_from_float(gr_##p##_to_float(in[i]));\\\n"
+    "        wide[i] = gr_##p##_to_double(in[i]);\\\n"
+    "    }\\\n"
+    "}\n"
+    "GR_SMALL_FLOAT_LIST(ROUND_TRIP)\n"
     "template <class Op, class In>\n"
     "__global__ void shuffle(const In *in, size_t n, typename Op::acc_t *partials, unsigned *counter,\n"
     "                        typename Op::acc_t *final_out) {\n"
