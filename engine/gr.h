@@ -571,6 +571,23 @@ gr_status gr_kernel_prepare(gr_context *ctx, gr_operator_cache *cache, int varia
 gr_status gr_debug_fault(gr_context *ctx, const char *kind, long k);
 /* Events of each kind so far: [0] allocations, [1] launches, [2] copies. */
 void gr_debug_events(const gr_context *ctx, size_t counts[3]);
+/* The element conversions of the float formats narrower than float32 (engine/base/small_floats.h: its
+ * opening comment says what they do), for the specs until those formats are dtypes. format: "float16",
+ * "bfloat16", "float8_e4m3" or "float8_e5m2". Encode: x rounded to the format's bits (with from = 32, x
+ * is rounded to float32 first, a C cast, and that float narrowed); GR_EINVAL for parameter "x" where the
+ * value does not fit. Decode: the value of bits (to = 32: widened to float32, then to double). */
+gr_status gr_debug_float_encode(gr_context *ctx, const char *format, double x, int from, unsigned *bits);
+gr_status gr_debug_float_decode(gr_context *ctx, const char *format, unsigned bits, int to, double *x);
+/* The same conversions run on the device, next to CUDA's own (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h), 4
+ * uint64 words per element of in, a device buffer, into out, a device uint64 buffer of 4 #in elements.
+ * in of float64 (narrowing): ours from the double, CUDA's from the double (__double2half,
+ * __double2bfloat16, __nv_cvt_double_to_fp8 with __NV_NOSAT), ours from the value rounded to float32,
+ * CUDA's from that float (__float2half_rn, __float2bfloat16_rn, __nv_cvt_float_to_fp8 with
+ * __NV_SATFINITE, the hardware's conversion); each pattern with GR_SF_NOFIT where ours says it does not
+ * fit. in of uint32 (patterns, widening): our float32 bits, CUDA's float32 bits (__half2float,
+ * __bfloat162float, __nv_cvt_fp8_to_halfraw then __half2float), our double's bits, the bits of CUDA's
+ * float converted to double on the device. GR_ENODEV without a CUDA device. */
+gr_status gr_debug_float_device(gr_context *ctx, const char *format, const gr_buffer *in, gr_buffer *out);
 
 /* ---- planning ------------------------------------------------------------------------------------- */
 

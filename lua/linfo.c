@@ -161,6 +161,40 @@ int lgr_debug_events(lua_State *L) {
     return 1;
 }
 
+/* gr.debug_float_encode(format, x [, from = 64]): the bits of x rounded to a float format narrower than
+ * float32 (from = 32: through float32 first); raises where x does not fit. */
+int lgr_debug_float_encode(lua_State *L) {
+    const char *format = luaL_checkstring(L, 1);
+    double x = (double)luaL_checknumber(L, 2);
+    int from = lua_isnoneornil(L, 3) ? 64 : (int)lgr_check_integer(L, 3, "from", 0, 64);
+    unsigned bits = 0;
+    gr_status st = gr_debug_float_encode(lgr_ctx(L), format, x, from, &bits);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "format", 1, "x", 2, "from", 3, NULL);
+    lua_pushinteger(L, (lua_Integer)bits);
+    return 1;
+}
+
+/* gr.debug_float_decode(format, bits [, to = 64]): the value of a pattern (to = 32: through float32). */
+int lgr_debug_float_decode(lua_State *L) {
+    const char *format = luaL_checkstring(L, 1);
+    lua_Integer bits = lgr_check_integer(L, 2, "bits", 0, UINT_MAX);
+    int to = lua_isnoneornil(L, 3) ? 64 : (int)lgr_check_integer(L, 3, "to", 0, 64);
+    double x = 0;
+    gr_status st = gr_debug_float_decode(lgr_ctx(L), format, (unsigned)bits, to, &x);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "format", 1, "bits", 2, "to", 3, NULL);
+    lua_pushnumber(L, (lua_Number)x);
+    return 1;
+}
+
+/* gr.debug_float_device(format, in, out): the conversions on the device, next to CUDA's (gr.h). */
+int lgr_debug_float_device(lua_State *L) {
+    const char *format = luaL_checkstring(L, 1);
+    gr_buffer *in = lgr_check_buffer(L, 2), *out = lgr_check_buffer(L, 3);
+    gr_status st = gr_debug_float_device(lgr_ctx(L), format, in, out);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "format", 1, "in", 2, "out", 3, NULL);
+    return 0;
+}
+
 void lgr_push_variant(lua_State *L, int i) {
     gr_context *ctx = lgr_ctx(L);
     const gr_variant *v = gr_variant_get(i);

@@ -3,7 +3,8 @@
  * functions, so that no engine file includes a CUDA header.
  *
  * Implemented by cuda/runtime/runtime.cu (the runtime calls), cuda/runtime/generate.cu (fill, iota, random),
- * cuda/runtime/read_bandwidth.cu (the read ceiling) and cuda/runtime/jit.cu (code compiled at run time) in a CUDA
+ * cuda/runtime/read_bandwidth.cu (the read ceiling), cuda/runtime/small_floats.cu (a testing hook's
+ * conversions) and cuda/runtime/jit.cu (code compiled at run time) in a CUDA
  * build, and by engine/base/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
  * code (an int: the engine names it in its messages).
  */
@@ -70,6 +71,10 @@ int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
 int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step, void *stream);
 int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo,
                   gr_scalar hi, void *stream);
+/* A testing hook's kernel (cuda/runtime/small_floats.cu): the conversions of base/small_floats.h for
+ * format number `format` (GR_SMALL_FLOAT_LIST's order) and CUDA's own, 4 words per element of in into
+ * out: n doubles narrowed, or with `widen` n uint32 patterns widened (gr.h's gr_debug_float_device) */
+int gr_dev_small_floats(int format, int widen, const void *in, size_t n, uint64_t *out, void *stream);
 
 #ifdef __cplusplus
 }

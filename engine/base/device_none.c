@@ -49,6 +49,9 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
                   void *stream) {
     (void)p; (void)n; (void)t; (void)seed; (void)first; (void)lo; (void)hi; (void)stream; return NO_DEVICE;
 }
+int gr_dev_small_floats(int format, int widen, const void *in, size_t n, uint64_t *out, void *stream) {
+    (void)format; (void)widen; (void)in; (void)n; (void)out; (void)stream; return NO_DEVICE;
+}
 int gr_dev_capture_begin(void *stream) { (void)stream; return NO_DEVICE; }
 int gr_dev_capture_end(void *stream, void **exec) { (void)stream; *exec = NULL; return NO_DEVICE; }
 int gr_dev_graph_launch(void *exec, void *stream) { (void)exec; (void)stream; return NO_DEVICE; }

@@ -63,8 +63,7 @@ const char *gr_dtype_names(void) {
 
 /* ---- scalar -> element ------------------------------------------------------------------------- */
 
-/* The shortest decimal form that reads back as the same double, marked as a float ("-1.0", "1e+39"). */
-static void format_float(char *v, size_t len, double d) {
+void gr_format_float(char *v, size_t len, double d) {
     for (int digits = 15; digits <= 17; digits++) {
         snprintf(v, len, "%.*g", digits, d);
         if (strtod(v, NULL) == d) break;
@@ -74,7 +73,7 @@ static void format_float(char *v, size_t len, double d) {
 
 static gr_status out_of_range(gr_context *ctx, const char *what, gr_scalar s, gr_dtype t) {
     char v[64];
-    if (s.kind == GR_SCALAR_FLOAT) format_float(v, sizeof v, s.v.f);
+    if (s.kind == GR_SCALAR_FLOAT) gr_format_float(v, sizeof v, s.v.f);
     else if (s.kind == GR_SCALAR_UINT) snprintf(v, sizeof v, "%llu", (unsigned long long)s.v.u);
     else snprintf(v, sizeof v, "%lld", (long long)s.v.i);
     return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s", v, gr_dtype_name(t));

@@ -13,6 +13,10 @@ gr_dtype gr_dtype_float_acc(gr_dtype t);
 /* NCCL's ncclDataType_t for t, -1 where NCCL has none. */
 int gr_dtype_nccl(gr_dtype t);
 
+/* The shortest decimal form that reads back as the same double, marked as a float ("-1.0", "1e+39"):
+ * how a value that does not fit a dtype is named in the message ("1e+39 does not fit in float32"). */
+void gr_format_float(char *v, size_t len, double d);
+
 /* The engine's own writer of an element, gr_scalar_load's counterpart without gr_scalar_store's checks:
  * for the values the engine makes itself (accumulators, generated contents). The scalar is taken to t's
  * kind -- an integer as its 64 bits (so a narrower dtype keeps the low ones: wrapping), a number as a
