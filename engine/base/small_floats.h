@@ -37,9 +37,11 @@
  * Included by the engine's C (base and the layers above) and by CUDA code: nvcc and NVRTC (the module
  * embeds it, the Makefile's NVRTC_HEADERS), so it includes nothing but hostdev.h, on either side. The
  * work is integer arithmetic on the values' bits; the only floating-point operations are exact (a
- * subnormal's scaling by a power of two, all normal numbers; float to double), so no rounding mode or
- * flush to zero can touch them, and host and device give the same bits for every input
- * (spec/small_floats_spec.lua checks both against a reference written from the formats' definitions).
+ * subnormal's scaling by a power of two, all normal numbers; float to double), so no rounding mode can
+ * touch them, and host and device give the same bits for every input (spec/small_floats_spec.lua checks
+ * both against a reference written from the formats' definitions). Device code must be compiled without
+ * -ftz=true (nvcc's and NVRTC's default), which would flush a float32 subnormal given to
+ * gr_<f>_from_float to zero before it is narrowed (bfloat16 has subnormals that small).
  */
 #ifndef GR_SMALL_FLOATS_H
 #define GR_SMALL_FLOATS_H
