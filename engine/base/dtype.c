@@ -51,14 +51,11 @@ int gr_dtype_from_name(const char *name) {
     return -1;
 }
 
+static const char *dtype_name_at(int i) { return dtypes[i].name; }
+
 const char *gr_dtype_names(void) {
     static char buf[128];
-    if (!buf[0]) {
-        size_t used = 0;
-        for (int i = 0; i < GR_DTYPE_COUNT && used < sizeof buf; i++)
-            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", dtypes[i].name);
-    }
-    return buf;
+    return gr_join_names(buf, sizeof buf, GR_DTYPE_COUNT, dtype_name_at);
 }
 
 /* ---- scalar -> element ------------------------------------------------------------------------- */

@@ -66,3 +66,12 @@ const char *gr_errarg(const gr_context *ctx) { return ctx ? gr_base_of(ctx)->roo
 gr_status gr_set_error(gr_context *ctx, gr_status st, const char *arg, const char *msg) {
     return arg ? gr_fail_arg(ctx, st, arg, "%s", msg) : gr_fail(ctx, st, "%s", msg);
 }
+
+const char *gr_join_names(char *buf, size_t size, int count, const char *(*name_at)(int)) {
+    if (!buf[0]) {
+        size_t used = 0;
+        for (int i = 0; i < count && used < size; i++)
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", name_at(i));
+    }
+    return buf;
+}

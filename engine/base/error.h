@@ -15,4 +15,8 @@ gr_status gr_fail_arg(gr_context *ctx, gr_status st, const char *arg, const char
 gr_status gr_fail_dev(gr_context *ctx, int code, const char *what);
 gr_status gr_fail_dev_at(gr_context *ctx, int code, const char *what, const char *site);
 
+/* "a, b, c": the names of entries 0 .. count-1 joined into buf, the "accepted: ..." list of an error
+ * over a fixed axis (dtypes, ops, finishes). Written once, on the first call with an empty buf. */
+const char *gr_join_names(char *buf, size_t size, int count, const char *(*name_at)(int));
+
 #endif

@@ -36,14 +36,11 @@ int gr_finish_from_name(const char *name) {
     return -1;
 }
 
+static const char *finish_name_at(int i) { return finishes[i].name; }
+
 const char *gr_finish_names(void) {
     static char buf[128];
-    if (!buf[0]) {
-        size_t used = 0;
-        for (int i = 0; i < GR_FINISH_COUNT && used < sizeof buf; i++)
-            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", finishes[i].name);
-    }
-    return buf;
+    return gr_join_names(buf, sizeof buf, GR_FINISH_COUNT, finish_name_at);
 }
 
 unsigned gr_finishes_of(unsigned shape) {

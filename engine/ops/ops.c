@@ -55,14 +55,11 @@ int gr_op_from_name(const char *name) {
     return -1;
 }
 
+static const char *op_name_at(int i) { return ops[i].name; }
+
 const char *gr_op_names(void) {
     static char buf[512];
-    if (!buf[0]) {
-        size_t used = 0;
-        for (int i = 0; i < GR_OP_COUNT && used < sizeof buf; i++)
-            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? ", " : "", ops[i].name);
-    }
-    return buf;
+    return gr_join_names(buf, sizeof buf, GR_OP_COUNT, op_name_at);
 }
 
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
