@@ -19,6 +19,22 @@
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
+/* The value at the top of the stack as a name on one of the engine's lists (ops, variants, finishes):
+ * its index by from_name, or an error naming opts.<field>, what else it takes and the accepted names
+ * (asked for only then). */
+static int read_name(lua_State *L, int arg, const char *field, const char *what, const char *or_else,
+                     const char *(*accepted)(void), int (*from_name)(const char *)) {
+    if (lua_type(L, -1) != LUA_TSTRING)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: expected a string (accepted: %s)%s, got %s", field,
+                                              accepted(), or_else, luaL_typename(L, -1)));
+    const char *name = lua_tostring(L, -1);
+    int v = from_name(name);
+    if (v < 0)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: unknown %s '%s' (accepted: %s)", field, what, name,
+                                              accepted()));
+    return v;
+}
+
 /* opts.op: an op's name, or a gr.operator (kept in the reduce options that hold this field). */
 static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
@@ -28,40 +44,18 @@ static void read_op(lua_State *L, int arg, const lgr_opt *opt, void *field) {
         r->user_op = lgr_check_operator(L, -1);
         return;
     }
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: expected a string (accepted: %s) or a gr.operator, got %s",
-                                              gr_op_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int v = gr_op_from_name(name);
-    if (v < 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.op: unknown op '%s' (accepted: %s)", name, gr_op_names()));
-    *(gr_op *)field = (gr_op)v;
+    *(gr_op *)field = (gr_op)read_name(L, arg, "op", "op", " or a gr.operator", gr_op_names, gr_op_from_name);
 }
 
 static void read_variant(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: expected a string (accepted: %s), got %s",
-                                              gr_variant_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int v = strcmp(name, "auto") == 0 ? -1 : gr_variant_find(name);
-    if (v < 0 && strcmp(name, "auto") != 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.variant: unknown variant '%s' (accepted: %s)", name,
-                                              gr_variant_names()));
-    *(int *)field = v;
+    *(int *)field = lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "auto") == 0
+        ? -1 : read_name(L, arg, "variant", "variant", "", gr_variant_names, gr_variant_find);
 }
 
 static void read_finish(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     (void)opt;
-    if (lua_type(L, -1) != LUA_TSTRING)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: expected a string (accepted: %s), got %s",
-                                              gr_finish_names(), luaL_typename(L, -1)));
-    const char *name = lua_tostring(L, -1);
-    int f = gr_finish_from_name(name);
-    if (f < 0)
-        luaL_argerror(L, arg, lua_pushfstring(L, "opts.finish: unknown mode '%s' (accepted: %s)", name,
-                                              gr_finish_names()));
-    *(gr_finish *)field = (gr_finish)f;
+    *(gr_finish *)field = (gr_finish)read_name(L, arg, "finish", "mode", "", gr_finish_names, gr_finish_from_name);
 }
 
 static void read_stream(lua_State *L, int arg, const lgr_opt *opt, void *field) {
