@@ -12,9 +12,9 @@ source = {
 description = {
   summary = "Reductions on the GPU from Lua: every classic kernel variant, CUB-class speed",
   detailed = [[
-    A C engine with CUDA kernels, loaded as require "gpureduce". It reduces device buffers with 19 ops:
+    A C engine with CUDA kernels, loaded as require "gpureduce". It reduces device buffers with 21 ops:
     sum, prod, min, max, and, or, count, mean, var, std, argmin, argmax, minmax, sumsq, norm, nansum,
-    nanmin, nanmax and nanmean; whole buffers, segments of one buffer or many buffers in one call, with a
+    nanmin, nanmax, nanmean, absmax and asum; whole buffers, segments of one buffer or many buffers in one call, with a
     catalogue of kernel variants and finishing modes, operators of your own compiled at run time (NVRTC),
     and buffers sharded across GPUs. Builds a CPU-only module, with the same API, where nvcc is not
     available.

@@ -37,7 +37,7 @@
     X(SUM, sum) X(PROD, prod) X(MIN, min) X(MAX, max) X(AND, and) X(OR, or)                               \
     X(COUNT, count) X(MEAN, mean) X(VAR, var) X(STD, std) X(ARGMIN, argmin) X(ARGMAX, argmax)              \
     X(MINMAX, minmax) X(SUMSQ, sumsq) X(NORM, norm) X(NANSUM, nansum) X(NANMIN, nanmin) X(NANMAX, nanmax) \
-    X(NANMEAN, nanmean)
+    X(NANMEAN, nanmean) X(ABSMAX, absmax) X(ASUM, asum)
 
 /* Sets of ops, as bit masks over gr_op (a variant's row says which it takes). */
 #define GR_OP_BIT(op) (1u << (op))

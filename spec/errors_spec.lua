@@ -10,7 +10,7 @@ describe("errors", function()
 
   it("name an unknown op and list the accepted ones", function()
     expect("opts.op: unknown op 'avg' (accepted: sum, prod, min, max, and, or, count, mean, var, std, argmin, "
-      .. "argmax, minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean)", gr.reduce, b, { op = "avg" })
+      .. "argmax, minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean, absmax, asum)", gr.reduce, b, { op = "avg" })
   end)
 
   it("reject an op that contradicts the shortcut", function()

@@ -1,5 +1,5 @@
--- opts.determinism = "gpu_to_gpu" for every op that has an exact form (sum, nansum, mean, nanmean, sumsq,
--- norm, var, std) over float32 and float64: accurate against exact references built here from error-free
+-- opts.determinism = "gpu_to_gpu" for every op that has an exact form (sum, nansum, asum, mean, nanmean,
+-- sumsq, norm, var, std) over float32 and float64: accurate against exact references built here from error-free
 -- transformations (Shewchuk expansions, Dekker products) on ill-conditioned data, IEEE edges, a mutation
 -- check that a truncating rounding fails; and on the GPU the same bits for every variant name, block,
 -- forced grid, finish, async, stream, streamed chunk size, segment form, reduce_many, and for a device
@@ -10,7 +10,7 @@ local R = require "support.fuzz_reference"
 
 local grow, approx = R.lib.grow, R.lib.approx
 local expect = H.expect_error
-local EXACT_OPS = { "sum", "nansum", "mean", "nanmean", "sumsq", "norm", "var", "std" }
+local EXACT_OPS = { "sum", "nansum", "asum", "mean", "nanmean", "sumsq", "norm", "var", "std" }
 local G2G = { determinism = "gpu_to_gpu" }
 
 local function bits(x) return string.pack("<d", x) end
@@ -62,7 +62,7 @@ local data = require "support.exact_data"
 local where = "device"
 
 describe("gpu_to_gpu ops: accuracy against exact references", function()
-  it("sum, mean, sumsq are correctly rounded; norm, var, std within one ulp, float32 and float64", function()
+  it("sum, asum, mean, sumsq are correctly rounded; norm, var, std within one ulp, float32 and float64", function()
     local bad = {}
     for _, dtype in ipairs({ "float32", "float64" }) do
       local f32 = dtype == "float32"
@@ -77,6 +77,10 @@ describe("gpu_to_gpu ops: accuracy against exact references", function()
           local s, ms = sum_of(xs)
           check("sum", correctly_rounded(s, ms, gr.sum(b, G2G), 1, p, emin))
           check("mean", correctly_rounded(s, ms, gr.mean(b, G2G), n, p, emin))
+          local mags = {}
+          for i = 1, n do mags[i] = math.abs(xs[i]) end
+          local a, ma = sum_of(mags)
+          check("asum", correctly_rounded(a, ma, gr.asum(b, G2G), 1, p, emin))
           local q, mq = squares_of(xs)
           local sumsq = gr.sumsq(b, G2G)
           if sumsq < math.huge then check("sumsq", correctly_rounded(q, mq, sumsq, 1, p, emin)) end
@@ -149,6 +153,14 @@ describe("gpu_to_gpu ops: accuracy against exact references", function()
     assert(z == 0 and 1 / z < 0, "a mean of -0.0 is -0.0")
     z = run("sumsq", { -0.0 })
     assert(z == 0 and 1 / z > 0, "a square is +0.0")
+    z = run("asum", { -0.0, -0.0 })
+    assert(z == 0 and 1 / z > 0, "an asum of -0.0 is +0.0")
+    assert.are.equal(inf, run("asum", { 1, -inf }))
+    assert.are.equal(inf, run("asum", { inf, -inf }))                       -- |x|: no inf - inf
+    v = run("asum", { -1, nan })
+    assert(v ~= v, "asum of a NaN is NaN")
+    assert.are.equal(0.0, run("asum", {}))
+    assert.are.equal(3.5, run("asum", { -1.25, 2.25 }))
     assert.are.equal(0.0, run("sum", {}))
     assert.are.equal(0.0, run("norm", {}))
     for _, op in ipairs({ "mean", "var", "std", "nanmean" }) do
@@ -162,7 +174,7 @@ describe("gpu_to_gpu ops: accuracy against exact references", function()
 
   it("refuses what has no exact form, naming the option", function()
     local b = gr.buffer(10, "float32"):random(1, -1, 1)
-    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, mean, nanmean, sumsq, norm, var and std",
+    expect("opts.determinism: 'gpu_to_gpu' is available for sum, nansum, asum, mean, nanmean, sumsq, norm, var and std",
       function() gr.prod(b, G2G) end)
     expect("opts.determinism: 'gpu_to_gpu' has no form for a user operator",
       function()
@@ -299,7 +311,7 @@ for _, dtype in ipairs({ "float64", "float32" }) do
   if dtype == "float32" then for i = 1, #xs do xs[i] = (i % 2 == 0 and 1 or -1) * 2.0 ^ ((i * 37) % 110 - 55) * (1 + i % 5 / 4) end end
   local b = gr.buffer(xs, dtype)
   local offsets = gr.buffer({ 0, 1, 65, 5000, 5001, 20000 }, "int64")
-  for _, op in ipairs({ "sum", "nansum", "mean", "sumsq", "norm", "var", "std" }) do
+  for _, op in ipairs({ "sum", "nansum", "asum", "mean", "sumsq", "norm", "var", "std" }) do
     local parts = gr.reduce(b, { op = op, offsets = offsets, determinism = "gpu_to_gpu" }):totable()
     local fixed = gr.reduce(b, { op = op, segment = 10000, determinism = "gpu_to_gpu" }):totable()
     local line = { dtype, op }

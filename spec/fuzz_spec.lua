@@ -162,6 +162,9 @@ local INT_CLASSES = {
   sumsq = { uniform = 35, extremes = 25, small = 20, bits = 10, odd = 10 },
   nanmin = { uniform = 40, small = 20, extremes = 25, bits = 15 },
   nanmax = { uniform = 40, small = 20, extremes = 25, bits = 15 },
+  -- INT_MIN and the other extremes often: their magnitude is where absmax and asum can go wrong
+  absmax = { extremes = 35, bits = 25, uniform = 20, small = 20 },
+  asum = { uniform = 30, extremes = 30, bits = 15, small = 15, odd = 10 },
 }
 local FLOAT_CLASSES = {
   default = { uniform = 30, exact = 15, cancel = 10, wide = 15, extremes = 10, bits = 10, small = 10 },
@@ -184,11 +187,15 @@ local FLOAT_CLASSES = {
   nansum = { uniform = 30, exact = 20, cancel = 12, wide = 15, extremes = 8, bits = 5, small = 10 },
   nanmin = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, exact = 10 },
   nanmax = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, exact = 10 },
+  absmax = { uniform = 30, wide = 20, extremes = 20, bits = 10, small = 10, zeros = 10 },
+  asum = { uniform = 30, exact = 20, cancel = 10, wide = 15, extremes = 10, bits = 5, small = 5, zeros = 5 },
 }
 -- chance that zeros (0, or 0.0 / -0.0) are dropped in, and that float specials are
-local ZERO_CHANCE = { default = 0.1, ["and"] = 0.5, ["or"] = 0.5, count = 0.5, argmin = 0.3, argmax = 0.3 }
+local ZERO_CHANCE = { default = 0.1, ["and"] = 0.5, ["or"] = 0.5, count = 0.5, argmin = 0.3, argmax = 0.3,
+  absmax = 0.3, asum = 0.3 }
 local SPECIAL_CHANCE = { default = 0.15, prod = 0.25, min = 0.2, max = 0.2, ["and"] = 0.2, ["or"] = 0.2,
-  argmin = 0.3, argmax = 0.3, minmax = 0.25, nansum = 0.5, nanmin = 0.5, nanmax = 0.5, nanmean = 0.5 }
+  argmin = 0.3, argmax = 0.3, minmax = 0.25, nansum = 0.5, nanmin = 0.5, nanmax = 0.5, nanmean = 0.5,
+  absmax = 0.3, asum = 0.3 }
 -- the specials dropped in: NaN more often for the ops that skip it
 local NAN_HEAVY = { nansum = true, nanmin = true, nanmax = true, nanmean = true }
 

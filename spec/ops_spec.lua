@@ -1,7 +1,7 @@
 --[[
 ops_spec.lua -- the reductions added after sum/prod/min/max/and/or (count, mean, var, std, argmin, argmax,
-minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean) against the independent Lua reference of
-spec/support/ops_reference.lua (contract and error bounds stated there).
+minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean, absmax, asum) against the independent Lua reference
+of spec/support/ops_reference.lua (contract and error bounds stated there).
 
 What runs
   Every variant of the registry that takes the op (its `ops` list; GPU variants through H.variant_it, so
@@ -13,7 +13,7 @@ What runs
   data sets chosen per op and dtype to reveal the bugs feared (random over the dtype, small integers,
   repeated extremes at several positions, -0.0 before 0.0, NaN first / middle / last / everywhere,
   +-inf, the dtype's extremes, squares that overflow or underflow, a large offset plus noise, ramps,
-  constants). Small sizes get every data set, 4097 and up the first two or three (the most telling).
+  constants, only signed zeros, the dtype's lowest value (INT_MIN) among small mixed-sign values). Small sizes get every data set, 4097 and up the first two or three (the most telling).
   Each reduction is also checked to leave its input's bytes unchanged, and repeated with async = true
   (p:wait() must give the same values, bit for bit, as the synchronous call).
   Then: streamed host data (chunks of 4096 bytes on 3 streams, and the defaults), slices of a poisoned
@@ -201,6 +201,31 @@ GEN.nan_first = with_nans({ 0, 0.5 }, "first")
 GEN.nan_mid = with_nans({ 0.5, 0.75 }, "middle")
 GEN.nan_last = with_nans({ 1.0 }, "last")
 
+-- every element -0.0 or 0.0, -0.0 first: absmax and asum must give +0.0
+function GEN.neg_zeros(rng, dtype, n, v)
+  for i = 1, n do v[i] = (i == 1 or rng:chance(0.7)) and -0.0 or 0.0 end
+  return "only zeros, mostly -0.0 (the first one -0.0)"
+end
+
+-- small values of both signs with the dtype's lowest finite value at a few places (INT_MIN, whose
+-- magnitude its own type cannot hold; floats: -max, which float32 sums overflow; unsigned: the max)
+function GEN.neg_peak(rng, dtype, n, v)
+  local lo, hi = -3, 3
+  if H.is_unsigned(dtype) then lo, hi = 0, 6 end
+  for i = 1, n do v[i] = rng:range(lo, hi) end
+  local peak
+  if H.is_float(dtype) then
+    for i = 1, n do v[i] = v[i] + 0.0 end
+    peak = -R.DTYPES[dtype].fmt.max
+  else
+    local dlo, dhi = int_bounds(dtype)
+    peak = H.is_unsigned(dtype) and dhi or dlo
+  end
+  local at = spots(n, { 0.25, 0.6 })
+  put_at(v, at, peak)
+  return "small values, " .. R.fmt_short(peak, dtype) .. " at [" .. table.concat(at, ",") .. "]"
+end
+
 function GEN.all_nan(_, _, n, v)
   for i = 1, n do v[i] = nan end
   return "every element NaN"
@@ -267,6 +292,9 @@ local FLOAT_SETS = {
   nansum = { "uniform", "nan_mid", "nan_first", "nan_last", "all_nan", "pinf", "extremes" },
   nanmin = { "uniform", "nan_mid", "nan_first", "nan_last", "all_nan", "inf", "ties" },
   nanmean = { "uniform", "nan_mid", "all_nan", "offset", "nan_first", "pinf" },
+  absmax = { "uniform", "nan_mid", "neg_peak", "signed_zeros", "neg_zeros", "inf", "nan_first", "nan_last", "extremes",
+    "ties", "all_nan" },
+  asum = { "uniform", "nan_mid", "neg_peak", "extremes", "neg_zeros", "inf", "signed_zeros", "tiny", "huge", "small" },
 }
 FLOAT_SETS.std, FLOAT_SETS.argmax, FLOAT_SETS.nanmax = FLOAT_SETS.var, FLOAT_SETS.argmin, FLOAT_SETS.nanmin
 local INT_SETS = {
@@ -280,6 +308,8 @@ local INT_SETS = {
   nansum = { "uniform", "extremes" },
   nanmin = { "uniform", "ties", "extremes" },
   nanmean = { "uniform", "extremes", "small" },
+  absmax = { "uniform", "neg_peak", "extremes", "ties", "small", "constant" },
+  asum = { "uniform", "neg_peak", "extremes", "small", "ramp" },
 }
 INT_SETS.std, INT_SETS.argmax, INT_SETS.nanmax = INT_SETS.var, INT_SETS.argmin, INT_SETS.nanmin
 -- how many data sets the sizes from 4097 on take
@@ -570,6 +600,7 @@ local function poison(op, dtype)
   local lo, hi = int_bounds(dtype)
   if op == "argmin" or op == "nanmin" or op == "minmax" then return lo end
   if op == "argmax" or op == "nanmax" then return hi end
+  if op == "absmax" then return H.is_unsigned(dtype) and hi or lo end     -- the largest magnitude
   return 0x5A
 end
 
@@ -617,7 +648,7 @@ describe("new reductions of slices", function()
 end)
 
 describe("new reductions of an empty buffer", function()
-  it("give 0 for count, sumsq, norm and nansum and raise 'of an empty buffer' for the others, every path",
+  it("give 0 for count, sumsq, norm, nansum, absmax and asum and raise 'of an empty buffer' for the others, every path",
     function()
       for _, dtype in ipairs(gr.dtypes()) do
         local float = H.is_float(dtype)
@@ -643,6 +674,7 @@ describe("new reductions of an empty buffer", function()
               assert(got == want and math.type(got) == math.type(want),
                 string.format("%s: got %s (%s), expected %s (%s)", label, tostring(got), math.type(got), tostring(want),
                   math.type(want)))
+              assert(math.type(got) ~= "float" or 1 / got > 0, label .. ": -0.0, expected +0.0")
             else
               assert(not ok, label .. ": expected an error, got " .. tostring(got))
               assert(tostring(got):find(op .. " of an empty buffer", 1, true), label .. ": wrong error: " .. tostring(got))
@@ -844,7 +876,7 @@ describe("indices and counts past 2^31 elements #slow", function()
   local want = {
     count = { n }, argmin = { 3, lo_at[1] }, argmax = { 200, hi_at[1] }, minmax = { 3, 200 }, sumsq = { sumsq },
     nansum = { sum }, nanmin = { 3 }, nanmax = { 200 }, mean = { sum / n }, nanmean = { sum / n },
-    norm = { math.sqrt(sumsq + 0.0) }, var = { m2 / n }, std = { math.sqrt(m2 / n) },
+    norm = { math.sqrt(sumsq + 0.0) }, var = { m2 / n }, std = { math.sqrt(m2 / n) }, absmax = { 200 }, asum = { sum },
   }
   local big
   local function buffer()
@@ -917,7 +949,7 @@ end)
 describe("the registry", function()
   local CLASSIC = { "sum", "prod", "min", "max", "and", "or" }
 
-  it("lists the 19 ops", function()
+  it("lists the 21 ops", function()
     local want = { "sum", "prod", "min", "max", "and", "or" }
     for _, op in ipairs(NEW_OPS) do want[#want + 1] = op end
     assert.same(want, gr.ops())

@@ -22,7 +22,7 @@ local H = require("support.helpers").bind(it, function(reason) pending(reason) e
 local nan, inf = 0 / 0, math.huge
 local ndev = #gr.devices()
 local cpu = gr.backend() == "cpu"
-local EXACT_OPS = { "sum", "nansum", "mean", "nanmean", "sumsq", "norm", "var", "std" }
+local EXACT_OPS = { "sum", "nansum", "asum", "mean", "nanmean", "sumsq", "norm", "var", "std" }
 local TWO = { argmin = true, argmax = true, minmax = true }
 -- results that must equal one buffer's bit for bit whatever the dtype
 local BITWISE = { min = true, max = true, argmin = true, argmax = true, minmax = true, count = true,

@@ -131,6 +131,42 @@ template <class T, bool kMin> struct NanExtreme {
     static GR_HOSTDEV T combine(T a, T b) { GR_RETURN_NANEXTREME(a, b, a != a, b != b, kMin ? b < a : b > a); }
 };
 
+/* |x| in the accumulator's type: a float with its sign cleared (x <= 0 catches -0.0, and 0 - x is exact:
+ * |-0.0| = +0.0; NaN fails the test and stays NaN; op_math.h's GR_FABS keeps -0.0, which a square
+ * forgives and absmax would not), an integer's magnitude by unsigned wrapping, which absmax's unsigned
+ * accumulator of the input's width holds exactly (|-128| = 128 in a u8) and asum's 64 bits wrap like
+ * Sum. host_ops.c's GR_MAP_ABS is the host's, the same steps. */
+template <class Acc, class T> GR_HOSTDEV Acc magnitude(T x) {
+    if constexpr (is_float_v<T>) {
+        const Acc v = Acc(x);
+        return v <= Acc(0) ? Acc(0) - v : v;
+    } else if constexpr (is_signed_v<T>) {
+        return x < T(0) ? Acc(Acc(0) - Acc(x)) : Acc(x);
+    } else {
+        return Acc(x);              /* nvcc warns of x < 0 for an unsigned T */
+    }
+}
+
+/* absmax: the largest |x|. The accumulator is the input's float type, or for integers the unsigned
+ * type of the input's width (engine/ops/ops.c's GR_ACC_MAGNITUDE); the identity is 0, below every |x|
+ * (an empty absmax is 0); a NaN wins as in Max. */
+template <class Acc> struct AbsMax {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
+    template <class T> static GR_HOSTDEV Acc load(T x) { return magnitude<Acc>(x); }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return GR_EXTREME(a, b, a != a, b != b, b > a); }
+};
+
+/* asum: the sum of |x|, in the accumulator's type (64-bit wrapping for integers, like Sum). */
+template <class Acc> struct AbsSum {
+    using acc_t = Acc;
+    static constexpr bool kIndexed = false;
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
+    template <class T> static GR_HOSTDEV Acc load(T x) { return magnitude<Acc>(x); }
+    static GR_HOSTDEV Acc combine(Acc a, Acc b) { return a + b; }
+};
+
 /* ---- accumulators of several values ---------------------------------------------------------------- */
 
 /* argmin / argmax: the value and the 0-based index of its first occurrence. */
@@ -299,6 +335,9 @@ template <class In, class Acc> constexpr bool wide_ok_v =
 template <class In, class Acc> constexpr bool float_ok_v =
     is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, In>) : is_same_v<Acc, double>;
 template <class In, class Acc> using wide_t = conditional_t<is_float_v<In>, Acc, u64>;
+/* absmax's rule: floats keep their type, integers take the unsigned type of their width. */
+template <class In, class Acc> constexpr bool magnitude_ok_v =
+    is_float_v<In> ? is_same_v<Acc, In> : !is_float_v<Acc> && !is_signed_v<Acc> && sizeof(Acc) == sizeof(In);
 
 #define GR_OPOF(ID, VALID, ...)                                                                          \
     template <class In, class Acc> struct OpOf<ID, In, Acc> {                                            \
@@ -326,6 +365,8 @@ GR_OPOF(op_nansum, (wide_ok_v<In, Acc>), conditional_t<is_float_v<In>, NanSum<wi
 GR_OPOF(op_nanmin, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, true>, Min<In>>)
 GR_OPOF(op_nanmax, (is_same_v<Acc, In>), conditional_t<is_float_v<In>, NanExtreme<In, false>, Max<In>>)
 GR_OPOF(op_nanmean, (float_ok_v<In, Acc>), NanMean<conditional_t<is_float_v<Acc>, Acc, double>>)
+GR_OPOF(op_absmax, (magnitude_ok_v<In, Acc>), AbsMax<Acc>)
+GR_OPOF(op_asum, (wide_ok_v<In, Acc>), AbsSum<wide_t<In, Acc>>)
 #undef GR_OPOF
 
 }  // namespace gr

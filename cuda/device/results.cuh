@@ -25,8 +25,8 @@ GR_HOSTDEV constexpr int result_kind(int id) {
 
 /* Result<kind, Op, In>::write(a, n, ddof, out0, out1, s): segment s's result from its accumulator a over
  * n elements. The default writes the accumulator itself (sums, products, min, max, and, or, count, sum
- * of squares, nansum, nanmin, nanmax): a 64-bit integer sum is written by its bits, which is its value
- * as int64 or uint64. */
+ * of squares, nansum, nanmin, nanmax, absmax, asum): a 64-bit integer sum is written by its bits, which is
+ * its value as int64 or uint64. */
 template <int Kind, class Op, class In> struct Result {
     using Acc = typename Op::acc_t;
     static GR_DEV void write(const Acc &a, u64, int, void *out0, void *, size_t s) { static_cast<Acc *>(out0)[s] = a; }

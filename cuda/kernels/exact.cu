@@ -106,8 +106,9 @@ template <int K> struct Expansion {
     }
 };
 
-/* What a thread folds: S (the elements), Q (their squares) or both, each in its own expansion. */
-template <class In, int SUMS, bool SKIP> struct ExactThread {
+/* What a thread folds: S (the elements, or with ABS their absolute values: asum), Q (their squares) or
+ * both, each in its own expansion. */
+template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
     static constexpr int K = sizeof(In) == 4 ? 2 : 3;
     Expansion<K> s, q;
     unsigned long long flags = 0, nans = 0;
@@ -140,7 +141,7 @@ template <class In, int SUMS, bool SKIP> struct ExactThread {
     }
 
     __device__ __forceinline__ void fold(In v) {
-        const double x = double(v);
+        const double x = ABS ? fabs(double(v)) : double(v);    /* fabs: -0.0 gives +0.0, NaN stays NaN */
         if constexpr ((SUMS & 1) != 0) s.add(x, ws, flags, nans, SKIP);
         if constexpr ((SUMS & 2) != 0) square(x);
     }
@@ -211,12 +212,12 @@ __device__ __forceinline__ void carry_block(int64_t *w) {
     __syncthreads();
 }
 
-template <class In, int SUMS, bool SKIP>
+template <class In, int SUMS, bool SKIP, bool ABS>
 __global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, size_t n, gr_xsum *out) {
     __shared__ int64_t w[kWords];
     __shared__ unsigned long long block_flags[2];       /* flags, NaN elements skipped */
     clear_block(w, block_flags);
-    ExactThread<In, SUMS, SKIP> t(w, w + GR_XDIGITS);
+    ExactThread<In, SUMS, SKIP, ABS> t(w, w + GR_XDIGITS);
     each_element(in, n, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x,
                  [&](In v) { t.fold(v); });
     t.finish();
@@ -232,7 +233,7 @@ __global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, 
 }
 
 /* One block per segment in turn: its sums in shared memory, rounded by thread 0 with exact_acc.h. */
-template <class In, int SUMS, bool SKIP, class Out>
+template <class In, int SUMS, bool SKIP, bool ABS, class Out>
 __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restrict__ in, size_t k, size_t size,
                                                              const int64_t *__restrict__ offsets, Out *out, int op,
                                                              int ddof, size_t round) {
@@ -241,7 +242,7 @@ __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restric
         clear_block(&acc.w[0][0], reinterpret_cast<unsigned long long *>(&acc.flags));
         const size_t lo = offsets ? size_t(offsets[seg]) : seg * size;
         const size_t hi = offsets ? size_t(offsets[seg + 1]) : lo + size;
-        ExactThread<In, SUMS, SKIP> t(acc.w[0], acc.w[1]);
+        ExactThread<In, SUMS, SKIP, ABS> t(acc.w[0], acc.w[1]);
         /* a long segment in rounds of `round` elements with a carry step between them: a word takes at
          * most 2^31 additions of a digit before it could overflow */
         for (size_t c = lo; c < hi; c += round) {
@@ -257,16 +258,19 @@ __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restric
     }
 }
 
-/* The input dtype and the op's sums as template arguments: f(Tag<In>, constant SUMS, constant SKIP). */
+/* The input dtype and the op's sums as template arguments: f(Tag<In>, constant SUMS, constant SKIP,
+ * constant ABS). */
 template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
     const int sums = gr_x_sums_of(L->op);
-    const bool skip = gr_x_skips_nan(L->op);
+    const bool skip = gr_x_skips_nan(L->op), absolute = gr_x_takes_abs(L->op);
+    constexpr constant<bool, true> yes{};
+    constexpr constant<bool, false> no{};
     auto by_sums = [&](auto in_tag) -> cudaError_t {
         switch (sums) {
-        case 1: return skip ? f(in_tag, constant<int, 1>{}, constant<bool, true>{})
-                            : f(in_tag, constant<int, 1>{}, constant<bool, false>{});
-        case 2: return f(in_tag, constant<int, 2>{}, constant<bool, false>{});
-        case 3: return f(in_tag, constant<int, 3>{}, constant<bool, false>{});
+        case 1: return skip ? f(in_tag, constant<int, 1>{}, yes, no)
+                     : absolute ? f(in_tag, constant<int, 1>{}, no, yes) : f(in_tag, constant<int, 1>{}, no, no);
+        case 2: return f(in_tag, constant<int, 2>{}, no, no);
+        case 3: return f(in_tag, constant<int, 3>{}, no, no);
         default: return cudaErrorInvalidValue;
         }
     };
@@ -280,9 +284,9 @@ template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
 int launch_exact(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
-    return with_exact(L, [&](auto in_tag, auto sums, auto skip) {
+    return with_exact(L, [&](auto in_tag, auto sums, auto skip, auto absolute) {
         using In = typename decltype(in_tag)::type;
-        exact_kernel<In, decltype(sums)::value, decltype(skip)::value>
+        exact_kernel<In, decltype(sums)::value, decltype(skip)::value, decltype(absolute)::value>
             <<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(first_input<In>(L), L->n, (gr_xsum *)L->sums);
         return GR_CHECK_LAUNCH(L);
     });
@@ -292,16 +296,16 @@ int launch_exact_segments(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block != 256 || L->round == 0 || L->round % 16 || L->round > (size_t(1) << 30))
         return cudaErrorInvalidConfiguration;
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
-    return with_exact(L, [&](auto in_tag, auto sums, auto skip) {
+    return with_exact(L, [&](auto in_tag, auto sums, auto skip, auto absolute) {
         using In = typename decltype(in_tag)::type;
         constexpr int S = decltype(sums)::value;
-        constexpr bool N = decltype(skip)::value;
+        constexpr bool N = decltype(skip)::value, A = decltype(absolute)::value;
         const cudaStream_t stream = (cudaStream_t)L->stream;
         if (L->out_dtype == GR_FLOAT32)
-            exact_segments_kernel<In, S, N, float><<<unsigned(L->grid), 256, 0, stream>>>(
+            exact_segments_kernel<In, S, N, A, float><<<unsigned(L->grid), 256, 0, stream>>>(
                 first_input<In>(L), L->k, L->size, L->offsets, (float *)L->out, int(L->op), L->ddof, L->round);
         else
-            exact_segments_kernel<In, S, N, double><<<unsigned(L->grid), 256, 0, stream>>>(
+            exact_segments_kernel<In, S, N, A, double><<<unsigned(L->grid), 256, 0, stream>>>(
                 first_input<In>(L), L->k, L->size, L->offsets, (double *)L->out, int(L->op), L->ddof, L->round);
         return GR_CHECK_LAUNCH(L);
     });

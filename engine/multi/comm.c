@@ -363,14 +363,15 @@ gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_opt
     static const struct { gr_op op; gr_comm_op across; } table[] = {
         {GR_SUM, GR_COMM_SUM}, {GR_PROD, GR_COMM_PROD}, {GR_MIN, GR_COMM_MIN}, {GR_MAX, GR_COMM_MAX},
         {GR_AND, GR_COMM_MIN}, {GR_OR, GR_COMM_MAX}, {GR_COUNT, GR_COMM_SUM}, {GR_SUMSQ, GR_COMM_SUM},
-        {GR_NANSUM, GR_COMM_SUM}, {GR_NANMIN, GR_COMM_MIN}, {GR_NANMAX, GR_COMM_MAX},
+        {GR_NANSUM, GR_COMM_SUM}, {GR_NANMIN, GR_COMM_MIN}, {GR_NANMAX, GR_COMM_MAX}, {GR_ABSMAX, GR_COMM_MAX},
+        {GR_ASUM, GR_COMM_SUM},
     };
     int across = -1;
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].op == o->op) across = (int)table[i].across;
     if (across < 0)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' across ranks is not built (accepted: sum, prod, min, max, "
-                           "and, or, count, sumsq, nansum, nanmin, nanmax)", gr_op_name(o->op));
+                           "and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum)", gr_op_name(o->op));
     gr_result local;
     if ((st = gr_reduce(ctx, b, o, &local)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);

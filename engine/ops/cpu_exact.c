@@ -1,7 +1,7 @@
 /*
- * cpu_exact.c -- the cpu backend's exact loops: integer sums, products and sums of squares (64-bit,
- * wrapping), counts, and/or, the extremes and their indices, and the exact sums behind var/std/norm of
- * integers of up to 32 bits. Any split of the data gives the same bits, so the backend's threads split
+ * cpu_exact.c -- the cpu backend's exact loops: integer sums, products, sums of squares and sums of
+ * absolute values (64-bit, wrapping), counts, and/or, the extremes and their indices, absmax, and the
+ * exact sums behind var/std/norm of integers of up to 32 bits. Any split of the data gives the same bits, so the backend's threads split
  * it anyhow (cpu_backend.c).
  *
  * Extremes are found a block at a time: the block's lesser and greater value in lanes (NaN skipped) and
@@ -207,8 +207,47 @@ enum { SPAN_LO = 1, SPAN_HI = 2, SPAN_NAN = 4 };
         gr_put_u64(acc, total);                                                                  \
     }
 
-/* Integer sums, products and sums of squares: 64-bit, wrapping (a signed value by its two's complement). */
-#define DEFINE_INT(N, T, TMIN, TMAX, SQ)                                                         \
+/* absmax of floats: the greatest |x| in vectors (the sign bit masked off: |-0.0| = +0.0), the tail by
+ * FMAG; where a NaN or an infinity made some x - x NaN, the first NaN if there is one (it wins, as
+ * GR_EXTREME's first NaN does, as it is in the data). */
+#define DEFINE_FLOAT_ABSMAX(N, T, VT, MT, VL, MAGNITUDE)                                         \
+    static void absmax_##N(LOOP_ARGS) {                                                          \
+        const T *x = xp;                                                                         \
+        VT m_[2] = {{0}}, q_ = {0};                                                              \
+        UNUSED_ARGS;                                                                             \
+        size_t k_ = 0;                                                                           \
+        for (; k_ + 2 * VL <= n; k_ += 2 * VL)                                                   \
+            for (int i_ = 0; i_ < 2; i_++) {                                                     \
+                VT v_;                                                                           \
+                memcpy(&v_, x + k_ + i_ * VL, sizeof v_);                                        \
+                VT a_ = VAND(VT, MT, v_, MAGNITUDE);                                             \
+                m_[i_] = VSEL(VT, MT, a_ > m_[i_], a_, m_[i_]);                                  \
+                q_ += v_ - v_;                                                                   \
+            }                                                                                    \
+        T m = 0;                                                                                 \
+        int odd = 0;                                                                             \
+        for (int i_ = 0; i_ < 2; i_++)                                                           \
+            for (int j_ = 0; j_ < VL; j_++) m = GREATER(m, m_[i_][j_]);                          \
+        for (int j_ = 0; j_ < VL; j_++) odd |= q_[j_] != q_[j_];                                 \
+        for (; k_ < n; k_++) {                                                                   \
+            m = GREATER(m, FMAG(x[k_]));                                                         \
+            odd |= x[k_] - x[k_] != 0;                                                           \
+        }                                                                                        \
+        for (size_t i_ = 0; odd && i_ < n; i_++)                                                 \
+            if (x[i_] != x[i_]) {                                                                \
+                m = x[i_];                                                                       \
+                break;                                                                           \
+            }                                                                                    \
+        memcpy(acc, &m, sizeof m);                                                               \
+    }
+
+/* |v| of an integer as W, an unsigned type at least as wide: |INT_MIN| fits (-128 is 128 in a uint8) */
+#define MAG_S(W, v) ((v) < 0 ? (W)((W)0 - (W)(v)) : (W)(v))
+#define MAG_U(W, v) ((W)(v))
+
+/* Integer sums, products, sums of squares and sums of |x|: 64-bit, wrapping (a signed value by its two's
+ * complement); absmax in UT, the unsigned type of T's width (ops.c's GR_ACC_MAGNITUDE). */
+#define DEFINE_INT(N, T, TMIN, TMAX, SQ, UT, MAG)                                                \
     DEFINE_FLAGS(N, T)                                                                           \
     DEFINE_SPAN(N, T, TMAX, TMIN)                                                                \
     DEFINE_FIND(N, T, IS_NAN_INT, 0)                                                             \
@@ -216,6 +255,8 @@ enum { SPAN_LO = 1, SPAN_HI = 2, SPAN_NAN = 4 };
     DEFINE_INT_FOLD(isum_##N, T, uint64_t, 0, ADD, v)                                            \
     DEFINE_INT_FOLD(iprod_##N, T, uint64_t, 1, MUL, v)                                           \
     DEFINE_INT_FOLD(isumsq_##N, T, uint64_t, 0, ADD, SQ(v))                                      \
+    DEFINE_INT_FOLD(iasum_##N, T, uint64_t, 0, ADD, MAG(uint64_t, v))                            \
+    DEFINE_INT_FOLD(iabsmax_##N, T, UT, 0, GREATER, MAG(UT, v))                                  \
     /* plain min/max: no NaN, no signed zero, so no block search */                              \
     DEFINE_INT_FOLD(imin_##N, T, T, TMAX, LESSER, v)                                             \
     DEFINE_INT_FOLD(imax_##N, T, T, TMIN, GREATER, v)
@@ -335,12 +376,14 @@ DEFINE_FLAGS(f32, float)
 DEFINE_FLAGS(f64, double)
 DEFINE_FLOAT_EXTREMES(f32, float, gr_vf32, gr_vm32, 4)
 DEFINE_FLOAT_EXTREMES(f64, double, gr_vf64, gr_vm64, 2)
-DEFINE_INT(i8, int8_t, INT8_MIN, INT8_MAX, SQ_S32)
-DEFINE_INT(u8, uint8_t, 0, UINT8_MAX, SQ_U32)
-DEFINE_INT(i32, int32_t, INT32_MIN, INT32_MAX, SQ_S32)
-DEFINE_INT(u32, uint32_t, 0, UINT32_MAX, SQ_U32)
-DEFINE_INT(i64, int64_t, INT64_MIN, INT64_MAX, SQ_64)
-DEFINE_INT(u64, uint64_t, 0, UINT64_MAX, SQ_64)
+DEFINE_FLOAT_ABSMAX(f32, float, gr_vf32, gr_vm32, 4, (gr_vm32){0} + INT32_MAX)
+DEFINE_FLOAT_ABSMAX(f64, double, gr_vf64, gr_vm64, 2, (gr_vm64){0} + INT64_MAX)
+DEFINE_INT(i8, int8_t, INT8_MIN, INT8_MAX, SQ_S32, uint8_t, MAG_S)
+DEFINE_INT(u8, uint8_t, 0, UINT8_MAX, SQ_U32, uint8_t, MAG_U)
+DEFINE_INT(i32, int32_t, INT32_MIN, INT32_MAX, SQ_S32, uint32_t, MAG_S)
+DEFINE_INT(u32, uint32_t, 0, UINT32_MAX, SQ_U32, uint32_t, MAG_U)
+DEFINE_INT(i64, int64_t, INT64_MIN, INT64_MAX, SQ_64, uint64_t, MAG_S)
+DEFINE_INT(u64, uint64_t, 0, UINT64_MAX, SQ_64, uint64_t, MAG_U)
 #define SQ_i32(v) SQ_S32(v)
 #define SQ_u32(v) SQ_U32(v)
 DEFINE_BYTE_SUMS(i8, int8_t, ABS_S)
@@ -352,13 +395,13 @@ DEFINE_SMALL_INT(u8)
 DEFINE_SMALL_INT(i32)
 DEFINE_SMALL_INT(u32)
 
-/* Floats: the sums, var/std, norm and nanmean are cpu_trees.c's. */
+/* Floats: the sums (asum too), var/std, norm and nanmean are cpu_trees.c's. */
 #define FLOAT_ROW(N)                                                                             \
     static const gr_cpu_loop row_##N[GR_K_KINDS] = {                                             \
         [GR_K_COUNT] = count_##N, [GR_K_MIN] = min_##N, [GR_K_MAX] = max_##N,                    \
         [GR_K_NANMIN] = nanmin_##N, [GR_K_NANMAX] = nanmax_##N, [GR_K_AND] = and_##N,            \
         [GR_K_OR] = or_##N, [GR_K_ARGMIN] = argmin_##N, [GR_K_ARGMAX] = argmax_##N,              \
-        [GR_K_MINMAX] = minmax_##N,                                                              \
+        [GR_K_MINMAX] = minmax_##N, [GR_K_ABSMAX] = absmax_##N,                                  \
     };
 FLOAT_ROW(f32)
 FLOAT_ROW(f64)
@@ -371,7 +414,8 @@ FLOAT_ROW(f64)
         [GR_K_PROD] = iprod_##N, [GR_K_COUNT] = count_##N, [GR_K_MIN] = imin_##N,                \
         [GR_K_MAX] = imax_##N, [GR_K_NANMIN] = imin_##N, [GR_K_NANMAX] = imax_##N,               \
         [GR_K_AND] = and_##N, [GR_K_OR] = or_##N, [GR_K_ARGMIN] = argmin_##N,                    \
-        [GR_K_ARGMAX] = argmax_##N, [GR_K_MINMAX] = minmax_##N, __VA_ARGS__                      \
+        [GR_K_ARGMAX] = argmax_##N, [GR_K_MINMAX] = minmax_##N, [GR_K_ABSMAX] = iabsmax_##N,     \
+        [GR_K_ASUM] = iasum_##N, __VA_ARGS__                                                     \
     };
 INT_ROW(i8, [GR_K_MOMENTS] = moments_i8, [GR_K_SQUARES] = squares_i8)
 INT_ROW(u8, [GR_K_MOMENTS] = moments_u8, [GR_K_SQUARES] = squares_u8)

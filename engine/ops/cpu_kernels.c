@@ -33,6 +33,8 @@ static int kind_of(const gr_op_desc *d, gr_dtype t) {
              : d->combine == GR_COMBINE_OR ? GR_K_OR : -1;
     case GR_MAP_SQUARE: return d->combine == GR_COMBINE_ADD ? GR_K_SUMSQ : -1;
     case GR_MAP_NAN_ZERO: return d->combine == GR_COMBINE_ADD ? GR_K_NANSUM : -1;
+    case GR_MAP_ABS:
+        return d->combine == GR_COMBINE_ADD ? GR_K_ASUM : d->combine == GR_COMBINE_MAX ? GR_K_ABSMAX : -1;
     }
     return -1;
 }
@@ -40,7 +42,8 @@ static int kind_of(const gr_op_desc *d, gr_dtype t) {
 /* The kinds whose loops are order-dependent where the accumulator is a float: they follow the tree. */
 static size_t tree_leaf(int kind) {
     switch (kind) {
-    case GR_K_SUM: case GR_K_NANSUM: case GR_K_SUMSQ: case GR_K_COUNTED: case GR_K_NORM: return GR_PW_BLOCK;
+    case GR_K_SUM: case GR_K_NANSUM: case GR_K_SUMSQ: case GR_K_COUNTED: case GR_K_NORM: case GR_K_ASUM:
+        return GR_PW_BLOCK;
     case GR_K_WELFORD: return GR_WELFORD_LEAF;
     case GR_K_PROD: return GR_PROD_LEAF;
     default: return 0;

@@ -15,14 +15,14 @@
 enum gr_cpu_kind {
     GR_K_SUM, GR_K_NANSUM, GR_K_SUMSQ, GR_K_PROD, GR_K_COUNT, GR_K_MIN, GR_K_MAX, GR_K_NANMIN, GR_K_NANMAX,
     GR_K_AND, GR_K_OR, GR_K_ARGMIN, GR_K_ARGMAX, GR_K_MINMAX, GR_K_WELFORD, GR_K_NORM, GR_K_COUNTED,
-    GR_K_MOMENTS, GR_K_SQUARES, GR_K_KINDS
+    GR_K_MOMENTS, GR_K_SQUARES, GR_K_ABSMAX, GR_K_ASUM, GR_K_KINDS
 };
 
 /* The exact loops of dtype t (integer sums, products and sums of squares, counts, extremes, and/or,
- * exact moments); NULL entries where the kind takes a float accumulator. */
+ * exact moments, absmax, integer asum); NULL entries where the kind takes a float accumulator. */
 const gr_cpu_loop *gr_cpu_exact_row(gr_dtype t);
 /* The order-dependent loops of dtype t into a float accumulator acc (float sums, products, var/std,
- * norm, nanmean), on the tree of gr_cpu_split; NULL for a pair that has none. */
+ * norm, nanmean, asum), on the tree of gr_cpu_split; NULL for a pair that has none. */
 const gr_cpu_loop *gr_cpu_tree_row(gr_dtype t, gr_dtype acc);
 /* The leaves of the tree a loop of that kind follows. */
 #define GR_PW_BLOCK 128             /* numpy's PW_BLOCKSIZE */
@@ -41,6 +41,9 @@ const gr_cpu_loop *gr_cpu_tree_row(gr_dtype t, gr_dtype acc);
 /* b < a: a NaN b never replaces a (the compiler makes pminub and the like of these on integers) */
 #define LESSER(a, b) ((b) < (a) ? (b) : (a))
 #define GREATER(a, b) ((b) > (a) ? (b) : (a))
+/* |v| of a float as host_ops.c's GR_MAP_ABS and the device's magnitude() take it: |-0.0| = +0.0, a NaN
+ * stays as it is */
+#define FMAG(v) ((v) <= 0 ? 0 - (v) : (v))
 
 /* OUT = the fold by OP of the W values MAP (of the element v, of type T, at x[k]) over x[0 .. N), in
  * LANES running values combined in lane order at the end. */

@@ -1,5 +1,5 @@
 /*
- * cpu_trees.c -- the cpu backend's order-dependent loops: float sums (and means), nansum, sumsq,
+ * cpu_trees.c -- the cpu backend's order-dependent loops: float sums (and means), nansum, asum, sumsq,
  * products, var/std, norm and nanmean, whose bits depend on the order of the operations.
  *
  * They all follow one tree fixed by n alone, numpy's pairwise summation (gr_cpu_split): a range of at
@@ -175,6 +175,7 @@ size_t gr_cpu_split(size_t n) {
 #define DEFINE_LEAVES(N, F, VT, MT, VL, MAGNITUDE)                                               \
     DEFINE_LEAF(sum_leaf_##N, F, v)                                                              \
     DEFINE_LEAF(nansum_leaf_##N, F, v == v ? v : 0)                                              \
+    DEFINE_LEAF(asum_leaf_##N, F, FMAG(v))                                                       \
     DEFINE_LEAF(sumsq_leaf_##N, F, v * v)                                                        \
     DEFINE_LEAF(dev2_leaf_##N, F, (v - c) * (v - c))                                             \
     DEFINE_COUNTED_LEAF(N, F, VT, MT, VL)                                                        \
@@ -296,14 +297,16 @@ size_t gr_cpu_split(size_t n) {
     DEFINE_TREE(sumt_##N, T, F, KIND, VIEW, sum_leaf_##LF, ADD)                                  \
     DEFINE_TREE(nansumt_##N, T, F, KIND, VIEW, nansum_leaf_##LF, ADD)                            \
     DEFINE_TREE(sumsqt_##N, T, F, KIND, VIEW, sumsq_leaf_##LF, ADD)                              \
+    DEFINE_TREE(asumt_##N, T, F, KIND, VIEW, asum_leaf_##LF, ADD)                                \
     DEFINE_PROD_LOOP(N, T, F)                                                                    \
     DEFINE_VALUE_LOOP(sum_##N, F, KIND, sumt_##N)                                                \
     DEFINE_VALUE_LOOP(nansum_##N, F, KIND, nansumt_##N)                                          \
     DEFINE_VALUE_LOOP(sumsq_##N, F, KIND, sumsqt_##N)                                            \
+    DEFINE_VALUE_LOOP(asum_##N, F, KIND, asumt_##N)                                              \
     static const gr_cpu_loop row_##N[GR_K_KINDS] = {                                             \
         [GR_K_SUM] = sum_##N, [GR_K_NANSUM] = nansum_##N, [GR_K_SUMSQ] = sumsq_##N,              \
         [GR_K_PROD] = prod_##N, [GR_K_WELFORD] = welford_##N, [GR_K_NORM] = norm_##N,            \
-        [GR_K_COUNTED] = counted_##N,                                                            \
+        [GR_K_COUNTED] = counted_##N, [GR_K_ASUM] = asum_##N,                                    \
     };
 
 /* ---- the instances ------------------------------------------------------------------------------- */

@@ -2,7 +2,8 @@
  * exact.c -- the exact sums of float elements on the host (opts.determinism = "gpu_to_gpu"): each
  * element, or its exact square, added digit by digit into exact_acc.h's long accumulator, which the
  * kernels of cuda/kernels/exact.cu fill with the same digits. Words are normalised before any could overflow
- * (every 2^30 elements: each adds at most one digit to a word); the results are gr_x_finish's.
+ * (every 2^30 elements: each adds at most one digit to a word); the results are gr_x_finish's. asum adds
+ * each element's absolute value (gr_x_takes_abs), as the kernels do.
  */
 #include "ops/exact.h"
 
@@ -42,12 +43,13 @@ static element_read read_of(gr_dtype t) {
 int gr_exact_takes(gr_dtype t) { return read_of(t) != READ_NONE; }
 
 void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op op) {
-    int sums = gr_x_sums_of(op), skip = gr_x_skips_nan(op);
+    int sums = gr_x_sums_of(op), skip = gr_x_skips_nan(op), absolute = gr_x_takes_abs(op);
     element_read r = read_of(t);
     if (r == READ_NONE) return;
     const size_t every = (size_t)1 << 30;
     for (size_t i = 0; i < n; i++) {
         double x = r == READ_FLOAT ? (double)((const float *)p)[i] : ((const double *)p)[i];
+        if (absolute) x = fabs(x);
         add_one(a, x, sums, skip);
         if ((i + 1) % every == 0) {
             gr_x_normalise(a->w[0], GR_XDIGITS);

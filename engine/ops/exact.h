@@ -10,8 +10,8 @@
 /* Whether the exact sums take elements of dtype t (float32, float64): the gate of every gpu_to_gpu path. */
 int gr_exact_takes(gr_dtype t);
 /* Adds n elements of dtype t (one gr_exact_takes accepts; others add nothing) at p into the sums op needs
- * (gr_x_sums_of): each element, or its exact square, or both; NaN elements skipped and counted where the
- * op skips them. */
+ * (gr_x_sums_of): each element (asum: its absolute value), or its exact square, or both; NaN elements
+ * skipped and counted where the op skips them. */
 void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op op);
 
 #endif

@@ -45,10 +45,13 @@ typedef struct gr_xsum {
 
 /* Which sums an op needs: bit 0 S, bit 1 Q; 0 for an op gpu_to_gpu does not take. */
 GR_HD int gr_x_sums_of(int op) {
-    return op == GR_SUM || op == GR_NANSUM || op == GR_MEAN || op == GR_NANMEAN ? 1
+    return op == GR_SUM || op == GR_NANSUM || op == GR_MEAN || op == GR_NANMEAN || op == GR_ASUM ? 1
          : op == GR_SUMSQ || op == GR_NORM ? 2 : op == GR_VAR || op == GR_STD ? 3 : 0;
 }
 GR_HD int gr_x_skips_nan(int op) { return op == GR_NANSUM || op == GR_NANMEAN; }
+/* Whether the op sums the elements' absolute values (asum): each element's sign is cleared before it is
+ * added, so -0.0 adds +0.0 and -inf +inf; the rest is sum's. */
+GR_HD int gr_x_takes_abs(int op) { return op == GR_ASUM; }
 
 GR_HD uint64_t gr_x_bits(double v) {
 #ifdef __CUDA_ARCH__
@@ -358,7 +361,7 @@ GR_HD double gr_x_sqrt(uint64_t q, int E, int to_float32) {
 /* ---- results ----------------------------------------------------------------------------------------- */
 
 /* The op's value from the exact sums of n elements (n > 0): in float64, or the float32 value as a double.
- *   sum, nansum    S rounded once;
+ *   sum, nansum    S rounded once (asum: S of the absolute values);
  *   mean, nanmean  S / count rounded once (count: the elements, less the NaN ones nanmean skipped);
  *   sumsq          Q rounded once;
  *   norm           sqrt of Q rounded to 53 bits, then rounded to the format;

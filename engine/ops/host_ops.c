@@ -82,7 +82,9 @@ static num value_identity(const gr_op_desc *op, gr_dtype acc) {
     switch (op->combine) {
     case GR_COMBINE_MUL: case GR_COMBINE_AND: return f ? make_f(1) : make_u(1);
     case GR_COMBINE_MIN: return top(acc);
-    case GR_COMBINE_MAX: return bottom(acc);
+    case GR_COMBINE_MAX:            /* absolute values are >= 0: their max starts at 0 (absmax of nothing) */
+        if (op->map == GR_MAP_ABS) return f ? make_f(0) : make_u(0);
+        return bottom(acc);
     case GR_COMBINE_NANMIN: return f ? make_f(NAN) : top(acc);
     case GR_COMBINE_NANMAX: return f ? make_f(NAN) : bottom(acc);
     case GR_COMBINE_ADD: case GR_COMBINE_OR: return f ? make_f(0) : make_u(0);
@@ -104,6 +106,15 @@ static num value_load(const gr_op_desc *op, gr_dtype acc, num x) {
             return make_f(rnd(acc, v * v));
         }
         return make_u(x.u * x.u);           /* wrapping, signed by its bits */
+    case GR_MAP_ABS:
+        /* ops.cuh's magnitude(), step for step: x <= 0 catches -0.0 and 0 - x is exact, so |-0.0| = +0.0
+         * (a NaN fails the test and stays as it is); an integer's magnitude as its bits, which fit absmax's
+         * unsigned accumulator of the input's width and wrap in asum's 64 bits */
+        if (f) {
+            double v = rnd(acc, x.kind == 'f' ? x.f : x.kind == 'i' ? (double)x.i : (double)x.u);
+            return make_f(v <= 0 ? 0 - v : v);
+        }
+        return make_u(x.kind == 'i' && x.i < 0 ? (uint64_t)0 - x.u : x.u);
     case GR_MAP_NAN_ZERO:
         if (x.kind == 'f' && x.f != x.f) return f ? make_f(0) : make_u(0);
         /* fall through */
@@ -385,7 +396,7 @@ gr_result gr_host_result(const gr_op_desc *op, gr_dtype t, gr_dtype acc, const v
         break;
     case GR_RESULT_VALUE:
         if (op->acc == GR_ACC_COUNT) r.value[0] = scalar_i((int64_t) * (const uint64_t *)p);
-        else r.value[0] = scalar_of(read_num(p, acc), acc, gr_dtype_is_signed(t));
+        else r.value[0] = scalar_of(read_num(p, acc), acc, gr_op_signed_result(op, t));
         break;
     }
     return r;

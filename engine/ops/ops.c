@@ -8,7 +8,9 @@
  * dtype's float_acc (lists.h: their own type) unless the caller asks for float64 (float32 data only);
  * means, variances and norms of integers are float64 results, a mean from the exact 64-bit sum,
  * var/std/norm of integers of up to 32 bits from exact sums and sums of squares (gr_op_family), of
- * 64-bit integers by Welford and Blue in float64.
+ * 64-bit integers by Welford and Blue in float64. absmax keeps |x| in the input's float dtype, or for
+ * integers in the unsigned dtype of their width (so int8's |-128| is 128); asum is a sum like sum's of
+ * |x| (integers: 64-bit wrapping, read as unsigned).
  */
 #include "ops/ops.h"
 #include "base/dtype.h"
@@ -39,6 +41,8 @@ static const gr_op_desc ops[GR_OP_COUNT] = {
     [GR_NANMIN] = {"nanmin", NULL, GR_NANMIN, V, GR_MAP_VALUE, GR_COMBINE_NANMIN, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
     [GR_NANMAX] = {"nanmax", NULL, GR_NANMAX, V, GR_MAP_VALUE, GR_COMBINE_NANMAX, GR_ACC_INPUT, GR_RESULT_VALUE, 1, 0},
     [GR_NANMEAN] = {"nanmean", NULL, GR_NANMEAN, GR_FAMILY_COUNTED, GR_MAP_NAN_ZERO, GR_COMBINE_ADD, GR_ACC_FLOAT, GR_RESULT_MEAN, 1, 0},
+    [GR_ABSMAX] = {"absmax", NULL, GR_ABSMAX, V, GR_MAP_ABS, GR_COMBINE_MAX, GR_ACC_MAGNITUDE, GR_RESULT_VALUE, 1, 1},
+    [GR_ASUM] = {"asum", NULL, GR_ASUM, V, GR_MAP_ABS, GR_COMBINE_ADD, GR_ACC_WIDE, GR_RESULT_VALUE, 1, 1},
 };
 #undef V
 
@@ -62,6 +66,17 @@ const char *gr_op_names(void) {
     return gr_join_names(buf, sizeof buf, GR_OP_COUNT, op_name_at);
 }
 
+/* The unsigned integer dtype as wide as t, for t's absolute values; a float or unsigned dtype is its own. */
+static gr_dtype magnitude_dtype(gr_dtype t) {
+    if (gr_dtype_is_float(t) || !gr_dtype_is_signed(t)) return t;
+    for (int u = 0; u < GR_DTYPE_COUNT; u++) {
+        gr_scalar lo, hi;
+        gr_dtype_limits((gr_dtype)u, &lo, &hi);
+        if (hi.kind == GR_SCALAR_UINT && gr_dtype_size((gr_dtype)u) == gr_dtype_size(t)) return (gr_dtype)u;
+    }
+    return GR_UINT64;               /* a signed dtype without an unsigned twin (none in lists.h) */
+}
+
 int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     const gr_op_desc *d = gr_op_desc_get(op);
     if (!d) return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op"), -1;
@@ -74,6 +89,7 @@ int gr_op_acc_dtype(gr_context *ctx, gr_op op, gr_dtype t, int override) {
     case GR_ACC_INPUT: natural = t; break;
     case GR_ACC_FLOAT: natural = facc; break;
     case GR_ACC_WIDE: natural = is_float ? facc : GR_UINT64; break;   /* wrapping 64-bit sums and products */
+    case GR_ACC_MAGNITUDE: natural = magnitude_dtype(t); break;
     }
     if (override < 0 || override == natural) return natural;
     /* a float accumulator narrower than float64 may be float64 instead */
@@ -99,7 +115,7 @@ gr_dtype gr_op_result_dtype(gr_op op, gr_dtype t, gr_dtype acc, int which) {
         return gr_dtype_is_float(acc) ? acc : GR_FLOAT64;
     case GR_RESULT_VALUE:
         if (d->acc == GR_ACC_COUNT) return GR_INT64;
-        if (acc == GR_UINT64 && d->acc == GR_ACC_WIDE) return gr_dtype_is_signed(t) ? GR_INT64 : GR_UINT64;
+        if (acc == GR_UINT64 && d->acc == GR_ACC_WIDE) return gr_op_signed_result(d, t) ? GR_INT64 : GR_UINT64;
         return acc;
     }
     return acc;

@@ -7,7 +7,7 @@
  *            std), three scaled sums of squares (norm), a count and a sum (nanmean); on integers of
  *            up to 32 bits var, std and norm take exact integer sums instead (gr_op_family);
  *   map      what one element contributes to a one-value accumulator: its value, a flag (x != 0), its
- *            square, or its value with NaN taken as zero;
+ *            square, its value with NaN taken as zero, or its absolute value;
  *   combine  how two one-value accumulators meet: add, multiply, min, max, and, or, or the min and max
  *            that skip NaN (for argmin/argmax: which way the comparison goes);
  *   acc      which accumulator dtype that needs for an input dtype;
@@ -33,7 +33,11 @@ typedef enum {
     GR_FAMILY_SQUARES,          /* {u128 sumsq}: norm of integers of up to 32 bits */
 } gr_family;
 
-typedef enum { GR_MAP_VALUE, GR_MAP_NONZERO, GR_MAP_SQUARE, GR_MAP_NAN_ZERO } gr_map_kind;
+typedef enum {
+    GR_MAP_VALUE, GR_MAP_NONZERO, GR_MAP_SQUARE, GR_MAP_NAN_ZERO,
+    GR_MAP_ABS,                 /* |x|: floats with the sign cleared (|-0.0| = +0.0, |NaN| NaN), integers
+                                 * as their magnitude's bits (|INT_MIN| fits an unsigned type of its width) */
+} gr_map_kind;
 typedef enum {
     GR_COMBINE_ADD, GR_COMBINE_MUL, GR_COMBINE_MIN, GR_COMBINE_MAX, GR_COMBINE_AND, GR_COMBINE_OR,
     GR_COMBINE_NANMIN, GR_COMBINE_NANMAX,   /* NaN loses to any number; the identity is NaN */
@@ -44,6 +48,8 @@ typedef enum {
     GR_ACC_FLAG,                /* uint8 0/1 */
     GR_ACC_COUNT,               /* uint64 */
     GR_ACC_FLOAT,               /* the dtype's float_acc (lists.h: float64 for integers), or float64 */
+    GR_ACC_MAGNITUDE,           /* floats: the input's own dtype; integers: the unsigned dtype of the
+                                 * input's width, which holds every |x| (int8's |-128| is a uint8 128) */
 } gr_acc_rule;
 typedef enum {
     GR_RESULT_VALUE, GR_RESULT_BOOL, GR_RESULT_MEAN, GR_RESULT_VAR, GR_RESULT_STD, GR_RESULT_NORM,
@@ -85,6 +91,13 @@ static inline int gr_op_folds_itself(const gr_op_desc *d) {
         return d->combine == GR_COMBINE_ADD || d->combine == GR_COMBINE_MUL || d->combine == GR_COMBINE_MIN ||
                d->combine == GR_COMBINE_MAX;
     return d->map == GR_MAP_NONZERO && (d->combine == GR_COMBINE_AND || d->combine == GR_COMBINE_OR);
+}
+/* Whether a one-value integer result of op over t reads as signed: the wrapping 64-bit sums and
+ * products of signed data do (two's complement); a sum or a maximum of absolute values (asum, absmax) is
+ * never negative, so it reads as unsigned (|INT64_MIN| = 2^63 is a uint64). Inline for the same reason
+ * as gr_op_family. */
+static inline int gr_op_signed_result(const gr_op_desc *d, gr_dtype t) {
+    return gr_dtype_is_signed(t) && d->map != GR_MAP_ABS;
 }
 /* The accumulator dtype of op over dtype t, with an optional override (-1 = none); -1 and a message
  * naming "acc" when the override is not accepted. */

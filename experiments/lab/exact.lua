@@ -152,10 +152,11 @@ for e = 0, 254 do POW32[e] = 2.0 ^ (math.max(e, 1) - 150) end
 for e = 0, 2046 do POW64[e] = 2.0 ^ (math.max(e, 1) - 1075) end
 
 --- Adds every element of a little-endian float32 or float64 string (the bytes of a buffer); with
--- `squares`, their squares instead. Returns the sum of the magnitudes of what was added, in doubles
--- (for a condition number: a sum of positive terms, relative error below n 2^-53). The loops are
--- written out per case: this is where the lab spends its time.
-function Acc:add_bytes(s, dtype, squares)
+-- `squares`, their squares instead; with `absolute`, their absolute values (asum: the sign ignored, -inf
+-- added as +inf). Returns the sum of the magnitudes of what was added, in doubles (for a condition
+-- number: a sum of positive terms, relative error below n 2^-53). The loops are written out per case:
+-- this is where the lab spends its time.
+function Acc:add_bytes(s, dtype, squares, absolute)
   if dtype ~= "float32" and dtype ~= "float64" then
     error("exact: add_bytes takes float32 or float64, not " .. tostring(dtype), 2)
   end
@@ -173,7 +174,7 @@ function Acc:add_bytes(s, dtype, squares)
         local e, m = (w >> 23) & 0xff, w & 0x7fffff
         if e == 255 then
           local x = sunpack("<f", spack("<I4", w))
-          if squares then self:add_square(x) else self:add_special(x) end
+          if squares then self:add_square(x) else self:add_special(absolute and math.abs(x) or x) end
         else
           if e == 0 then e = 1 else m = m | 0x800000 end
           local x = m * pow[e]
@@ -184,7 +185,7 @@ function Acc:add_bytes(s, dtype, squares)
           else
             absum = absum + x
             local key = e + K
-            if w >= 0x80000000 then b[key] = b[key] - m else b[key] = b[key] + m end
+            if w >= 0x80000000 and not absolute then b[key] = b[key] - m else b[key] = b[key] + m end
           end
         end
       end
@@ -203,7 +204,7 @@ function Acc:add_bytes(s, dtype, squares)
       local e, m = (w >> 52) & 0x7ff, w & 0xfffffffffffff
       if e == 0x7ff then
         local x = sunpack("<d", spack("<i8", w))
-        if squares then self:add_square(x) else self:add_special(x) end
+        if squares then self:add_square(x) else self:add_special(absolute and math.abs(x) or x) end
       else
         if e == 0 then e = 1 else m = m | 0x10000000000000 end
         local x = m * pow[e]
@@ -219,7 +220,7 @@ function Acc:add_bytes(s, dtype, squares)
         else
           absum = absum + x
           local key = e + K
-          if w < 0 then
+          if w < 0 and not absolute then
             b[key], b[key + CH] = b[key] - l, b[key + CH] - h
           else
             b[key], b[key + CH] = b[key] + l, b[key + CH] + h

@@ -6,7 +6,11 @@
 --   exact sums     S = sum x and Q = sum x^2 in lab/exact.lua's accumulators (no rounding, any order):
 --                  float data as stored; 64-bit integers as the float64 values the engine converts them
 --                  to for its float ops (var, std, norm, nanmean); integers of up to 32 bits exactly
---   magnitudes     A = sum |x| and X = max |x| (doubles; A rounded up by its own error, n 2^-53)
+--   magnitudes     A = sum |x| and X = max |x| (doubles; A rounded up by its own error, n 2^-53); for
+--                  absmax and asum (need "magnitudes") exactly: SA = sum |x| of float data in an exact
+--                  accumulator, XA = max |x| with the infinities, and for integers the largest
+--                  magnitude iabsmax (compared unsigned: |INT64_MIN| = 2^63 is math.mininteger's bits)
+--                  and the wrapping 64-bit sum of magnitudes iasum
 --   integer ops    the wrapping 64-bit sum, sum of squares and product, as the engine keeps them
 --   extremes       min and max with the index of their first occurrence, the first NaN, NaN count
 --   others         count of non-zero elements, all/any non-zero, the float product in doubles
@@ -45,6 +49,7 @@ local OP_NEEDS = {
   min = { "extremes" }, max = { "extremes" }, nanmin = { "extremes" }, nanmax = { "extremes" },
   argmin = { "extremes" }, argmax = { "extremes" }, minmax = { "extremes" },
   count = { "count" }, prod = { "prod" }, ["and"] = { "flags" }, ["or"] = { "flags" },
+  absmax = { "extremes", "magnitudes" }, asum = { "sum", "magnitudes" },
 }
 
 --- The set of facts a list of ops needs ("floats": the float forms of 64-bit integers; "nan": the NaN
@@ -73,8 +78,8 @@ M.to_double = to_double
 -- time.
 local function scan_floats(f, s, base, need)
   local words, count, pos, last = {}, 0, 1, #s - f.size + 1
-  local ext, cnt, prod = need.extremes, need.count or need.flags, need.prod
-  local X, nonzero, P, nan, i = f.X, f.count, f.P, f.nan, base
+  local ext, cnt, prod, mags = need.extremes, need.count or need.flags, need.prod, need.magnitudes
+  local X, XA, nonzero, P, nan, i = f.X, f.XA, f.count, f.P, f.nan, base
   local mn, imn, mx, imx, first_nan = f.min, f.imin, f.max, f.imax, f.first_nan
   local inf = math.huge
   if mn == nil then mn, mx = inf, -inf end
@@ -93,11 +98,15 @@ local function scan_floats(f, s, base, need)
         local ax = x < 0 and -x or x
         if ax > X and ax ~= inf then X = ax end
       end
+      if mags and x == x then
+        local ax = x < 0 and -x or x
+        if ax > XA then XA = ax end
+      end
       if cnt and x ~= 0 then nonzero = nonzero + 1 end
       if prod then P = P * x end
     end
   until count == 0
-  f.X, f.count, f.P, f.nan = X, nonzero, P, nan
+  f.X, f.XA, f.count, f.P, f.nan = X, XA, nonzero, P, nan
   if imn then f.min, f.imin, f.max, f.imax = mn, imn, mx, imx end
   f.first_nan = first_nan
 end
@@ -108,10 +117,11 @@ end
 local function scan_integers(f, s, base, need)
   local words, count, pos, last = {}, 0, 1, #s - f.size + 1
   local unsigned64, wide = f.wide and not f.signed, f.wide
-  local ext, prod, squares = need.extremes, need.prod, need.squares
+  local ext, prod, squares, mags = need.extremes, need.prod, need.squares, need.magnitudes
   local conv, nconv = wide and need.floats and {} or nil, 0
   local isum, isq, P, nonzero, A, X = f.isum, f.isumsq, f.iprod, f.count, f.absum, f.X
   local qh, qm, ql, i = f.qh, f.qm, f.ql, base
+  local iabsmax, iasum, signed = f.iabsmax, f.iasum, f.signed
   local mn, imn, mx, imx = f.min, f.imin, f.max, f.imax
   local ult = math.ult
   repeat
@@ -134,6 +144,11 @@ local function scan_integers(f, s, base, need)
         end
       end
       if squares then isq = isq + v * v end
+      if mags then
+        local a = (signed and v < 0) and -v or v        -- wraps for INT64_MIN: the bits of 2^63
+        iasum = iasum + a
+        if ult(iabsmax, a) then iabsmax = a end
+      end
       if conv then
         local x = (unsigned64 and v < 0) and ((v >> 1) | (v & 1)) * 2.0 or v + 0.0
         nconv = nconv + 1
@@ -154,6 +169,7 @@ local function scan_integers(f, s, base, need)
   until count == 0
   f.isum, f.isumsq, f.iprod, f.count, f.absum, f.X = isum, isq, P, nonzero, A, X
   f.qh, f.qm, f.ql = qh, qm, ql
+  f.iabsmax, f.iasum = iabsmax, iasum
   if imn then f.min, f.imin, f.max, f.imax = mn, imn, mx, imx end
   if conv and nconv > 0 then
     local parts, fmt = {}, "<" .. string.rep("d", 256)
@@ -175,25 +191,29 @@ function M.from_reader(bytes, n, dtype, need)
   local f = {
     n = n, dtype = dtype, letter = d.letter, size = d.size, signed = d.signed, wide = d.wide,
     is_float = d.float or false, need = need,
-    count = 0, nan = 0, X = d.float and 0.0 or 0, P = 1.0,
-    isum = 0, isumsq = 0, iprod = 1, absum = 0, qh = 0, qm = 0, ql = 0,
+    count = 0, nan = 0, X = d.float and 0.0 or 0, XA = 0.0, P = 1.0,
+    isum = 0, isumsq = 0, iprod = 1, absum = 0, qh = 0, qm = 0, ql = 0, iabsmax = 0, iasum = 0,
   }
   -- float data, and the float forms of 64-bit integers, are summed exactly from float64/float32 bytes
   local floats = d.float and dtype or (d.wide and need.floats) and "float64" or nil
   if floats and (need.sum or need.floats) then f.S = exact.new() end
   if floats and need.squares then f.Q = exact.new() end
+  if d.float and need.magnitudes then f.SA = exact.new() end
   local A = 0.0
   for first = 1, n, M.CHUNK do
     local count = math.min(M.CHUNK, n - first + 1)
     local s = bytes(first, count)
     if d.float then
-      if need.extremes or need.count or need.flags or need.prod or need.nan then scan_floats(f, s, first - 1, need) end
+      if need.extremes or need.count or need.flags or need.prod or need.nan or need.magnitudes then
+        scan_floats(f, s, first - 1, need)
+      end
     else
       s = scan_integers(f, s, first - 1, need)        -- the float forms, where they are needed
     end
     if floats and s then
       if f.S then A = A + f.S:add_bytes(s, floats) end
       if f.Q then f.Q:add_bytes(s, floats, true) end
+      if f.SA then f.SA:add_bytes(s, floats, false, true) end
     end
   end
   if not floats and not d.wide then

@@ -8,8 +8,8 @@
 -- Reference: lab/reference.lua reads the data back once and computes, in Lua, the exact sums S = sum x
 -- and Q = sum x^2, A = sum |x|, X = max |x| and the integer results; no engine call, no variant compared
 -- with another. Integers (sums wrap in 64 bits), integer means (the exact sum, to double, over n),
--- min/max/nanmin/nanmax, argmin/argmax (value and first index), minmax, count and and/or must match
--- exactly. Float results must lie within a bound B of the exact value:
+-- min/max/nanmin/nanmax, argmin/argmax (value and first index), minmax, absmax, integer asum, count and
+-- and/or must match exactly. Float results must lie within a bound B of the exact value:
 --
 --   u    the unit roundoff of the accumulator (gr.plan's acc): 2^-24 (float32), 2^-53 (float64)
 --   k    the depth of the reduction tree: the most roundings on any element's path (M.depth, from the
@@ -27,6 +27,7 @@
 --
 --   sum, nansum   an element is multiplied by at most k factors (1 + d), |d| <= u, whatever the order
 --                 (Higham, Accuracy and Stability, 4.2): B = phi(k) A
+--   asum          the same sum over |x| (its exact value SA; every term >= 0): B = phi(k) A
 --   mean, nanmean the sum over n, rounded once more: B = phi(k) A / n + r (|mean| + phi(k) A / n),
 --                 r = u + 2^-53 (a double quotient rounded to the accumulator)
 --   sumsq         each square rounds once, then a sum of positive terms: B = phi(k + 1) Q
@@ -149,6 +150,7 @@ M.show = show
 -- the value, the exact facts it is formed from, with NaN elements left out for the nan ops
 local function float_facts(f, op)
   if op == "nansum" or op == "nanmean" then return { n = f.n - f.nan, S = f.S_nan, Q = f.Q } end
+  if op == "asum" then return { n = f.n, S = f.SA, Q = f.Q } end
   return f
 end
 
@@ -183,6 +185,13 @@ function M.expect(f, op, k, acc, ddof)
     end
     return e
   end
+  if op == "absmax" then
+    if not f.is_float then e.value = f.iabsmax
+    elseif f.first_nan then e.value = nan
+    else e.value = f.XA end
+    return e
+  end
+  if op == "asum" and not f.is_float then e.value = f.iasum; return e end
   if op == "argmin" or op == "argmax" then
     if f.first_nan and f.is_float then e.value, e.value2 = nan, f.first_nan; return e end
     if op == "argmin" then e.value, e.value2 = f.min, f.imin else e.value, e.value2 = f.max, f.imax end
@@ -205,11 +214,11 @@ function M.expect(f, op, k, acc, ddof)
     B = (phi(n - 1, u) + pr) * math.abs(f.P) / (1 - pr)
   else
     local g = float_facts(f, op)
-    local X, num, divisors = errors.exact(g, op == "nansum" and "sum" or op == "nanmean" and "mean" or op,
-      "float64", ddof)
+    local X, num, divisors = errors.exact(g, (op == "nansum" or op == "asum") and "sum" or op == "nanmean" and "mean"
+      or op, "float64", ddof)
     e.value = X
     local moments = not f.is_float and not f.wide      -- var, std, norm of integers up to 32 bits
-    if op == "sum" or op == "nansum" then
+    if op == "sum" or op == "nansum" or op == "asum" then
       B = phi(k, u) * f.A
     elseif op == "mean" or op == "nanmean" then
       local bs = phi(k, u) * f.A / math.max(1, g.n)

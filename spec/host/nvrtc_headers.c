@@ -3,9 +3,9 @@
  * will: the headers of cuda/device/ (core.cuh, ops, warp_block, thread_load, pipeline, epilogue,
  * classic, atomics) must compile without the CUDA runtime's headers or a standard
  * library, and so must the engine headers they may include. The source instantiates a grid-stride kernel
- * for the classic ops (sum .. or) on every dtype and for var and norm on a few, plus the classic tree,
- * the pipelined loads and the atomics, and engine/base/small_floats.h's conversions of every format both
- * ways. NVRTC needs no GPU: this runs in CI too.
+ * for the classic ops (sum .. or) on every dtype and for var, norm, absmax and asum on a few, plus the
+ * classic tree, the pipelined loads and the atomics, and engine/base/small_floats.h's conversions of every
+ * format both ways. NVRTC needs no GPU: this runs in CI too.
  *   nvrtc_headers DEVICE_DIR   (the repository's cuda/device/ folder); prints one line, exits 0 on success
  */
 #include <nvrtc.h>
@@ -65,6 +65,10 @@ static const char *source =
     /* var and norm: exact integer sums (8 and 32 bits, with the byte dot products), Welford batches */
     "SHUFFLE(8, gr::i8, double) SHUFFLE(8, gr::u32, double) SHUFFLE(8, float, float) SHUFFLE(8, gr::i64, double)\n"
     "SHUFFLE(14, gr::u8, double) SHUFFLE(14, gr::i32, double) SHUFFLE(14, double, double)\n"
+    /* absmax (19: integers into the unsigned type of their width) and asum (20) */
+    "SHUFFLE(19, gr::i8, gr::u8) SHUFFLE(19, gr::i64, gr::u64) SHUFFLE(19, gr::u32, gr::u32) SHUFFLE(19, float, float)\n"
+    "SHUFFLE(19, double, double) SHUFFLE(20, gr::i8, gr::u64) SHUFFLE(20, gr::i64, gr::u64) SHUFFLE(20, float, double)\n"
+    "SHUFFLE(20, float, float) SHUFFLE(20, double, double)\n"
     "INTS(OTHERS, gr::i8) INTS(OTHERS, gr::u64) FLOATS(OTHERS, float)\n";
 
 int main(int argc, char **argv) {

@@ -597,7 +597,7 @@ R.lib = {
 }
 
 -- The ops added later (count, mean, var, std, argmin, argmax, minmax, sumsq, norm, nansum, nanmin,
--- nanmax, nanmean) have their reference in ops_reference.lua, which builds on this file: this module is
+-- nanmax, nanmean, absmax, asum) have their reference in ops_reference.lua, which builds on this file: this module is
 -- registered first so that its require of this one finds it, then its ops join R.OPS and R.OP_ORDER.
 package.loaded[... or "support.fuzz_reference"] = R
 package.loaded["support.fuzz_reference"] = package.loaded["support.fuzz_reference"] or R

@@ -1,6 +1,7 @@
 --[[
 ops_reference.lua -- an independent Lua reference for the reductions added after sum, prod, min, max,
-and, or: count, mean, var, std, argmin, argmax, minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean.
+and, or: count, mean, var, std, argmin, argmax, minmax, sumsq, norm, nansum, nanmin, nanmax, nanmean,
+absmax, asum.
 
 Pure Lua: nothing here calls gpureduce. It shares fuzz_reference.lua's formats (R.F32, R.F64, R.to_f32,
 R.acc_format), its exact float sum (a Shewchuk expansion with a bound valid for every summation order:
@@ -60,6 +61,17 @@ data without acc = "float64" -- must also be a float32 value: results are rounde
            rounding to the accumulator). Overflow of N itself: +inf required / accepted as for sumsq.
            Integers: in float64 (8- and 32-bit ones from the exact sum of squares, rounded once). NaN if
            any NaN, +inf if an infinity (and no NaN). Empty: 0.0.
+  absmax   the largest |x|, exact. Floats: NaN if any NaN; an infinity gives +inf; otherwise max |x| as a
+           Lua float, and a zero result is +0.0 (-0.0 and 0.0 alike give +0.0: its sign is checked).
+           Integers: max |x| as a Lua integer, exact, from an unsigned accumulator of the dtype's width:
+           |INT_MIN| is not negative (int8 -128 gives 128, int32 -2^31 gives 2147483648); int64's
+           |-2^63| = 2^63 and uint64 values from 2^63 on come back as the Lua integer with the same bits
+           (math.mininteger for 2^63), compared unsigned (math.ult) here. Empty: 0 (0.0 for floats).
+  asum     the sum of |x|. Integers: the magnitudes (|INT64_MIN| = 2^63 as its bits) summed in 64-bit
+           wrapping arithmetic, exact, a Lua integer with the bits of the unsigned sum. Floats: the float
+           sum bound of fuzz_reference.lua over |x| (u of the accumulator: float32 data in float32 unless
+           acc = "float64"); NaN if any NaN; +inf if an infinity (never NaN: every term is >= 0), or
+           where the finite sum may overflow; a zero result must be +0.0. Empty: 0 (0.0).
   var / std  one-pass Welford/Chan in the accumulator type (64-bit integers: float64; float32: float32
            unless acc = "float64"; 8- and 32-bit integers: exact sums, far inside the bound, and
            checked to a few ulp in ops_spec's "exact sums" test): var = m2 / (n - ddof), std = sqrt(var); n - ddof <= 0 gives NaN; NaN in the data
@@ -644,6 +656,74 @@ local function var_check(ok, got, e)
 end
 
 ---------------------------------------------------------------------------------------------------
+-- absmax and asum: absolute values
+
+--- |x| of an element: floats by math.abs (NaN stays NaN, -0.0 becomes 0.0 below); signed integers negated
+-- in Lua's wrapping arithmetic (so -INT64_MIN is INT64_MIN: the bits of 2^63); uint64 values (negative Lua
+-- integers from 2^63 on) are their own magnitude.
+local function magnitude(x, dtype)
+  if math.type(x) == "float" then
+    local a = abs(x)
+    if a == 0 then return 0.0 end
+    return a
+  end
+  if signed_dtype(dtype) and x < 0 then return -x end
+  return x
+end
+
+local function absmax_reference(values, info)
+  local n, dtype = #values, info.dtype
+  if isfloat(dtype) then
+    local best = 0.0
+    for i = 1, n do
+      local x = values[i]
+      if x ~= x then return { kind = "nan", float = true, nan = true, text = "NaN (a NaN at [" .. i .. "])" } end
+      local a = magnitude(x, dtype)
+      if a > best then best = a end
+    end
+    return { kind = "exact", float = true, value = best,
+      text = "exactly " .. fmt(best) .. (n == 0 and " (absmax of nothing)" or "") }
+  end
+  local best = 0
+  for i = 1, n do
+    local a = magnitude(values[i], dtype)
+    if math.ult(best, a) then best = a end          -- unsigned: |INT64_MIN| and large uint64 are "negative"
+  end
+  return { kind = "exact", value = best, dtype = dtype,
+    text = "exactly " .. fmt(best, "uint64") .. (n == 0 and " (absmax of nothing)" or "") }
+end
+
+local function positive_zero(got)
+  if math.type(got) == "float" and got == 0 and 1 / got < 0 then return false, "-0.0: an absolute value is +0.0" end
+  return true
+end
+
+--- max's check (exact by value, NaN for NaN), and the sign of a zero
+local function absmax_check(ok, got, e)
+  local good, why = minmax_check(ok, got, e)
+  if not good or not ok or not e.float then return good, why end
+  return positive_zero(got)
+end
+
+local function asum_reference(values, info)
+  local dtype = info.dtype
+  local a = {}
+  for i = 1, #values do a[i] = magnitude(values[i], dtype) end
+  if not isfloat(dtype) then
+    local s = 0
+    for i = 1, #a do s = s + a[i] end                -- wraps modulo 2^64 like the engine's accumulator
+    return int_expect(s, "uint64")
+  end
+  return float_sum_reference(a, info)
+end
+
+local function asum_check(ok, got, e)
+  local good, why = nansum_check(ok, got, e)
+  if not good or not ok then return good, why end
+  return positive_zero(got)
+end
+
+---------------------------------------------------------------------------------------------------
 -- the ops table
 
 local function exact_int_check(ok, got, e)
@@ -668,15 +748,18 @@ O.OPS = {
   nanmin = { reference = nan_extreme_reference(true), check = function(...) return minmax_check(...) end },
   nanmax = { reference = nan_extreme_reference(false), check = function(...) return minmax_check(...) end },
   nanmean = { reference = nanmean_reference, check = mean_check },
+  absmax = { reference = absmax_reference, check = absmax_check },
+  asum = { reference = asum_reference, check = asum_check },
 }
 O.OP_ORDER = { "count", "mean", "var", "std", "argmin", "argmax", "minmax", "sumsq", "norm", "nansum", "nanmin",
-  "nanmax", "nanmean" }
+  "nanmax", "nanmean", "absmax", "asum" }
 
 --- Ops with two results; ops whose empty input gives a value (the others raise); ops that take
 -- acc = "float64" on float32 data (sum-like and float-result ops).
 O.TWO_RESULTS = { argmin = true, argmax = true, minmax = true }
-O.EMPTY_GIVES_VALUE = { count = true, sumsq = true, norm = true, nansum = true }
-O.TAKES_FLOAT64_ACC = { mean = true, var = true, std = true, sumsq = true, norm = true, nansum = true, nanmean = true }
+O.EMPTY_GIVES_VALUE = { count = true, sumsq = true, norm = true, nansum = true, absmax = true, asum = true }
+O.TAKES_FLOAT64_ACC = { mean = true, var = true, std = true, sumsq = true, norm = true, nansum = true, nanmean = true,
+  asum = true }
 
 -- fuzz_reference.lua requires this file at its end: registering it first keeps one instance of each
 package.loaded["support.ops_reference"] = O
