@@ -34,6 +34,21 @@
     X(FLOAT16, float16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 6, f16)         \
     X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)
 
+/* Sets of dtypes, as bit masks over gr_dtype (a variant's row says which it takes): every dtype, and the
+ * dtypes whose element is a C arithmetic type -- all but the small float formats (format not C), whose
+ * device element is a 2-byte struct (cuda/device/small_float.cuh) that atomics, the textbook's volatile
+ * last warp and pipelined's byte path do not take. */
+#define GR_DTYPE_BIT(t) (1u << (t))
+#define GR_SMALL_FLOAT_C 0
+#define GR_SMALL_FLOAT_f16 1
+#define GR_SMALL_FLOAT_bf16 1
+#define GR_DTYPE_SMALL_BIT_(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, \
+                            format)                                                                            \
+    | (GR_SMALL_FLOAT_##format ? GR_DTYPE_BIT(GR_##E) : 0u)
+#define GR_DTYPES_SMALL_FLOAT (0u GR_DTYPE_LIST(GR_DTYPE_SMALL_BIT_))
+#define GR_DTYPES_ALL ((1u << GR_DTYPE_COUNT) - 1u)
+#define GR_DTYPES_ARITHMETIC (GR_DTYPES_ALL & ~GR_DTYPES_SMALL_FLOAT)
+
 /* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
  * combine and result -- is its descriptor (engine/ops/ops.c) and its device functor (cuda/device/ops.cuh). The
  * first six are the classic ones every kernel variant takes; the registry says which variants take
