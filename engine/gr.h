@@ -646,6 +646,7 @@ typedef struct gr_variant {
     unsigned ops;            /* the ops it takes: GR_OP_BIT(op) each */
     gr_determinism determinism;   /* the most it promises of float results */
     int user;                /* 1 for a user kernel (gr_kernel_register), 0 for the catalogue's */
+    unsigned dtypes;         /* the dtypes it takes: GR_DTYPE_BIT(dtype) each (engine/lists.h) */
 } gr_variant;
 
 int gr_variant_count(void);

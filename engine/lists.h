@@ -8,26 +8,46 @@
 #define GR_LISTS_H
 
 /* The dtypes, written once, with every fact the engine keeps per dtype:
- *   X(ENUM, name, C type, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl)
- *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>);
- *              an element converts to and from that kind by a C cast of its C type
+ *   X(ENUM, name, C type, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format)
+ *   C type     what an element is stored as: the value itself, or (format not C) its bit pattern
+ *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>)
  *   lowest, highest  the smallest and largest values it holds (floats: the infinities), as <stdint.h>
  *              and <math.h> name them: only expanders that include those use these columns
  *   float_acc  the float dtype its float accumulations take by default (sums of floats, means of
  *              integers): a dtype of this list
  *   nccl       NCCL's ncclDataType_t for it, -1 where NCCL has none
+ *   format     how an element converts to and from its kind: C, a C cast of its C type; or the prefix
+ *              of the small float format whose bits it holds (engine/base/small_floats.h: f16, bf16),
+ *              converted by gr_<format>_to_double and gr_<format>_from_double, never by a cast
  * The engine's tables (base/dtype.c) and the kernels' dispatch are generated from this list; a new dtype
  * is a new line here (docs/extending.md) and the build's -Wswitch-enum names each switch that must learn
  * it. An expander takes the columns it uses and `...` for the rest, so that a column can be added. */
 #define GR_DTYPE_LIST(X)                                                                        \
-    X(INT8, int8, int8_t, 1, 0, 1, INT, INT8_MIN, INT8_MAX, FLOAT64, 0)                         \
-    X(UINT8, uint8, uint8_t, 1, 0, 0, UINT, 0, UINT8_MAX, FLOAT64, 1)                           \
-    X(INT32, int32, int32_t, 4, 0, 1, INT, INT32_MIN, INT32_MAX, FLOAT64, 2)                    \
-    X(UINT32, uint32, uint32_t, 4, 0, 0, UINT, 0, UINT32_MAX, FLOAT64, 3)                       \
-    X(INT64, int64, int64_t, 8, 0, 1, INT, INT64_MIN, INT64_MAX, FLOAT64, 4)                    \
-    X(UINT64, uint64, uint64_t, 8, 0, 0, UINT, 0, UINT64_MAX, FLOAT64, 5)                       \
-    X(FLOAT32, float32, float, 4, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 7)                 \
-    X(FLOAT64, float64, double, 8, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT64, 8)
+    X(INT8, int8, int8_t, 1, 0, 1, INT, INT8_MIN, INT8_MAX, FLOAT64, 0, C)                      \
+    X(UINT8, uint8, uint8_t, 1, 0, 0, UINT, 0, UINT8_MAX, FLOAT64, 1, C)                        \
+    X(INT32, int32, int32_t, 4, 0, 1, INT, INT32_MIN, INT32_MAX, FLOAT64, 2, C)                 \
+    X(UINT32, uint32, uint32_t, 4, 0, 0, UINT, 0, UINT32_MAX, FLOAT64, 3, C)                    \
+    X(INT64, int64, int64_t, 8, 0, 1, INT, INT64_MIN, INT64_MAX, FLOAT64, 4, C)                 \
+    X(UINT64, uint64, uint64_t, 8, 0, 0, UINT, 0, UINT64_MAX, FLOAT64, 5, C)                    \
+    X(FLOAT32, float32, float, 4, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 7, C)              \
+    X(FLOAT64, float64, double, 8, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT64, 8, C)             \
+    X(FLOAT16, float16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 6, f16)         \
+    X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)
+
+/* Sets of dtypes, as bit masks over gr_dtype (a variant's row says which it takes): every dtype, and the
+ * dtypes whose element is a C arithmetic type -- all but the small float formats (format not C), whose
+ * device element is a 2-byte struct (cuda/device/small_float.cuh) that atomics, the textbook's volatile
+ * last warp and pipelined's byte path do not take. */
+#define GR_DTYPE_BIT(t) (1u << (t))
+#define GR_SMALL_FLOAT_C 0
+#define GR_SMALL_FLOAT_f16 1
+#define GR_SMALL_FLOAT_bf16 1
+#define GR_DTYPE_SMALL_BIT_(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, \
+                            format)                                                                            \
+    | (GR_SMALL_FLOAT_##format ? GR_DTYPE_BIT(GR_##E) : 0u)
+#define GR_DTYPES_SMALL_FLOAT (0u GR_DTYPE_LIST(GR_DTYPE_SMALL_BIT_))
+#define GR_DTYPES_ALL ((1u << GR_DTYPE_COUNT) - 1u)
+#define GR_DTYPES_ARITHMETIC (GR_DTYPES_ALL & ~GR_DTYPES_SMALL_FLOAT)
 
 /* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
  * combine and result -- is its descriptor (engine/ops/ops.c) and its device functor (cuda/device/ops.cuh). The

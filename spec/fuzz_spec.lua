@@ -424,7 +424,13 @@ local function gen_data(rng, dtype, op, n)
   if class == "wide" and dtype == "float64" and n > 5000 then class = "uniform" end
   local v = {}
   local gen = (float and FLOAT_GEN or INT_GEN)[class]
-  local what, exact_scale = gen(rng, dtype, n, v, F, op)
+  -- the 16-bit formats: float32's classes, each value rounded once into the format and the ones beyond
+  -- it held at its largest finite value (a multiple of 2^s stays one: the hint holds)
+  local small = R.DTYPES[dtype].small
+  local what, exact_scale = gen(rng, small and "float32" or dtype, n, v, small and R.F32 or F, op)
+  if small then
+    for i = 1, n do v[i] = R.to_dtype(dtype, v[i]) or (v[i] < 0 and -F.max or F.max) end
+  end
   local desc = { class .. ": " .. what }
   local function zero() return float and (rng:chance(0.5) and -0.0 or 0.0) or 0 end
   if n > 0 and rng:chance(by_op(ZERO_CHANCE, op)) then
@@ -444,7 +450,7 @@ local function gen_data(rng, dtype, op, n)
     else
       for i = 1, n do v[i] = zero() end
       local at = rng:range(1, n)
-      v[at] = float and rng:pick({ 1.0, -2.0, 0.5, R.F32.denorm_min, 0 / 0 }) or rng:pick(INT_LISTS[dtype][1])
+      v[at] = float and rng:pick({ 1.0, -2.0, 0.5, F.denorm_min, 0 / 0 }) or rng:pick(INT_LISTS[dtype][1])
       desc[#desc + 1] = string.format("all zero but [%d] = %s", at, R.fmt_short(v[at]))
     end
   end
@@ -489,8 +495,8 @@ local POISON = {
   ["or"] = function(dtype) return R.is_float(dtype) and 1.0 or 1 end,
   default = function(dtype) return R.is_float(dtype) and 0 / 0 or 0x5A end,
   -- the NaN-skipping ops ignore a NaN: poison them with values they would take
-  nansum = function(dtype) return R.is_float(dtype) and 0x1p20 or 0x5A end,
-  nanmean = function(dtype) return R.is_float(dtype) and 0x1p20 or 0x5A end,
+  nansum = function(dtype) return R.is_float(dtype) and (R.DTYPES[dtype].small and 0x1p14 or 0x1p20) or 0x5A end,
+  nanmean = function(dtype) return R.is_float(dtype) and (R.DTYPES[dtype].small and 0x1p14 or 0x1p20) or 0x5A end,
   nanmin = function(dtype)
     if R.is_float(dtype) then return -math.huge end
     return dtype == "uint64" and 0 or R.DTYPES[dtype].min
@@ -537,14 +543,16 @@ end
 local WIDENS = { mean = true, var = true, std = true, sumsq = true, norm = true, nansum = true, nanmean = true }
 
 -- acc: sometimes float64 for float32 sums/products, sometimes the natural accumulator named explicitly
+-- (float16 and bfloat16 accumulate in float32 like float32 data, and may take float64 alike)
 local function draw_acc(rng, dtype, op)
+  local f32acc = dtype == "float32" or R.DTYPES[dtype].small
   if WIDENS[op] then
-    if dtype == "float32" and rng:chance(0.35) then return "float64" end
-    if R.is_float(dtype) and rng:chance(0.03) then return dtype end
+    if f32acc and rng:chance(0.35) then return "float64" end
+    if R.is_float(dtype) and rng:chance(0.03) then return f32acc and "float32" or dtype end
     return nil
   end
   if op == "sum" or op == "prod" then
-    if dtype == "float32" then
+    if f32acc then
       local r = rng:float()
       if r < 0.3 then return "float64" elseif r < 0.35 then return "float32" end
     elseif dtype == "float64" then

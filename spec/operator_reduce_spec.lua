@@ -17,7 +17,8 @@ end
 
 --- The accumulator of the built-in sum for dtype (an equal operator's, so the bits can match).
 local function sum_acc(dtype)
-  if dtype == "float32" or dtype == "float64" then return dtype end
+  if dtype == "float64" then return dtype end
+  if H.is_float(dtype) then return "float32" end    -- the 16-bit floats accumulate in float32
   return H.is_unsigned(dtype) and "uint64" or "int64"
 end
 

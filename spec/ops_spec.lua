@@ -59,7 +59,8 @@ local function fnv(s)
   return h
 end
 
-local function f32(dtype, x) if dtype == "float32" then return R.to_f32(x) end return x end
+-- a value as an element of the dtype holds it (float32 and the 16-bit formats round)
+local function f32(dtype, x) return R.to_dtype(dtype, x) end
 
 local function int_bounds(dtype)
   local d = R.DTYPES[dtype]
@@ -247,34 +248,41 @@ function GEN.pinf(rng, dtype, n, v)
 end
 
 -- magnitudes whose squares overflow (huge) or underflow (tiny) the format
-local function magnitudes(lo32, hi32, lo64, hi64, what)
+-- (the 16-bit formats, whose squares accumulate in float32: huge and tiny are the format's own ends)
+local function magnitudes(lo32, hi32, lo64, hi64, what, small)
   return function(rng, dtype, n, v)
     local lo, hi = lo32, hi32
     if dtype == "float64" then lo, hi = lo64, hi64 end
-    local p = dtype == "float64" and 53 or 24
+    if small and small[dtype] then lo, hi = small[dtype][1], small[dtype][2] end
+    local p = R.DTYPES[dtype].fmt.p
     for i = 1, n do
       local z, w = rng:next(), rng:next()
-      -- a p-bit mantissa in [1, 2) times 2^e: exact in the format (subnormals of float32 rounded once)
+      -- a p-bit mantissa in [1, 2) times 2^e: exact in the format (subnormals rounded once)
       local x = ((z >> (65 - p)) | (1 << (p - 1))) * 2.0 ^ (1 - p) * 2.0 ^ (lo + (w >> 1) % (hi - lo + 1))
-      if dtype == "float32" and x < 0x1p-126 then x = R.to_f32(x) end
+      if dtype ~= "float64" and x < R.DTYPES[dtype].fmt.min_normal then x = R.to_dtype(dtype, x) end
       if w & 1 == 1 then x = -x end
       v[i] = x
     end
     return string.format("%s: |x| in [2^%d, 2^%d)", what, lo, hi + 1)
   end
 end
-GEN.huge = magnitudes(64, 126, 512, 1022, "squares overflow")
-GEN.tiny = magnitudes(-149, -64, -1074, -540, "squares underflow")
+GEN.huge = magnitudes(64, 126, 512, 1022, "squares overflow", { float16 = { 8, 15 }, bfloat16 = { 64, 127 } })
+GEN.tiny = magnitudes(-149, -64, -1074, -540, "squares underflow", { float16 = { -24, -8 }, bfloat16 = { -133, -64 } })
 -- around the thresholds of Blue's scaled sums (float32: 2^52 and 2^-63, float64: 2^486 and 2^-511):
--- the accumulators on both sides of one threshold contribute, and are combined
-GEN.near_big = magnitudes(46, 57, 478, 493, "around the big threshold of Blue's sums")
-GEN.near_small = magnitudes(-69, -57, -518, -505, "around the small threshold of Blue's sums")
+-- the accumulators on both sides of one threshold contribute, and are combined (float16 never reaches
+-- them: its own range)
+GEN.near_big = magnitudes(46, 57, 478, 493, "around the big threshold of Blue's sums", { float16 = { 4, 15 } })
+GEN.near_small = magnitudes(-69, -57, -518, -505, "around the small threshold of Blue's sums",
+  { float16 = { -24, -4 } })
 
 -- a large offset plus small noise: the one-pass textbook variance cancels catastrophically here
 function GEN.offset(rng, dtype, n, v)
   -- float32: 10000 + k 2^-10 and float64: 1e8 + k 2^-20 (|k| < 2^10 resp. 2^20), exact in the format
+  -- float16: 512 + k 2^-1 (|k| < 2^1), bfloat16: 16 + k 2^-3: the format's last bits
   local big, bits = 1e8, 20
   if dtype == "float32" then big, bits = 1e4, 10 end
+  if dtype == "float16" then big, bits = 512, 1 end
+  if dtype == "bfloat16" then big, bits = 16, 3 end
   local unit, span = 2.0 ^ -bits, 1 << bits
   for i = 1, n do v[i] = big + rng:range(-span, span - 1) * unit end
   return string.format("%g plus noise in [-1, 1)", big)
@@ -323,12 +331,20 @@ local function set_names(dtype, op, n)
   return { table.unpack(names, 1, math.min(k, #names)) }
 end
 
+--- GEN[name]'s values, as the elements of dtype hold them (the generators draw in float32 or float64
+-- terms; the 16-bit formats round them once, nearest even).
+local function generate(name, rng, dtype, n, v)
+  local desc = GEN[name](rng, dtype, n, v)
+  if R.DTYPES[dtype].small then for i = 1, n do v[i] = R.to_dtype(dtype, v[i]) end end
+  return desc
+end
+
 --- One data set: values, a buffer holding them (where = "device" or "host"), its bytes.
 local function make_set(dtype, n, name, where)
   local v, desc = {}, "empty"
   if n > 0 then
     local rng = R.rng(fnv(table.concat({ dtype, n, name }, ":")))
-    desc = GEN[name](rng, dtype, n, v)
+    desc = generate(name, rng, dtype, n, v)
   end
   local b = gr.buffer(n, dtype, { where = where })
   if n > 0 then b:set(v) end
@@ -486,7 +502,7 @@ local function settings(v, n, first)
 end
 
 local function accs_for(op, dtype, n, k)
-  if dtype == "float32" and O.TAKES_FLOAT64_ACC[op] and (n <= ALL_FINISHES_UP_TO or k == 1) then
+  if (dtype == "float32" or R.DTYPES[dtype].small) and O.TAKES_FLOAT64_ACC[op] and (n <= ALL_FINISHES_UP_TO or k == 1) then
     return { false, "float64" }
   end
   return { false }
@@ -591,7 +607,7 @@ end)
 -- values around a slice that change the result if a reduction reads outside its view
 local function poison(op, dtype)
   if H.is_float(dtype) then
-    if op == "nansum" or op == "nanmean" then return 0x1p20 end
+    if op == "nansum" or op == "nanmean" then return R.DTYPES[dtype].small and 0x1p14 or 0x1p20 end
     if op == "nanmin" then return -inf end
     if op == "nanmax" then return inf end
     if op == "count" then return 1.0 end
@@ -621,7 +637,7 @@ describe("new reductions of slices", function()
             for _, name in ipairs({ names[1], names[2] }) do
               local rng = R.rng(fnv(table.concat({ "slice", dtype, op, name }, ":")))
               local vals = {}
-              local desc = GEN[name](rng, dtype, N, vals)
+              local desc = generate(name, rng, dtype, N, vals)
               local parent = gr.buffer(PAD_LO + N + PAD_HI, dtype):fill(poison(op, dtype))
               parent:set(vals, PAD_LO + 1)
               local view = parent:slice(PAD_LO + 1, N)

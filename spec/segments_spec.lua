@@ -45,7 +45,8 @@ end
 local function wide_value(rng, dtype)
   if R.is_float(dtype) then
     local x = (rng:float() * 2 - 1) * 2.0 ^ rng:range(-20, 20)
-    return dtype == "float32" and R.to_f32(x) or x
+    if R.DTYPES[dtype].small then x = x * 2.0 ^ -8 end     -- within float16's range
+    return R.to_dtype(dtype, x)
   end
   return rng:int(dtype)
 end

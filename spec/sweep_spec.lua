@@ -76,7 +76,7 @@ describe("sweep options", function()
       { { "--sizes", "2^x" }, "%-%-sizes: '2%^x' is not a size" },
       { { "--sizes", "0" }, "%-%-sizes: '0' is not a size" },
       { { "--ops", "sum,foo" }, "%-%-ops: 'foo' is not one of: sum" },
-      { { "--dtypes", "float16" }, "%-%-dtypes: 'float16'" },
+      { { "--dtypes", "float128" }, "%-%-dtypes: 'float128'" },
       { { "--variants", "nope" }, "%-%-variants: 'nope' is not one of" },
       { { "--variants", "all,cpu" }, "%-%-variants: 'all' cannot be combined" },
       { { "--blocks", "2048" }, "%-%-blocks: '2048'" },

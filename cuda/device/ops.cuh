@@ -16,6 +16,7 @@
 #include "../../engine/lists.h"
 #include "../../engine/ops/op_math.h"
 #include "core.cuh"
+#include "small_float.cuh"
 
 namespace gr {
 
@@ -76,7 +77,7 @@ struct And {
     using acc_t = u8;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV u8 identity() { return 1; }
-    template <class T> static GR_HOSTDEV u8 load(T x) { return x != T(0); }
+    template <class T> static GR_HOSTDEV u8 load(T x) { return nonzero(x); }
     static GR_HOSTDEV u8 combine(u8 a, u8 b) { return a & b; }
 };
 
@@ -84,7 +85,7 @@ struct Or {
     using acc_t = u8;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV u8 identity() { return 0; }
-    template <class T> static GR_HOSTDEV u8 load(T x) { return x != T(0); }
+    template <class T> static GR_HOSTDEV u8 load(T x) { return nonzero(x); }
     static GR_HOSTDEV u8 combine(u8 a, u8 b) { return a | b; }
 };
 
@@ -93,7 +94,7 @@ struct Count {
     using acc_t = u64;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV u64 identity() { return 0; }
-    template <class T> static GR_HOSTDEV u64 load(T x) { return x != T(0); }
+    template <class T> static GR_HOSTDEV u64 load(T x) { return nonzero(x); }
     static GR_HOSTDEV u64 combine(u64 a, u64 b) { return a + b; }
 };
 
@@ -124,7 +125,8 @@ template <class T, bool kMin> struct NanExtreme {
     using acc_t = T;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV T identity() {
-        if constexpr (limits<T>::has_infinity) return T(limits<T>::infinity() - limits<T>::infinity());
+        if constexpr (is_small_float_v<T>) return limits<T>::quiet_nan();
+        else if constexpr (limits<T>::has_infinity) return T(limits<T>::infinity() - limits<T>::infinity());
         else return kMin ? Min<T>::identity() : Max<T>::identity();
     }
     template <class U> static GR_HOSTDEV T load(U x) { return T(x); }
@@ -327,13 +329,14 @@ template <class Op, class In> GR_HOSTDEV typename Op::acc_t load_at(In x, u64 i)
  * instead of instantiating them). */
 template <int Id, class In, class Acc> struct OpOf { static constexpr bool valid = false; using type = void; };
 
-/* The accumulator rules of engine/ops/ops.c: wide (integers: 64-bit wrapping; floats: their own or
- * float64), the input itself, or float (integers: float64; floats: their own or float64). */
+/* The accumulator rules of engine/ops/ops.c: wide (integers: 64-bit wrapping; floats: their float_acc
+ * or float64), the input itself, or float (integers: float64; floats: their float_acc or float64). A
+ * float's float_acc is its own type, float32 for the small floats (small_float.cuh). */
 template <class In, class Acc> constexpr bool wide_ok_v =
-    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, In>)
+    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, float_acc_t<In>>)
                    : sizeof(Acc) == 8 && !is_signed_v<Acc>;     /* uint64_t, whichever its spelling */
 template <class In, class Acc> constexpr bool float_ok_v =
-    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, In>) : is_same_v<Acc, double>;
+    is_float_v<In> ? (is_same_v<Acc, double> || is_same_v<Acc, float_acc_t<In>>) : is_same_v<Acc, double>;
 template <class In, class Acc> using wide_t = conditional_t<is_float_v<In>, Acc, u64>;
 /* absmax's rule: floats keep their type, integers take the unsigned type of their width. */
 template <class In, class Acc> constexpr bool magnitude_ok_v =

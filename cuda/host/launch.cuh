@@ -2,7 +2,8 @@
  * launch.cuh -- the host side of a launch, shared by every variant's file: from the run-time values of
  * engine/base/launch.h to template arguments, once.
  *   - dispatch(op, in, acc, f): calls f(Op{}, Tag<In>{}) with the functor of the op (ops.cuh's OpOf)
- *     for the input and accumulator dtypes, both generated from gr.h's lists, for a launch whose input
+ *     for the input and accumulator dtypes, both generated from gr.h's lists (a dtype's device type is
+ *     its C type, or for float16 and bfloat16 small_float.cuh's element), for a launch whose input
  *     descriptor is one contiguous input (launch.h: what every kernel here takes);
  *   - first_input<In>(L): that input's address, read once on the host;
  *   - with_block_size(block, f): calls f(constant<int, B>{}) for B in 32..1024;
@@ -44,9 +45,9 @@ template <unsigned kOps, int Id, class In, class Acc, class F> cudaError_t with_
 /* The accumulator dtype's C type, then the op's functor. */
 template <unsigned kOps, class In, class F> cudaError_t with_acc(gr_op op, gr_dtype acc, bool partials_in, F &&f) {
     switch (acc) {
-#define GR_ACC_CASE(E, name, ctype, ...)                                                                  \
+#define GR_ACC_CASE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format)        \
     case GR_##E: {                                                                                        \
-        using AccT = ctype;                                                                               \
+        using AccT = GR_DEVICE_TYPE(format, ctype);                                                                             \
         switch (op) {                                                                                     \
             GR_OP_LIST(GR_OP_CASE)                                                                        \
         default: return cudaErrorInvalidValue;                                                            \
@@ -66,14 +67,19 @@ template <class In, class Launch> const In *first_input(const Launch *L) {
     return static_cast<const In *>(L->in->at[0].data);
 }
 
-/* dispatch<kOps>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of input; an
- * invalid value for an input descriptor other than one contiguous input (a query with none, CUB's
- * scratch sizing, passes). */
-template <unsigned kOps, class F> cudaError_t dispatch(const gr_launch *L, F &&f) {
+/* dispatch<kOps, kDtypes>(L, f): f(functor, Tag<input type>) for the launch's op, dtypes and kind of
+ * input; an invalid value for an input descriptor other than one contiguous input (a query with none,
+ * CUB's scratch sizing, passes), and for an input dtype outside kDtypes (GR_DTYPE_BIT each: the set the
+ * variant's registry row takes), which is not instantiated. */
+template <unsigned kOps, unsigned kDtypes = GR_DTYPES_ALL, class F> cudaError_t dispatch(const gr_launch *L, F &&f) {
     if (L->in && !gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;
     switch (L->in_dtype) {
-#define GR_IN_CASE(E, name, ctype, ...)                                                                   \
-    case GR_##E: return with_acc<kOps, ctype>(L->op, L->acc, L->partials_in != 0, f);
+#define GR_IN_CASE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
+    case GR_##E:                                                                                          \
+        if constexpr ((kDtypes & GR_DTYPE_BIT(GR_##E)) != 0)                                              \
+            return with_acc<kOps, GR_DEVICE_TYPE(format, ctype)>(L->op, L->acc, L->partials_in != 0, f);  \
+        else                                                                                              \
+            return cudaErrorInvalidValue;
         GR_DTYPE_LIST(GR_IN_CASE)
 #undef GR_IN_CASE
     default: return cudaErrorInvalidValue;
@@ -134,10 +140,10 @@ template <class Launch> cudaError_t check_launch(Launch *L, const char *site) {
  * dtypes for the ops in kOps, with one accumulator of dynamic shared memory per thread when
  * smem_per_thread is set (the shared-memory trees of v02-v10). The block size was checked against the
  * variant's row by the planner. */
-template <unsigned kOps, bool kIndexed, class KernelOf>
+template <unsigned kOps, bool kIndexed, unsigned kDtypes = GR_DTYPES_ALL, class KernelOf>
 int launch_pass(gr_launch *L, KernelOf kernel_of, bool smem_per_thread, const char *site) {
     if (!grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return dispatch<kOps>(L, [&](auto op, auto in_tag) {
+    return dispatch<kOps, kDtypes>(L, [&](auto op, auto in_tag) {
         using In = typename decltype(in_tag)::type;
         using Acc = typename decltype(op)::acc_t;
         const size_t smem = smem_per_thread ? size_t(L->block) * sizeof(Acc) : 0;
@@ -168,9 +174,15 @@ template <class Op, class In> struct LoadFn {
 }  // namespace gr
 
 /* The launcher body of such a variant: GR_LAUNCH_PASS(L, unroll2_kernel, true) for the classic ops;
- * GR_LAUNCH_PASS_OPS(L, kernel, false, GR_OPS_ALL, true) for a kernel of every op that takes `first`. */
-#define GR_LAUNCH_PASS_OPS(L, KERNEL, SMEM_PER_THREAD, OPS, INDEXED)                                        \
-    ::gr::launch_pass<OPS, INDEXED>(                                                                        \
+ * GR_LAUNCH_PASS_OPS(L, kernel, false, GR_OPS_ALL, true) for a kernel of every op that takes `first`;
+ * GR_LAUNCH_PASS_DTYPES(L, kernel, true, GR_DTYPES_ARITHMETIC) for the classic ops of a variant whose
+ * row takes only those dtypes. */
+#define GR_LAUNCH_PASS_SET(L, KERNEL, SMEM_PER_THREAD, OPS, INDEXED, DTYPES)                                \
+    ::gr::launch_pass<OPS, INDEXED, DTYPES>(                                                                \
         L, [](auto op, auto in_tag) { return KERNEL<decltype(op), typename decltype(in_tag)::type>; },      \
         SMEM_PER_THREAD, __FILE__ ":" GR_STR_(__LINE__))
+#define GR_LAUNCH_PASS_OPS(L, KERNEL, SMEM_PER_THREAD, OPS, INDEXED)                                        \
+    GR_LAUNCH_PASS_SET(L, KERNEL, SMEM_PER_THREAD, OPS, INDEXED, GR_DTYPES_ALL)
 #define GR_LAUNCH_PASS(L, KERNEL, SMEM_PER_THREAD) GR_LAUNCH_PASS_OPS(L, KERNEL, SMEM_PER_THREAD, GR_OPS_CLASSIC, false)
+#define GR_LAUNCH_PASS_DTYPES(L, KERNEL, SMEM_PER_THREAD, DTYPES)                                           \
+    GR_LAUNCH_PASS_SET(L, KERNEL, SMEM_PER_THREAD, GR_OPS_CLASSIC, false, DTYPES)

@@ -1,7 +1,8 @@
 /*
  * exact.cu -- the kernels of opts.determinism = "gpu_to_gpu": exact sums, the same for every launch shape.
  *
- * Each thread keeps an error-free expansion of K doubles per sum (K = 2 for float32 input, 3 for float64):
+ * Each thread keeps an error-free expansion of K doubles per sum (K = 2 for float32, float16 and bfloat16
+ * input, whose elements are float32 values, 3 for float64):
  * an element x goes into e[0] by TwoSum (s = e[0] + x and the exact error r of that addition, so that
  * s + r = e[0] + x exactly), the error into e[1] the same way, and so on; what is left after e[K-1] --
  * rare on ordinary data: a float32 element almost always adds to e[0] exactly -- goes to the block's
@@ -109,7 +110,7 @@ template <int K> struct Expansion {
 /* What a thread folds: S (the elements, or with ABS their absolute values: asum), Q (their squares) or
  * both, each in its own expansion. */
 template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
-    static constexpr int K = sizeof(In) == 4 ? 2 : 3;
+    static constexpr int K = sizeof(In) <= 4 ? 2 : 3;     /* the 2-byte floats are float32 values */
     Expansion<K> s, q;
     unsigned long long flags = 0, nans = 0;
     int64_t *ws, *wq;                   /* the block's words of S and Q */
@@ -120,8 +121,8 @@ template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
     }
 
     __device__ __forceinline__ void square(double x) {
-        if constexpr (sizeof(In) == 4) {
-            q.add(__dmul_rn(x, x), wq, flags, nans, false);     /* 48 bits: exact */
+        if constexpr (sizeof(In) <= 4) {
+            q.add(__dmul_rn(x, x), wq, flags, nans, false);     /* at most 48 bits: exact */
         } else {
             const double a = fabs(x);
             if (a >= 0x1p-480 && a <= 0x1p500) {                /* hi + lo exact, nothing underflows */
@@ -277,6 +278,9 @@ template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
     switch (L->in_dtype) {
     case GR_FLOAT32: return by_sums(Tag<float>{});
     case GR_FLOAT64: return by_sums(Tag<double>{});
+    /* widened exactly on load (small_float.cuh), as exact.c's read_of reads them on the host */
+    case GR_FLOAT16: return by_sums(Tag<f16>{});
+    case GR_BFLOAT16: return by_sums(Tag<bf16>{});
     default: return cudaErrorInvalidValue;
     }
 }

@@ -47,7 +47,8 @@ template <class In, class Acc> int with_id(gr_seg_launch *L) {
 
 template <class In> int with_acc(gr_seg_launch *L) {
     switch (L->acc) {
-#define GR_SEG_ACC(E, name, ctype, ...) case GR_##E: return with_id<In, ctype>(L);
+#define GR_SEG_ACC(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
+    case GR_##E: return with_id<In, GR_DEVICE_TYPE(format, ctype)>(L);
         GR_DTYPE_LIST(GR_SEG_ACC)
 #undef GR_SEG_ACC
     default: return cudaErrorInvalidValue;
@@ -58,7 +59,8 @@ int launch(gr_seg_launch *L) {
     if (L->grid < 1 || L->grid > 0x7fffffff) return cudaErrorInvalidConfiguration;
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input (or the items) */
     switch (L->in_dtype) {
-#define GR_SEG_IN(E, name, ctype, ...) case GR_##E: return with_acc<ctype>(L);
+#define GR_SEG_IN(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
+    case GR_##E: return with_acc<GR_DEVICE_TYPE(format, ctype)>(L);
         GR_DTYPE_LIST(GR_SEG_IN)
 #undef GR_SEG_IN
     default: return cudaErrorInvalidValue;

@@ -51,6 +51,6 @@ static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_d
     return gr::grid_for_tiles(n, size_t(block));
 }
 
-static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, atomic_shared_kernel, false); }
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS_DTYPES(L, atomic_shared_kernel, false, GR_DTYPES_ARITHMETIC); }
 
 extern "C" const gr_kernel gr_kernel_atomic_shared = {launch, grid, nullptr};

@@ -47,6 +47,6 @@ static size_t grid(size_t n, int block, size_t /*elem_bytes*/, const gr_launch_d
     return gr::grid_for_tiles(n, size_t(block) * kUnroll);
 }
 
-static int launch(gr_launch *L) { return GR_LAUNCH_PASS(L, complete_unroll8_kernel, true); }
+static int launch(gr_launch *L) { return GR_LAUNCH_PASS_DTYPES(L, complete_unroll8_kernel, true, GR_DTYPES_ARITHMETIC); }
 
 extern "C" const gr_kernel gr_kernel_complete_unroll8 = {launch, grid, nullptr};

@@ -55,7 +55,7 @@ static int launch(gr_launch *L) {
         if constexpr (kBlock < 64) {
             return cudaErrorInvalidConfiguration;   /* below the row's block_min: the tree needs 64 values */
         } else {
-            return gr::dispatch<GR_OPS_CLASSIC>(L, [&](auto op, auto in_tag) {
+            return gr::dispatch<GR_OPS_CLASSIC, GR_DTYPES_ARITHMETIC>(L, [&](auto op, auto in_tag) {
                 using Op = decltype(op);
                 using In = typename decltype(in_tag)::type;
                 using Acc = typename Op::acc_t;

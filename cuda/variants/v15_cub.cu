@@ -49,7 +49,7 @@ static size_t scratch(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
     q.in_dtype = t;
     q.op = op;
     q.acc = acc;
-    cudaError_t e = gr::dispatch<GR_OPS_CLASSIC>(&q, [&](auto o, auto in_tag) {
+    cudaError_t e = gr::dispatch<GR_OPS_CLASSIC, GR_DTYPES_ARITHMETIC>(&q, [&](auto o, auto in_tag) {
         using Op = decltype(o);
         using In = typename decltype(in_tag)::type;
         return cub_reduce<Op, In>(nullptr, bytes, nullptr, nullptr, n, 0);
@@ -59,7 +59,7 @@ static size_t scratch(size_t n, gr_dtype t, gr_op op, gr_dtype acc) {
 
 static int launch(gr_launch *L) {
     if (!L->scratch) return cudaErrorInvalidValue;      /* a null pointer would make CUB only query */
-    return gr::dispatch<GR_OPS_CLASSIC>(L, [&](auto op, auto in_tag) {
+    return gr::dispatch<GR_OPS_CLASSIC, GR_DTYPES_ARITHMETIC>(L, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         using Acc = typename Op::acc_t;

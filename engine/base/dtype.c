@@ -4,6 +4,7 @@
  */
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/small_floats.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -25,7 +26,7 @@ static const struct {
     gr_dtype float_acc;
     int nccl;
 } dtypes[GR_DTYPE_COUNT] = {
-#define ROW(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl) \
+#define ROW(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
     [GR_##E] = {#name, bytes, is_float, is_signed, {GR_SCALAR_##kind, {.GR_MEMBER_##kind = lowest}}, \
                 {GR_SCALAR_##kind, {.GR_MEMBER_##kind = highest}}, GR_##float_acc, nccl},
     GR_DTYPE_LIST(ROW)
@@ -54,7 +55,7 @@ int gr_dtype_from_name(const char *name) {
 static const char *dtype_name_at(int i) { return dtypes[i].name; }
 
 const char *gr_dtype_names(void) {
-    static char buf[128];
+    static char buf[256];
     return gr_join_names(buf, sizeof buf, GR_DTYPE_COUNT, dtype_name_at);
 }
 
@@ -116,20 +117,40 @@ static int to_kind(gr_scalar s, gr_dtype t, gr_scalar *v) {
     return 1;
 }
 
+/* An element's conversions by the list's format column: ENCODE sets the element e from the value x of
+ * its kind, and nofit where a finite value does not fit; DECODE gives the value of element e. C: a C cast,
+ * and a float that rounds to infinity from a finite value does not fit (inf and NaN themselves do); a
+ * small float format: small_floats.h's narrowing, rounded once to nearest even, which says what fits. */
+#define GR_ENCODE_C(ctype, e, nofit, x)                                                                 \
+    do {                                                                                                \
+        e = (ctype)(x);                                                                                 \
+        nofit = isinf((double)e) && !isinf((double)(x));                                                \
+    } while (0)
+#define GR_ENCODE_SF(pre, ctype, e, nofit, x)                                                           \
+    do {                                                                                                \
+        unsigned p_ = gr_##pre##_from_double(x);                                                        \
+        e = (ctype)p_;                                                                                  \
+        nofit = (p_ & GR_SF_NOFIT) != 0;                                                                \
+    } while (0)
+#define GR_ENCODE_f16(...) GR_ENCODE_SF(f16, __VA_ARGS__)
+#define GR_ENCODE_bf16(...) GR_ENCODE_SF(bf16, __VA_ARGS__)
+#define GR_DECODE_C(e) (e)
+#define GR_DECODE_f16(e) gr_f16_to_double(e)
+#define GR_DECODE_bf16(e) gr_bf16_to_double(e)
+
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
     if (s.kind == GR_SCALAR_BOOL)
         return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
     if ((unsigned)t >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
     gr_scalar v;
     if (!to_kind(s, t, &v)) return out_of_range(ctx, what, s, t);
-    /* the element is a C cast of the value; a float that rounds to infinity from a finite value does not
-     * fit, inf and NaN themselves do */
     switch (t) {
-#define STORE(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                    \
+#define STORE(E, name, ctype, bytes, is_float, is_signed, sk, lowest, highest, float_acc, nccl, format) \
     case GR_##E: {                                                                                      \
-        ctype e = (ctype)v.v.GR_MEMBER_##sk;                                                          \
-        if (v.kind == GR_SCALAR_FLOAT && isinf((double)e) && !isinf(v.v.f))                             \
-            return out_of_range(ctx, what, s, t);                                                       \
+        ctype e;                                                                                        \
+        int nofit;                                                                                      \
+        GR_ENCODE_##format(ctype, e, nofit, v.v.GR_MEMBER_##sk);                                        \
+        if (nofit) return out_of_range(ctx, what, s, t);                                                \
         memcpy(out, &e, sizeof e);                                                                      \
         return GR_OK;                                                                                   \
     }
@@ -152,11 +173,17 @@ static uint64_t put_uint(gr_scalar s) {
 #define GR_PUT_UINT put_uint
 #define GR_PUT_FLOAT as_double
 
+/* A value in an element, unchecked: a small float format keeps its pattern's low bits (IEEE's answer,
+ * the infinity, where the value does not fit). */
+#define GR_NARROW_C(x) (x)
+#define GR_NARROW_f16(x) gr_f16_from_double(x)
+#define GR_NARROW_bf16(x) gr_bf16_from_double(x)
+
 void gr_scalar_put(void *p, gr_dtype t, gr_scalar s) {
     switch (t) {
-#define PUT(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                      \
+#define PUT(E, name, ctype, bytes, is_float, is_signed, sk, lowest, highest, float_acc, nccl, format)   \
     case GR_##E: {                                                                                      \
-        ctype e = (ctype)GR_PUT_##sk(s);                                                              \
+        ctype e = (ctype)GR_NARROW_##format(GR_PUT_##sk(s));                                            \
         memcpy(p, &e, sizeof e);                                                                        \
         break;                                                                                          \
     }
@@ -166,17 +193,17 @@ void gr_scalar_put(void *p, gr_dtype t, gr_scalar s) {
     }
 }
 
-/* The one reader of elements (buffer.c's generators, the binding's values, results and partials): a C
- * cast of the element to its kind's widest member. */
+/* The one reader of elements (buffer.c's generators, the binding's values, results and partials): the
+ * element as its kind's widest member, by a C cast or, for a small float format, widened exactly. */
 gr_scalar gr_scalar_load(const void *p, gr_dtype t) {
     gr_scalar s = {0};
     switch (t) {
-#define LOAD(E, name, ctype, bytes, is_float, is_signed, sk, ...)                                     \
+#define LOAD(E, name, ctype, bytes, is_float, is_signed, sk, lowest, highest, float_acc, nccl, format)  \
     case GR_##E: {                                                                                      \
         ctype e;                                                                                        \
         memcpy(&e, p, sizeof e);                                                                        \
         s.kind = GR_SCALAR_##sk;                                                                      \
-        s.v.GR_MEMBER_##sk = e;                                                                       \
+        s.v.GR_MEMBER_##sk = GR_DECODE_##format(e);                                                   \
         break;                                                                                          \
     }
     GR_DTYPE_LIST(LOAD)

@@ -10,6 +10,7 @@
  * on every buffer (gr_buffers_hold) and a reference on the operator until it returns.
  */
 #include "core/operator_cpu.h"
+#include "base/dtype.h"
 #include "base/error.h"
 #include "ops/user_op.h"
 #include "core/plan.h"
@@ -27,10 +28,11 @@ typedef struct form {
     int is_float, is_signed;
     unsigned bits;
     double top;             /* integers: 2^bits (unsigned) or 2^(bits - 1) (signed), where truncation ends */
+    gr_dtype dtype;
 } form;
 
 static form form_of(gr_dtype t) {
-    form f = {gr_dtype_is_float(t), gr_dtype_is_signed(t), 8u * (unsigned)gr_dtype_size(t), 0};
+    form f = {gr_dtype_is_float(t), gr_dtype_is_signed(t), 8u * (unsigned)gr_dtype_size(t), 0, t};
     f.top = ldexp(1.0, (int)f.bits - f.is_signed);
     return f;
 }
@@ -42,7 +44,13 @@ static int convert(gr_scalar v, const form *t, gr_scalar *out) {
     if (v.kind == GR_SCALAR_BOOL) return 0;
     if (t->is_float) {
         out->kind = GR_SCALAR_FLOAT;
-        if (t->bits == 32)
+        if (t->bits < 32) {             /* float16, bfloat16: rounded once by the dtype's writer */
+            unsigned char e[8];
+            gr_scalar d = {GR_SCALAR_FLOAT, {.f = v.kind == GR_SCALAR_FLOAT ? v.v.f
+                                                  : v.kind == GR_SCALAR_UINT ? (double)v.v.u : (double)v.v.i}};
+            gr_scalar_put(e, t->dtype, d);
+            *out = gr_scalar_load(e, t->dtype);
+        } else if (t->bits == 32)
             out->v.f = v.kind == GR_SCALAR_FLOAT ? (float)v.v.f : v.kind == GR_SCALAR_UINT ? (float)v.v.u : (float)v.v.i;
         else
             out->v.f = v.kind == GR_SCALAR_FLOAT ? v.v.f : v.kind == GR_SCALAR_UINT ? (double)v.v.u : (double)v.v.i;

@@ -243,6 +243,19 @@ static gr_status plan_operator(gr_context *ctx, size_t n, gr_dtype t, gr_where w
     return build_passes(ctx, run, block, o);
 }
 
+/* The names of the variants whose row takes the op bit and the dtype bit given (0: any), from the
+ * registry, into buf. */
+static const char *takers_of(char *buf, size_t size, unsigned op_bit, unsigned dtype_bit) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < gr_variant_count() && used < size; i++) {
+        const gr_variant *w = gr_variant_get(i);
+        if ((!op_bit || (w->ops & op_bit)) && (!dtype_bit || (w->dtypes & dtype_bit)))
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "", w->name);
+    }
+    return buf;
+}
+
 /* A built-in op: the caller's variant or the policy's, a catalogue row's kernel or host function, or a
  * user kernel's image prepared for this op (o->kernel). */
 static gr_status plan_op(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o, gr_run *run) {
@@ -258,16 +271,13 @@ static gr_status plan_op(gr_context *ctx, size_t n, gr_dtype t, gr_where where, 
                            ctx->base.backend == GR_BACKEND_CUDA ? "cuda, but this build has no kernels" : "cpu");
     gr_status dst = gr_check_determinism(ctx, v, o->determinism);
     if (dst != GR_OK) return dst;
-    if (!(v->ops & GR_OP_BIT(o->op))) {
-        char takers[512] = "";          /* the variants that take it, from the registry */
-        size_t used = 0;
-        for (int i = 0; i < gr_variant_count() && used < sizeof takers; i++)
-            if (gr_variant_get(i)->ops & GR_OP_BIT(o->op))
-                used += (size_t)snprintf(takers + used, sizeof takers - used, "%s%s", used ? ", " : "",
-                                         gr_variant_get(i)->name);
+    char takers[512];
+    if (!(v->ops & GR_OP_BIT(o->op)))
         return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is not taken by variant '%s' (variants that take it: auto, %s)",
-                           gr_op_name(o->op), v->name, takers);
-    }
+                           gr_op_name(o->op), v->name, takers_of(takers, sizeof takers, GR_OP_BIT(o->op), 0));
+    if (!(v->dtypes & GR_DTYPE_BIT(t)))
+        return gr_fail_arg(ctx, GR_EINVAL, "variant", "'%s' does not take %s data (variants that take it: auto, %s)",
+                           v->name, gr_dtype_name(t), takers_of(takers, sizeof takers, 0, GR_DTYPE_BIT(t)));
     int block = gr_policy_block(v, o->block, auto_variant, n * gr_dtype_size(t));
     gr_status st = gr_check_block(ctx, v, block);
     if (st != GR_OK) return st;

@@ -34,9 +34,16 @@ static gr_status host_cpu_pairwise(gr_context *ctx, const void *p, size_t n, uin
     return gr_cpu_reduce(ctx, p, n, first, t, op, acc, 1, acc_out);
 }
 
-/* the last fields of a catalogue row: its kernel or host function; every finish of its shape; no user kernel */
-#define DEVICE(name) &gr_kernel_##name, NULL, 0, NULL
-#define HOST(fn) NULL, fn, 0, NULL
+/* the last fields of a catalogue row: its kernel or host function; every finish of its shape; no user
+ * kernel; the dtypes it takes (a host function takes every dtype). A kernel takes the small floats
+ * (float16, bfloat16: a 2-byte struct on the device, cuda/device/small_float.cuh) unless its shape
+ * cannot: atomics on a 2-byte value (atomic_shared, grid_stride_atomic), the textbook's volatile last
+ * warp (unroll_warps8, complete_unroll8, template_unroll8), pipelined's path for 1-byte types, and CUB
+ * and Thrust, whose calls with these element types have not been built and run yet. */
+#define DEVICE(name, dtypes) &gr_kernel_##name, NULL, 0, NULL, dtypes
+#define HOST(fn) NULL, fn, 0, NULL, GR_DTYPES_ALL
+#define ALL GR_DTYPES_ALL
+#define ARITH GR_DTYPES_ARITHMETIC
 #define CLASSIC (GR_SHAPE_PARTIALS | GR_SHAPE_EPILOGUE)
 #define GPU_POW2 (GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK)
 
@@ -55,49 +62,49 @@ static const gr_variant_row rows[] = {
      GR_SHAPE_HOST, GR_FINISH_HOST, 1, 1, 1, 0, GR_OPS_ALL, RUN_TO_RUN, HOST(host_cpu_pairwise)},
     {"neighbored", 2, "reduceNeighbored / Reduce v0: neighbored pairs picked by tid % (2 * stride)",
      "one element per thread into shared memory; neighbored-pair tree picked by tid % (2 * stride)",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored, ALL)},
     {"neighbored_less", 3, "reduceNeighboredLess / Reduce v1: index = 2 * stride * tid (bank conflicts)",
      "neighbored-pair tree with the pair remapped to 2 * stride * tid: whole warps idle, banks conflict",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored_less)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(neighbored_less, ALL)},
     {"interleaved", 4, "reduceInterleaved / Reduce v2: stride halving from blockDim / 2",
      "interleaved-pair tree, tid < stride with the stride halving: no divergence, no bank conflicts",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(interleaved)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(interleaved, ALL)},
     {"atomic_shared", 5, "the naive shared-memory atomic reduction (atomicAdd to one __shared__ sum)",
      "every thread atomically combines its element into one shared slot; float sums not repeatable",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(atomic_shared)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(atomic_shared, ARITH)},
     {"unroll2", 6, "reduceUnrolling2 / Reduce v3: add during load, 2 tiles per block",
      "each thread combines 2 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll2)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll2, ALL)},
     {"unroll4", 7, "reduceUnrolling4 / Reduce v3: add during load, 4 tiles per block",
      "each thread combines 4 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll4)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll4, ALL)},
     {"unroll8", 8, "reduceUnrolling8 / Reduce v3: add during load, 8 tiles per block",
      "each thread combines 8 elements while loading, then the interleaved tree in shared memory",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll8, ALL)},
     {"unroll_warps8", 9, "reduceUnrollWarps8 / Reduce v4: unroll 8 + the last warp unrolled",
      "unroll 8, tree down to 64 values, last warp unrolled without __syncthreads (volatile + __syncwarp)",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll_warps8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(unroll_warps8, ARITH)},
     {"complete_unroll8", 10, "reduceCompleteUnrollWarps8 / Reduce v5: the whole tree unrolled",
      "unroll 8, every tree step written out behind a run-time blockDim.x test, last warp unrolled",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(complete_unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(complete_unroll8, ARITH)},
     {"template_unroll8", 11, "reduceCompleteUnroll<iBlockSize>: the unrolled tree, block size a template",
      "unroll 8, the unrolled tree with the block size a template parameter dispatched at run time",
-     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(template_unroll8)},
+     CLASSIC, GR_FINISH_DEVICE, 64, 1024, 512, GPU_POW2, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(template_unroll8, ARITH)},
     {"warp_shuffle", 12, "v7 shuffle: the optimised tutorial kernel (grid-stride loads, __shfl_down_sync)",
      "grid-stride 16-byte loads, several per thread in flight, shuffles in warps, shared memory across warps",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_ALL, RUN_TO_RUN, DEVICE(warp_shuffle)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_ALL, RUN_TO_RUN, DEVICE(warp_shuffle, ALL)},
     {"grid_stride_atomic", 13, "deviceReduceBlockAtomicKernel: grid-stride loop + one atomicAdd per block",
      "v12's loads and block reduce, then one atomic per block into one value; float sums not repeatable",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 32, 1024, 256, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(grid_stride_atomic)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 32, 1024, 256, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(grid_stride_atomic, ARITH)},
     {"pipelined", 14, "v12 with its loads copied ahead into a shared-memory ring (cp.async, 3 stages)",
      "v12's kernel; each thread's loads go through its own cp.async ring, so they stay in flight while it folds",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, RUN_TO_RUN, DEVICE(pipelined)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, RUN_TO_RUN, DEVICE(pipelined, ARITH)},
     {"cub", 15, "NVIDIA CUB cub::DeviceReduce (the yardstick)",
      "DeviceReduce::Sum for float sums in the input's own type, else TransformReduce with our functors",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(cub)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(cub, ARITH)},
     {"thrust", 16, "thrust::reduce / thrust::transform_reduce with thrust::cuda::par.on(stream)",
      "one Thrust call with our functors, as application code would write it; synchronous, allocates temp",
-     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(thrust)},
+     GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(thrust, ARITH)},
 };
 
 #define NVARIANTS ((int)(sizeof rows / sizeof rows[0]))
@@ -106,7 +113,7 @@ static const gr_variant_row rows[] = {
 static gr_variant view_of(const gr_variant_row *r) {
     return (gr_variant){r->name, r->ordinal, r->origin, r->summary, r->finishes ? r->finishes : gr_finishes_of(r->shape),
                         r->default_finish, r->block_min, r->block_max, r->block_default, r->needs, r->ops,
-                        r->determinism, r->user != NULL};
+                        r->determinism, r->user != NULL, r->dtypes};
 }
 
 static gr_variant views[NVARIANTS];

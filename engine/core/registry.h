@@ -40,6 +40,9 @@ typedef struct gr_variant_row {
      * its definition (NULL for the catalogue's rows) */
     unsigned finishes;
     const struct gr_user_kernel *user;
+    /* the dtypes it takes, GR_DTYPE_BIT(dtype) each: the one list of which variant takes which dtype;
+     * a kernel file's dispatch takes the same set (cuda/host/launch.cuh's kDtypes) */
+    unsigned dtypes;
 } gr_variant_row;
 
 const gr_variant_row *gr_variant_row_get(int i);

@@ -11,8 +11,9 @@
  * exact loops any cut gives the same bits; the order-dependent ones (float sums, var, norm, ...) follow a
  * tree fixed by n alone, and the tasks are its subtrees at one depth, combined up the same tree. So a
  * result does not depend on the number of threads (GPUREDUCE_CPU_THREADS), nor on which thread ran what.
- * An op or dtype without a loop (every built-in pair has one) folds element by element with the host
- * functions over the tasks; its float results would depend on the number of threads.
+ * An op or dtype without a loop (float16 and bfloat16 have none yet) folds element by element with the
+ * host functions on one thread, in index order, so its results do not depend on the number of threads
+ * either (slowly: tens of times slower than a loop).
  *
  * The cpu_pairwise variant (pairwise = 1) is the textbook's recursive interleaved pairs (cpu_pairwise.c).
  */
@@ -136,7 +137,13 @@ gr_status gr_cpu_reduce(gr_context *ctx, const void *p, size_t n, uint64_t first
         return GR_OK;
     }
     gr_cpu_kernel k;
-    if (!gr_cpu_kernel_for(d, t, acc, &k)) k = (gr_cpu_kernel){host_fold, 0, d, t, acc};
+    if (!gr_cpu_kernel_for(d, t, acc, &k)) {
+        /* no loop (float16 and bfloat16 have none yet): one fold on this thread, so that the bits do not
+         * depend on the number of threads */
+        k = (gr_cpu_kernel){host_fold, 0, d, t, acc};
+        host_fold(p, n, first, acc_out, &k);
+        return GR_OK;
+    }
     run(ctx, &k, p, n, first, acc_out);
     return GR_OK;
 }
@@ -189,13 +196,16 @@ void gr_cpu_iota(void *p, size_t n, gr_dtype t, uint64_t first, gr_scalar start,
 }
 
 /* Each float dtype draws in its own precision (a value that would round up to hi folds to lo), so a new
- * one must say how: the switch names every dtype. */
+ * one must say how: the switch names every dtype. The small float formats round the double draw once
+ * (gen_element.h's gr_random_f16 and the like), the same code as the device's random_kernel. */
 void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t first, uint64_t seed, gr_scalar lo, gr_scalar hi) {
     for (size_t i = 0; i < n; i++) {
         uint64_t h = gr_hash64(seed, first + i);
         switch (t) {
         case GR_FLOAT32: ((float *)p)[i] = gr_random_real32(h, lo.v.f, hi.v.f); break;
         case GR_FLOAT64: ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f); break;
+        case GR_FLOAT16: ((uint16_t *)p)[i] = (uint16_t)gr_random_f16(h, lo.v.f, hi.v.f); break;
+        case GR_BFLOAT16: ((uint16_t *)p)[i] = (uint16_t)gr_random_bf16(h, lo.v.f, hi.v.f); break;
         case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
             put_bits(p, i, t, gr_random_bits(seed, first + i, lo.v.u, hi.v.u));
             break;

@@ -6,6 +6,7 @@
  * each element's absolute value (gr_x_takes_abs), as the kernels do.
  */
 #include "ops/exact.h"
+#include "base/small_floats.h"
 
 /* One element into the sums: S and/or Q; a NaN or an infinity only sets its flag. */
 static void add_one(gr_xsum *a, double x, int sums, int skip_nan) {
@@ -28,12 +29,14 @@ static void add_one(gr_xsum *a, double x, int sums, int skip_nan) {
 /* How the exact sums read the elements of a dtype: as doubles, exactly. Integer dtypes take no long
  * accumulator (their sums are exact in 64 bits on every path); a new dtype is refused until it says how
  * it reads here. */
-typedef enum { READ_NONE, READ_FLOAT, READ_DOUBLE } element_read;
+typedef enum { READ_NONE, READ_FLOAT, READ_DOUBLE, READ_F16, READ_BF16 } element_read;
 
 static element_read read_of(gr_dtype t) {
     switch (t) {
     case GR_FLOAT32: return READ_FLOAT;
     case GR_FLOAT64: return READ_DOUBLE;
+    case GR_FLOAT16: return READ_F16;           /* widened exactly (small_floats.h) */
+    case GR_BFLOAT16: return READ_BF16;
     case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
     case GR_DTYPE_COUNT: return READ_NONE;
     }
@@ -48,7 +51,10 @@ void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op 
     if (r == READ_NONE) return;
     const size_t every = (size_t)1 << 30;
     for (size_t i = 0; i < n; i++) {
-        double x = r == READ_FLOAT ? (double)((const float *)p)[i] : ((const double *)p)[i];
+        double x = r == READ_FLOAT ? (double)((const float *)p)[i]
+                 : r == READ_DOUBLE ? ((const double *)p)[i]
+                 : r == READ_F16 ? gr_f16_to_double(((const uint16_t *)p)[i])
+                                 : gr_bf16_to_double(((const uint16_t *)p)[i]);
         if (absolute) x = fabs(x);
         add_one(a, x, sums, skip);
         if ((i + 1) % every == 0) {

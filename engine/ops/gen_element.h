@@ -11,6 +11,7 @@
 #include "gr.h"
 
 #include "../../engine/base/hostdev.h"
+#include "../../engine/base/small_floats.h"
 
 /* A counter-based hash (the splitmix64 finaliser over seed and index): every element is independent,
  * so any thread can produce any element and the sequence does not depend on the launch shape. */
@@ -35,6 +36,19 @@ GR_HD float gr_random_real32(uint64_t h, double lo, double hi) {
     float v = (float)gr_random_real(h, lo, hi);
     return v >= (float)hi ? (float)lo : v;
 }
+
+/* The same in a small float format (engine/base/small_floats.h), as its pattern: the double draw rounded
+ * once to nearest even -- not through float32, which would round twice -- and a value that rounds up to
+ * hi (or past the format's largest finite value) folds to lo rounded to nearest even. gr_random_f16,
+ * gr_random_bf16 and the FP8 formats' alike. */
+#define GR_RANDOM_SMALL_FLOAT(name, pre, bits)                                                          \
+    GR_HD unsigned gr_random_##pre(uint64_t h, double lo, double hi) {                                 \
+        const unsigned mask = (1u << (bits)) - 1u, p = gr_##pre##_from_double(gr_random_real(h, lo, hi)); \
+        if ((p & GR_SF_NOFIT) || gr_##pre##_to_double(p & mask) >= hi) return gr_##pre##_from_double(lo) & mask; \
+        return p & mask;                                                                                \
+    }
+GR_SMALL_FLOAT_LIST(GR_RANDOM_SMALL_FLOAT)
+#undef GR_RANDOM_SMALL_FLOAT
 
 /* Uniform in [lo, hi] for integers, in 64-bit two's-complement arithmetic (span 0 = the full range),
  * element i of the sequence of `seed`. h % span alone favours the small values when span does not

@@ -249,6 +249,7 @@ gr_status gr_kernel_register(gr_context *ctx, gr_operator_cache *cache, const gr
             k->spec.name, 0, "a user kernel (gr.kernel)", k->spec.summary, GR_SHAPE_PARTIALS | GR_SHAPE_EPILOGUE,
             GR_FINISH_DEVICE, s.block_min, s.block_max, s.block_default, GR_NEEDS_CUDA | GR_NEEDS_POW2_BLOCK, s.ops,
             (gr_determinism)s.determinism, &gr_user_kernel_shape, NULL, s.finishes, k,
+            GR_DTYPES_ALL,      /* kernel_source.c refuses the dtypes it has no C type for */
         };
         /* the single finish when it has it (one launch: the fastest), else the first of device, hybrid, host */
         static const gr_finish order[] = {GR_FINISH_SINGLE, GR_FINISH_DEVICE, GR_FINISH_HYBRID, GR_FINISH_HOST};

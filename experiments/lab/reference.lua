@@ -32,7 +32,30 @@ M.DTYPES = {
   uint64 = { letter = "I8", size = 8, wide = true },
   float32 = { letter = "f", size = 4, float = true },
   float64 = { letter = "d", size = 8, float = true },
+  -- 16-bit floats: read as their bits and widened to doubles (exact) before anything else looks at them
+  float16 = { letter = "I2", size = 2, float = true, exponent = 5, mantissa = 10 },
+  bfloat16 = { letter = "I2", size = 2, float = true, exponent = 8, mantissa = 7 },
 }
+
+--- The value of a binary floating-point pattern with `e` exponent and `m` mantissa bits (IEEE layout:
+-- bias 2^(e-1) - 1, all-ones exponent for inf and NaN, subnormals below), from the definitions.
+local function decode(bits, e, m)
+  local sign = (bits >> (e + m)) & 1 == 1 and -1.0 or 1.0
+  local ex, frac = (bits >> m) & ((1 << e) - 1), bits & ((1 << m) - 1)
+  local bias = (1 << (e - 1)) - 1
+  if ex == (1 << e) - 1 then return frac == 0 and sign * math.huge or 0.0 / 0.0 end
+  if ex == 0 then return sign * frac * 2.0 ^ (1 - bias - m) end
+  return sign * ((1 << m) + frac) * 2.0 ^ (ex - bias - m)
+end
+
+--- Bytes of 16-bit floats as bytes of the same values in float64.
+local function widen(s, d)
+  local out, n = {}, #s // 2
+  for k = 1, n do
+    out[k] = string.pack("<d", decode(string.unpack("<I2", s, 2 * k - 1), d.exponent, d.mantissa))
+  end
+  return table.concat(out)
+end
 
 --- The data an op is checked on: "prod" (values near 1 or small integers), "flags" (and/or: values
 -- with a zero planted) or "values" (everything else). Ops of one kind share one data set.
@@ -188,14 +211,16 @@ function M.from_reader(bytes, n, dtype, need)
   local d = M.DTYPES[dtype]
   if not d then error("reference: no Lua reference for dtype '" .. tostring(dtype) .. "'", 2) end
   if n > exact.MAX_ADDS then error("reference: more than 2^32 elements overflow the exact accumulator", 2) end
+  local half = d.exponent ~= nil
   local f = {
-    n = n, dtype = dtype, letter = d.letter, size = d.size, signed = d.signed, wide = d.wide,
+    n = n, dtype = dtype, letter = half and "d" or d.letter, size = half and 8 or d.size, signed = d.signed,
+    wide = d.wide,
     is_float = d.float or false, need = need,
     count = 0, nan = 0, X = d.float and 0.0 or 0, XA = 0.0, P = 1.0,
     isum = 0, isumsq = 0, iprod = 1, absum = 0, qh = 0, qm = 0, ql = 0, iabsmax = 0, iasum = 0,
   }
   -- float data, and the float forms of 64-bit integers, are summed exactly from float64/float32 bytes
-  local floats = d.float and dtype or (d.wide and need.floats) and "float64" or nil
+  local floats = half and "float64" or d.float and dtype or (d.wide and need.floats) and "float64" or nil
   if floats and (need.sum or need.floats) then f.S = exact.new() end
   if floats and need.squares then f.Q = exact.new() end
   if d.float and need.magnitudes then f.SA = exact.new() end
@@ -203,6 +228,7 @@ function M.from_reader(bytes, n, dtype, need)
   for first = 1, n, M.CHUNK do
     local count = math.min(M.CHUNK, n - first + 1)
     local s = bytes(first, count)
+    if half then s = widen(s, d) end
     if d.float then
       if need.extremes or need.count or need.flags or need.prod or need.nan or need.magnitudes then
         scan_floats(f, s, first - 1, need)
@@ -250,6 +276,7 @@ end
 --- The facts of a Lua list of numbers, packed as `dtype` (for tests and small checks).
 function M.of_values(values, dtype, need)
   local d = assert(M.DTYPES[dtype], dtype)
+  if d.exponent then error("reference.of_values: " .. dtype .. " data comes as a buffer (M.of_buffer)", 2) end
   local parts = {}
   for i, v in ipairs(values) do parts[i] = string.pack("<" .. d.letter, v) end
   local s = table.concat(parts)

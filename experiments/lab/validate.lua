@@ -59,7 +59,7 @@ local reference = require "lab.reference"
 
 local M = {}
 
-local function is_float(dtype) return dtype == "float32" or dtype == "float64" end
+local function is_float(dtype) return (reference.DTYPES[dtype] or {}).float or false end
 M.is_float = is_float
 M.kind = reference.kind
 

@@ -149,8 +149,36 @@ R.F64 = {
   denorm_min = 0x1p-1074, safe_hi = 0x1p900, safe_lo = 0x1p-900,
 }
 
+-- The 16-bit formats, elements only: they accumulate in float32 (R.acc_format). Written from their
+-- definitions: p bits of precision, normal numbers from 2^emin, the largest finite value max.
+R.F16 = {
+  name = "float16", p = 11, u = 0x1p-11, emin = -14, max = 65504.0, min_normal = 0x1p-14, denorm_min = 0x1p-24,
+}
+R.BF16 = {
+  name = "bfloat16", p = 8, u = 0x1p-8, emin = -126, max = 0x1.fep127, min_normal = 0x1p-126,
+  denorm_min = 0x1p-133,
+}
+
 --- x rounded to float32 (round to nearest even); x must be within float32's range or +-inf/NaN.
 function R.to_f32(x) return (string.unpack("<f", string.pack("<f", x))) end
+
+--- x rounded once to nearest even in format F (R.F16, R.BF16), subnormals kept: a double, or nil where a
+-- finite x does not fit (rounded with the exponent range unbounded, it exceeds F.max: IEEE overflow).
+-- Independent of the engine: the quantum 2^(max(e, emin) - p + 1) of x's binade, x / quantum rounded to
+-- an integer with ties to even (exact in double: scaling by a power of two, then floor).
+function R.round_to(F, x)
+  if x ~= x or x == math.huge or x == -math.huge or x == 0 then return x end
+  local a = math.abs(x)
+  local _, e = math.frexp(a)                   -- a = m 2^e, m in [0.5, 1): a's binade is 2^(e-1)
+  local q = 2.0 ^ (math.max(e - 1, F.emin) - F.p + 1)
+  local k = a / q
+  local r = math.floor(k)
+  local rest = k - r
+  if rest > 0.5 or (rest == 0.5 and r % 2 == 1) then r = r + 1 end
+  local y = r * q
+  if y > F.max then return nil end
+  return x < 0 and -y or y
+end
 
 R.DTYPES = {
   int8 = { kind = "int", min = -128, max = 127 },
@@ -162,7 +190,19 @@ R.DTYPES = {
   uint64 = { kind = "uint", min = 0, max = -1 },
   float32 = { kind = "float", fmt = R.F32 },
   float64 = { kind = "float", fmt = R.F64 },
+  -- fmt: the elements' format (stored rounded to it); their sums and the like are float32's (acc_format)
+  float16 = { kind = "float", fmt = R.F16, small = true },
+  bfloat16 = { kind = "float", fmt = R.BF16, small = true },
 }
+
+--- A float value as an element of dtype holds it: rounded to the element's format (nil where it does not
+-- fit); float64 keeps it.
+function R.to_dtype(dtype, x)
+  local d = R.DTYPES[dtype]
+  if dtype == "float64" or d.kind ~= "float" then return x end
+  if dtype == "float32" then return R.to_f32(x) end
+  return R.round_to(d.fmt, x)
+end
 
 function R.is_float(dtype) return R.DTYPES[dtype].kind == "float" end
 
@@ -172,6 +212,7 @@ function R.fits(dtype, v)
   if d.kind == "float" then
     if math.type(v) ~= "float" then return false end
     if v ~= v or dtype == "float64" then return true end
+    if d.small then return R.round_to(d.fmt, v) == v end
     return R.to_f32(v) == v                     -- inf included; out-of-range finite values are not
   end
   if math.type(v) ~= "integer" then return false end

@@ -91,7 +91,8 @@ end
 
 M.edge_sizes = { 0, 1, 31, 32, 33, 1023, 1024, 1025, 4096, 65536, 65537, 1000003, 1048576 }
 
-function M.is_float(dtype) return dtype == "float32" or dtype == "float64" end
+-- the dtype classes of the reference (fuzz_reference.lua's R.DTYPES), not a list of names here
+function M.is_float(dtype) return require("support.fuzz_reference").is_float(dtype) end
 
 --- The ops M.reference and M.fill_case know: the engine's first six, whose results are one value of the
 -- input's kind. The later ops (count, mean, var, std, argmin, ...) are specified by
@@ -104,7 +105,10 @@ function M.is_unsigned(dtype) return dtype:sub(1, 1) == "u" end
 function M.fill_case(b, dtype, op, seed)
   local n = #b
   if M.is_float(dtype) then
-    if op == "prod" then b:random(seed, 0.999, 1.001)
+    -- products near 1: wider where the format is coarse (bfloat16: 2^-8 apart below 1), so that the
+    -- data holds more than 1.0
+    local w = require("support.fuzz_reference").DTYPES[dtype].fmt.p < 11 and 0.01 or 0.001
+    if op == "prod" then b:random(seed, 1 - w, 1 + w)
     elseif op == "and" or op == "or" then b:random(seed, 0, 1)
     else b:random(seed, -1, 1) end
   else
