@@ -139,7 +139,9 @@ template <class T, bool kMin> struct NanExtreme {
  * accumulator of the input's width holds exactly (|-128| = 128 in a u8) and asum's 64 bits wrap like
  * Sum. host_ops.c's GR_MAP_ABS is the host's, the same steps. */
 template <class Acc, class T> GR_HOSTDEV Acc magnitude(T x) {
-    if constexpr (is_float_v<T>) {
+    if constexpr (is_small_float_v<Acc>) {
+        return Acc::of_bits(x.bits & 0x7fffu);      /* absmax keeps a small float: its sign bit cleared */
+    } else if constexpr (is_float_v<T>) {
         const Acc v = Acc(x);
         return v <= Acc(0) ? Acc(0) - v : v;
     } else if constexpr (is_signed_v<T>) {
