@@ -170,7 +170,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
-.PHONY: all module lib run demo test check-asan check-valgrind bench bench-cpu accuracy clean deps readme \
+.PHONY: all module lib run demo test check-asan check-valgrind bench bench-types bench-cpu accuracy clean deps readme \
         install install-lua install-lib dist rock
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
@@ -351,6 +351,12 @@ check-valgrind: all
 
 bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
 	$(LUA_ENV) $(LUA) experiments/bench.lua
+
+# Issue 22's table: the new dtypes against the read ceiling and PyTorch (python3 with torch, if there is one)
+TORCH_TIMES ?= $(BUILD)/torch_types.txt
+bench-types: deps all
+	-python3 experiments/peers/torch_types.py > $(TORCH_TIMES) 2>&1
+	$(LUA_ENV) TORCH_TIMES=$(TORCH_TIMES) $(LUA) experiments/types_bench.lua
 
 readme: $(MODULE)
 	$(LUA_ENV) $(LUA) scripts/update_readme.lua README.md

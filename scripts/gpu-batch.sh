@@ -10,6 +10,8 @@
 #     and bench.lua's large, small, streamed and 2^28 wall tables (COMPARE_ONLY to choose, e.g. with ops) run
 #     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
 #     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
+#   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
+#     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt);
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -48,6 +50,8 @@ for step in $steps; do
          # the catalogue's table: every variant at block 512, float32 sum, n = 2^24
          $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
              > "$OUT/sweep512.log" 2>&1 ;;
+    types) make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
+           echo "types: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
                > "$OUT/multi-spec.log" 2>&1
