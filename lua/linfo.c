@@ -231,6 +231,13 @@ void lgr_push_variant(lua_State *L, int i) {
                 lua_rawseti(L, -2, ++k);
             }
         lua_setfield(L, -2, "ops");
+        lua_newtable(L);
+        for (int t = 0, k = 0; t < GR_DTYPE_COUNT; t++)
+            if (v->dtypes & GR_DTYPE_BIT(t)) {
+                lua_pushstring(L, gr_dtype_name((gr_dtype)t));
+                lua_rawseti(L, -2, ++k);
+            }
+        lua_setfield(L, -2, "dtypes");
         lgr_set_bool(L, "user", v->user);
     }
 }

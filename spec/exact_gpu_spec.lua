@@ -326,7 +326,7 @@ end
     local ok_cpu, _, want = H.run_lua(code, "GPUREDUCE_BACKEND=cpu")    -- the host's code (exact.c)
     assert.is_true(ok_cpu, want)
     assert.are.equal(want, out)
-    assert.are.equal(14, select(2, out:gsub("\n", "")))
+    assert.are.equal(16, select(2, out:gsub("\n", "")))     -- 2 dtypes x 8 ops
   end)
 
   H.gpu_it("gr.plan says the exact kernel runs, with the launch shape asked for", function()

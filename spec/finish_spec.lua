@@ -20,7 +20,7 @@ describe("finishing modes against the reference", function()
                 local opts = { op = op, variant = v.name, finish = finish }
                 if finish == "hybrid" then opts.threshold = 100 end
                 H.assert_close(gr.reduce(c.b, opts), c.want, H.tolerance(dtype, op), title, c.magnitude)
-              end)
+              end, dtype)
             end
           end
         end

@@ -106,6 +106,22 @@ for _, op in ipairs(OPS) do
 end
 local GPU = gr.backend() == "cuda"
 
+-- the variants of a list that take a dtype (the registry's v.dtypes), made once per list and dtype: for
+-- the dtypes every variant takes the list is the same, and so are the draws from it
+local taking_cache = setmetatable({}, { __mode = "k" })
+local function taking(list, dtype)
+  local per = taking_cache[list] or {}
+  taking_cache[list] = per
+  if not per[dtype] then
+    local out = {}
+    for _, v in ipairs(list) do
+      if contains(v.dtypes, dtype) then out[#out + 1] = v end
+    end
+    per[dtype] = out
+  end
+  return per[dtype]
+end
+
 local streams = {}
 local function user_stream(k)
   if not streams[k] then streams[k] = gr.stream() end
@@ -625,7 +641,7 @@ local function run_case(index)
     if f == 1 then opts.finish = "auto" elseif f == 2 then opts.finish = "single" end
     -- a device variant with the single finish that takes the op, or auto; the CPU backend takes no
     -- variant option
-    local candidates = STREAM_VARIANTS[c.op]
+    local candidates = taking(STREAM_VARIANTS[c.op], c.dtype)
     if GPU and #candidates > 0 and rng:chance(0.6) then
       variant = rng:pick(candidates)
       opts.variant = variant.name
@@ -635,7 +651,7 @@ local function run_case(index)
     end
   else
     c.where = "device"
-    local candidates = VARIANTS[c.op]
+    local candidates = taking(VARIANTS[c.op], c.dtype)
     local k = rng:below(#candidates + 1)
     if k > 0 then
       variant = candidates[k]

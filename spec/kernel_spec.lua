@@ -173,13 +173,9 @@ describe("gr.kernel", function()
         return info
       end
       for _, op in ipairs(gr.ops()) do ok({ op = op, dtype = "float32" }) end
-      for _, dtype in ipairs(gr.dtypes()) do
-        -- float16 and bfloat16: no device type in generated sources yet, refused by name
-        if dtype == "float16" or dtype == "bfloat16" then
-          expect(dtype .. " has no C type that NVRTC knows", gr.kernel_compile, "two_stage", { op = "sum", dtype = dtype })
-        else
-          ok({ op = "sum", dtype = dtype })
-        end
+      for _, dtype in ipairs(gr.dtypes()) do ok({ op = "sum", dtype = dtype }) end
+      for _, op in ipairs({ "absmax", "max", "var" }) do
+        for _, dtype in ipairs({ "float16", "bfloat16" }) do ok({ op = op, dtype = dtype }) end
       end
       for _, op in ipairs({ "argmax", "var", "norm", "minmax", "and" }) do ok({ op = op, dtype = "int8" }) end
       ok({ op = "sum", dtype = "float32", acc = "float64" })

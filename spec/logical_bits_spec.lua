@@ -114,7 +114,7 @@ describe("and/or on non-zero data with distinct bits", function()
     for _, v in ipairs(H.variants()) do
       H.variant_it(v, string.format("%s %s: and is false only with a zero, or is true", v.name, dtype), function()
         check_variant(v, dtype)
-      end)
+      end, dtype)
     end
   end
 end)

@@ -564,7 +564,7 @@ describe("new reductions against the reference", function()
         for _, sizes in ipairs({ SMALL, large }) do
           H.variant_it(v, string.format("%s %s %s %s", v.name, op, dtype, sizes_text(sizes)), function()
             run_group(v, op, dtype, sizes)
-          end)
+          end, dtype)
         end
       end
     end
@@ -584,7 +584,7 @@ describe("new reductions of streamed host data", function()
     for _, v in ipairs(vs) do
       H.variant_it(v, string.format("streamed %s through %s, every dtype, %s", op, v.name, sizes_text(STREAM_SIZES)), function()
         local failures, total = {}, 0
-        for _, dtype in ipairs(gr.dtypes()) do
+        for _, dtype in ipairs(H.dtypes_taken(v)) do
           for _, n in ipairs(STREAM_SIZES) do
             for _, set in ipairs(sets_of(dtype, op, n, "host")) do
               for _, cfg in ipairs(configs) do
@@ -632,7 +632,7 @@ describe("new reductions of slices", function()
         v.name, N, PAD_LO + 1), function()
         local failures, total = {}, 0
         for _, op in ipairs(ops) do
-          for _, dtype in ipairs(gr.dtypes()) do
+          for _, dtype in ipairs(H.dtypes_taken(v)) do
             local names = set_names(dtype, op, N)
             for _, name in ipairs({ names[1], names[2] }) do
               local rng = R.rng(fnv(table.concat({ "slice", dtype, op, name }, ":")))
@@ -707,7 +707,7 @@ describe("ddof", function()
   for _, v in ipairs(vs) do
     H.variant_it(v, v.name .. ": var and std with ddof 0, 1, 2, n - 1, n and past n (NaN), every dtype", function()
       local failures, total = {}, 0
-      for _, dtype in ipairs(gr.dtypes()) do
+      for _, dtype in ipairs(H.dtypes_taken(v)) do
         for _, n in ipairs({ 1, 2, 3, 33, 1025 }) do
           local rng = R.rng(fnv("ddof:" .. dtype .. ":" .. n))
           local vals = {}

@@ -27,8 +27,25 @@ describe("reductions against the reference", function()
             local got = gr.reduce(c.b, { op = op, variant = v.name })
             H.assert_close(got, c.want, H.tolerance(dtype, op), title, c.magnitude)
             assert(c.b:tobytes() == c.bytes, title .. ": the input buffer changed")
-          end)
+          end, dtype)
         end
+      end
+    end
+  end
+end)
+
+describe("a variant refuses the dtypes its row does not list, by name", function()
+  for _, dtype in ipairs(gr.dtypes()) do
+    for _, v in ipairs(variants) do
+      if not H.takes(v, dtype) then
+        H.variant_it(v, string.format("%s refuses %s", v.name, dtype), function()
+          local b = gr.buffer(5, dtype)
+          local ok, err = pcall(gr.reduce, b, { op = "sum", variant = v.name })
+          assert(not ok, v.name .. " reduced " .. dtype .. " data")
+          assert(tostring(err):find("'" .. v.name .. "' does not take " .. dtype .. " data", 1, true), tostring(err))
+          local plan_ok = pcall(gr.plan, b, { op = "sum", variant = v.name })
+          assert(not plan_ok, "gr.plan took " .. v.name .. " for " .. dtype)
+        end)
       end
     end
   end

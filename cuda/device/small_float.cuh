@@ -29,6 +29,11 @@ enum SmallFormat : int { kFloat16, kBfloat16 };
 /* An element of a small float format: its pattern, read as the value it spells. */
 template <SmallFormat F> struct alignas(2) SmallFloat {
     u16 bits;
+    SmallFloat() = default;     /* trivial: shared-memory arrays and unions of elements stay legal */
+    /* x rounded once to nearest even (small_floats.h); a value beyond the format gives the pattern the
+     * header leaves (infinity). For constants in kernels and generated sources, never for user data,
+     * which the host stores with its range checked. */
+    GR_HOSTDEV explicit SmallFloat(double x) : bits(u16(F == kFloat16 ? gr_f16_from_double(x) : gr_bf16_from_double(x))) {}
     static GR_HOSTDEV SmallFloat of_bits(unsigned p) {
         SmallFloat x;
         x.bits = u16(p);

@@ -63,10 +63,27 @@ void gr_text_nvrtc_names(gr_text *t) {
                    "#ifndef NAN\n#define NAN __int_as_float(0x7fffffff)\n#endif\n\n");
 }
 
+/* A small float dtype's element type in generated sources (cuda/device/small_float.cuh), by lists.h's
+ * format column; NULL for the dtypes of format C. */
+#define GR_SMALL_DEVICE_TYPE_C NULL
+#define GR_SMALL_DEVICE_TYPE_f16 "::gr::f16"
+#define GR_SMALL_DEVICE_TYPE_bf16 "::gr::bf16"
+static const char *gr_small_float_device_type(gr_dtype t) {
+#define SMALL_TYPE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
+    if (t == GR_##E) return GR_SMALL_DEVICE_TYPE_##format;
+    GR_DTYPE_LIST(SMALL_TYPE)
+#undef SMALL_TYPE
+    return NULL;
+}
+
 const char *gr_device_type(gr_dtype t) {
     size_t bytes = gr_dtype_size(t);
     int is_signed = gr_dtype_is_signed(t);
-    if (gr_dtype_is_float(t)) return bytes == 4 ? "float" : bytes == 8 ? "double" : NULL;
+    if (gr_dtype_is_float(t)) {
+        if (bytes == 4) return "float";
+        if (bytes == 8) return "double";
+        return gr_small_float_device_type(t);
+    }
     switch (bytes) {
     case 1: return is_signed ? "signed char" : "unsigned char";
     case 2: return is_signed ? "short" : "unsigned short";

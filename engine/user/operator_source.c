@@ -80,14 +80,17 @@ static void put_prologue(gr_text *t, const gr_operator *op, gr_dtype in, const c
 
 /* One device function per field, outside the functor, so that a name the preamble defines (a function
  * called combine, say) is not hidden by a member of the same name. */
-static void put_fields(gr_text *t, const gr_operator *op) {
+static void put_fields(gr_text *t, const gr_operator *op, gr_dtype in) {
     const char *fn = "static __device__ __forceinline__";
     gr_text_put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =\n", fn);
     gr_text_field(t, "identity", op->spec.identity);
     gr_text_put(t, "        ;\n    return gr_value;\n}\n\n");
 
-    /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct */
-    gr_text_put(t, "using gr_op_x = %s;\n", op->acc_dtype >= 0 ? "gr_op_acc" : "gr_op_in");
+    /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct --
+     * but a small float's element (a bit pattern in a struct) as the float it widens to exactly */
+    const char *x_type = op->acc_dtype >= 0 ? "gr_op_acc"
+                       : gr_dtype_is_float(in) && gr_dtype_size(in) < 4 ? "float" : "gr_op_in";
+    gr_text_put(t, "using gr_op_x = %s;\n", x_type);
     gr_text_put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =\n", fn,
         op->indexed ? ", const unsigned long long i" : "");
     gr_text_field(t, "map", op->spec.map);
@@ -234,7 +237,7 @@ gr_status gr_operator_source_head(gr_context *ctx, const gr_operator *op, gr_dty
         return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%s has no C type that NVRTC knows",
                            gr_dtype_name(in_type ? (gr_dtype)op->acc_dtype : in));
     put_prologue(t, op, in, in_type, acc_type);
-    put_fields(t, op);
+    put_fields(t, op, in);
     put_functor(t, op);
     return GR_OK;
 }

@@ -66,8 +66,28 @@ function M.it_if(ok, reason)
 end
 
 --- `it` for a variant: GPU variants are gated (and tagged gpu), host variants always run.
-function M.variant_it(variant, title, fn)
+function M.variant_it(variant, title, fn, dtype)
+  if dtype and not M.takes(variant, dtype) then return end     -- reduce_spec checks the refusal
   if M.needs_cuda(variant) then M.gpu_it(title, fn) else it(title, fn) end
+end
+
+--- The dtypes of gr.dtypes() a variant takes, in that order.
+function M.dtypes_taken(variant)
+  local out = {}
+  for _, d in ipairs(gr.dtypes()) do
+    if M.takes(variant, d) then out[#out + 1] = d end
+  end
+  return out
+end
+
+--- Whether a variant takes data of a dtype: its registry row's `dtypes` (a variant table without that
+-- list, such as the specs' own stand-in for auto, takes every dtype).
+function M.takes(variant, dtype)
+  if not variant.dtypes then return true end
+  for _, d in ipairs(variant.dtypes) do
+    if d == dtype then return true end
+  end
+  return false
 end
 
 function M.needs_cuda(variant)
