@@ -82,6 +82,13 @@ __device__ __forceinline__ typename Dtype<D>::T convert(typename Dtype<S>::T x, 
     }
 }
 
+/* *first_bad = min(*first_bad, i). A plain read first: where every element fails (NaN into an integer)
+ * most threads then skip the atomic, which would otherwise queue on one address. The word only ever
+ * goes down, so a stale read can only cost an atomic that changes nothing. */
+__device__ __forceinline__ void lower(unsigned long long *first_bad, size_t i) {
+    if ((unsigned long long)i < *(volatile unsigned long long *)first_bad) atomicMin(first_bad, (unsigned long long)i);
+}
+
 template <gr_dtype S, gr_dtype D>
 __global__ void __launch_bounds__(kBlock)
 convert_kernel(const typename Dtype<S>::T *__restrict__ src, typename Dtype<D>::T *__restrict__ dst, size_t n,
@@ -108,7 +115,7 @@ convert_kernel(const typename Dtype<S>::T *__restrict__ src, typename Dtype<D>::
                 b.e[k] = convert<S, D>(a.e[k], bad);
                 mask |= unsigned(bad != 0) << k;
             }
-            if ((mode & GR_CV_CHECK) && mask) atomicMin(first_bad, (unsigned long long)(c * K + __ffs(mask) - 1));
+            if ((mode & GR_CV_CHECK) && mask) lower(first_bad, c * K + __ffs(mask) - 1);
             if (mode & GR_CV_WRITE) {
 #pragma unroll
                 for (int j = 0; j < ND; j++) __stcs(out + c * ND + j, b.v[j]);
@@ -119,7 +126,7 @@ convert_kernel(const typename Dtype<S>::T *__restrict__ src, typename Dtype<D>::
     for (size_t i = tail + t; i < n; i += stride) {
         int bad;
         const TD e = convert<S, D>(src[i], bad);
-        if ((mode & GR_CV_CHECK) && bad) atomicMin(first_bad, (unsigned long long)i);
+        if ((mode & GR_CV_CHECK) && bad) lower(first_bad, i);
         if (mode & GR_CV_WRITE) dst[i] = e;
     }
 }
