@@ -97,6 +97,22 @@ local function filled(n, dtype, where)
   return b, b:tobytes()
 end
 
+--- gr.copy(d, s) must raise naming element `at` (holding v) and leave d's bytes as they were.
+local function assert_copy_refused(d, s, at, from, to, v)
+  local before = d:tobytes()
+  local ok, err = pcall(gr.copy, d, s)
+  assert.is_false(ok, from .. " -> " .. to .. ": " .. tostring(v) .. " copied")
+  assert_names(err, at, from, to, v)
+  assert.are.equal(before, d:tobytes())
+end
+
+--- f(from, to) for every pair of dtypes, the same one twice included.
+local function each_pair(f)
+  for _, from in ipairs(DTYPES) do
+    for _, to in ipairs(DTYPES) do f(from, to) end
+  end
+end
+
 --- astype and copy of every value of `from` into `to`, the buffers on side `where`.
 local function check_pair(from, to, where)
   local ok_in, ok_out, bad = split(from, to)
@@ -118,11 +134,7 @@ local function check_pair(from, to, where)
     local okc, err = pcall(s.astype, s, to)
     assert.is_false(okc, from .. " -> " .. to .. ": " .. tostring(v) .. " converted")
     assert_names(err, at, from, to, v)
-    local d, before = filled(#s, to, where)
-    okc, err = pcall(gr.copy, d, s)
-    assert.is_false(okc)
-    assert_names(err, at, from, to, v)
-    assert.are.equal(before, d:tobytes())
+    assert_copy_refused(filled(#s, to, where), s, at, from, to, v)
   end
   -- all of them at once: the first failing element is named, after every one that fits
   if #bad > 0 then
@@ -133,50 +145,36 @@ local function check_pair(from, to, where)
     local okc, err = pcall(s.astype, s, to)
     assert.is_false(okc)
     assert_names(err, #ok_in + 1, from, to, bad[1])
-    local d, before = filled(#all, to, where)
-    assert.is_false(pcall(gr.copy, d, s))
-    assert.are.equal(before, d:tobytes())
+    assert_copy_refused(filled(#all, to, where), s, #ok_in + 1, from, to, bad[1])
   end
 end
 
 describe("b:astype and gr.copy between dtypes, on the host", function()
-  for _, from in ipairs(DTYPES) do
-    for _, to in ipairs(DTYPES) do
-      it(from .. " -> " .. to, function() check_pair(from, to, "host") end)
-    end
-  end
+  each_pair(function(from, to)
+    it(from .. " -> " .. to, function() check_pair(from, to, "host") end)
+  end)
 end)
 
 describe("gr.copy between dtypes, between device and host buffers", function()
-  for _, from in ipairs(DTYPES) do
-    for _, to in ipairs(DTYPES) do
-      it(from .. " -> " .. to, function()
-        local ok_in, ok_out, bad = split(from, to)
-        for _, sides in ipairs({ { "device", "host" }, { "host", "device" } }) do
-          local src = buffer_of(ok_in, from, sides[1])
-          local dst = filled(#ok_in, to, sides[2])
-          gr.copy(dst, src)
-          check_values(dst:totable(), ok_out, from, to, ok_in)
-          if bad[1] ~= nil then
-            local s = buffer_of({ bad[1] }, from, sides[1])
-            local d, before = filled(1, to, sides[2])
-            local okc, err = pcall(gr.copy, d, s)
-            assert.is_false(okc)
-            assert_names(err, 1, from, to, bad[1])
-            assert.are.equal(before, d:tobytes())
-          end
+  each_pair(function(from, to)
+    it(from .. " -> " .. to, function()
+      local ok_in, ok_out, bad = split(from, to)
+      for _, sides in ipairs({ { "device", "host" }, { "host", "device" } }) do
+        local dst = filled(#ok_in, to, sides[2])
+        gr.copy(dst, buffer_of(ok_in, from, sides[1]))
+        check_values(dst:totable(), ok_out, from, to, ok_in)
+        if bad[1] ~= nil then
+          assert_copy_refused(filled(1, to, sides[2]), buffer_of({ bad[1] }, from, sides[1]), 1, from, to, bad[1])
         end
-      end)
-    end
-  end
+      end
+    end)
+  end)
 end)
 
 describe("b:astype and gr.copy between dtypes, on the device", function()
-  for _, from in ipairs(DTYPES) do
-    for _, to in ipairs(DTYPES) do
-      H.gpu_it(from .. " -> " .. to, function() check_pair(from, to, "device") end)
-    end
-  end
+  each_pair(function(from, to)
+    H.gpu_it(from .. " -> " .. to, function() check_pair(from, to, "device") end)
+  end)
 
   -- The kernel's 16-byte chunks, the tail after them, and unaligned views (element-by-element), on
   -- random data: the device's bits are the host loops' bits.
@@ -186,24 +184,22 @@ describe("b:astype and gr.copy between dtypes, on the device", function()
     if d.kind == "float" then b:random(7, -d.max / 2, d.max / 2) else b:random(7) end
     return b
   end
-  for _, from in ipairs(DTYPES) do
-    for _, to in ipairs(DTYPES) do
-      H.gpu_it(from .. " -> " .. to .. " on random data, aligned or not, as the host converts it", function()
-        for _, n in ipairs({ 1, 7, 8, 9, 31, 33, 1000, 4099 }) do
-          local src = random_source(from, n + 3)
-          for _, off in ipairs({ 1, 2 }) do
-            local view = src:slice(off, n)
-            local host = gr.copy(gr.buffer(n, from, { where = "host" }), view)
-            local okh, want = pcall(host.astype, host, to)
-            local okd, got = pcall(view.astype, view, to)
-            assert.are.equal(okh, okd)
-            if okh then assert.are.equal(want:tobytes(), got:tobytes())
-            else assert.are.equal(want, got) end
-          end
+  each_pair(function(from, to)
+    H.gpu_it(from .. " -> " .. to .. " on random data, aligned or not, as the host converts it", function()
+      for _, n in ipairs({ 1, 7, 8, 9, 31, 33, 1000, 4099 }) do
+        local src = random_source(from, n + 3)
+        for _, off in ipairs({ 1, 2 }) do
+          local view = src:slice(off, n)
+          local host = gr.copy(gr.buffer(n, from, { where = "host" }), view)
+          local okh, want = pcall(host.astype, host, to)
+          local okd, got = pcall(view.astype, view, to)
+          assert.are.equal(okh, okd)
+          if okh then assert.are.equal(want:tobytes(), got:tobytes())
+          else assert.are.equal(want, got) end
         end
-      end)
-    end
-  end
+      end
+    end)
+  end)
 
   H.gpu_it("float32 -> bfloat16 of 2^24 elements: every element as the host rounds it", function()
     local n = 1 << 24
