@@ -214,7 +214,8 @@ $(LIB_PC): scripts/gpureduce.pc.in $(LIB_A)
 # and selects (NaN, norm's three sums) only without -ftrapping-math (nothing reads the FP exception
 # flags); without contraction, so that a product is rounded before it is added, as host_ops.c and the
 # kernels round it (-march=native would otherwise fuse them).
-CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/ops/,cpu_backend.o cpu_exact.o cpu_kernels.o cpu_pairwise.o cpu_trees.o)
+CPU_LOOP_OBJ := $(addprefix $(OBJ)/engine/ops/,cpu_backend.o cpu_convert.o cpu_exact.o cpu_kernels.o cpu_pairwise.o \
+                cpu_trees.o)
 $(CPU_LOOP_OBJ): FILE_CFLAGS = -O3 -fno-trapping-math -ffp-contract=off
 
 # -Wswitch-enum: a switch over an axis (gr_dtype, gr_op, an op's kinds) names every value and has no

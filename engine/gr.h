@@ -343,8 +343,17 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
 /* NCCL's version code (e.g. 22809), or 0 when it cannot be opened. */
 int gr_nccl_version(void);
 
-/* Copies src into dst (same dtype and size; any mix of host and device buffers, on any devices). */
+/* Copies src into dst (same size; any mix of host and device buffers, on any devices), converting when
+ * the dtypes differ, as gr_buffer_astype does. An element that does not fit dst's dtype fails with
+ * GR_EINVAL naming "src" (the element counted from 1, its value, both dtypes) and leaves dst as it was. */
 gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
+/* A new buffer of src's elements converted to dtype, on src's side (device memory of its device, or
+ * pinned host memory; host memory on the cpu backend): rounded to nearest even into a float format, a
+ * float truncated toward zero into an integer; a value that does not fit -- out of an integer's range,
+ * NaN or an infinity into an integer, a finite value that rounds past a float format's largest, an
+ * infinity into float8_e4m3 -- fails with GR_EINVAL naming "src", and *out stays NULL (docs/api.md,
+ * "Conversions"). The same dtype gives a copy. */
+gr_status gr_buffer_astype(gr_context *ctx, const gr_buffer *src, gr_dtype dtype, gr_buffer **out);
 
 /* What the scratch pool has allocated so far (after warm-up a reduction allocates nothing), and what the
  * context holds now, buffers included (a failed call must leave these as they were). */

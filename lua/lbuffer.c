@@ -1,6 +1,6 @@
 /*
- * lbuffer.c -- Buffer userdata: construction (gr.buffer, gr.wrap), contents, views, element marshalling,
- * and gr.copy.
+ * lbuffer.c -- Buffer userdata: construction (gr.buffer, gr.wrap), contents, views, conversions
+ * (b:astype), element marshalling, and gr.copy.
  *
  * Indices are 1-based as in Lua and are checked here, in the script's own numbers, before the engine
  * sees them (the engine's own checks stay as a second line). A slice keeps its parent userdata as a
@@ -366,8 +366,22 @@ static int b_slice(lua_State *L) {
     return 1;
 }
 
-/* gr.copy(dst, src): same dtype and size, any mix of host and device buffers; overlapping views of one
- * buffer copy as memmove does. */
+/* b:astype(dtype) -- a new buffer of b's elements converted, on b's side (gr_buffer_astype's rules). */
+static int b_astype(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    gr_dtype t = lgr_check_dtype(L, 2, NULL);
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_astype(ctx, b, t, &u->b));
+    if (st != GR_OK) return lgr_fail(L, st, 0, "src", 1, "dtype", 2, NULL);
+    lgr_track(L, gr_buffer_size(b) * gr_dtype_size(t));
+    return 1;
+}
+
+/* gr.copy(dst, src): the same size, any mix of host and device buffers, converting where the dtypes
+ * differ (dst unchanged when an element does not fit); overlapping views of one buffer copy as memmove
+ * does. */
 int lgr_copy(lua_State *L) {
     gr_buffer *dst = lgr_check_buffer(L, 1), *src = lgr_check_buffer(L, 2);
     gr_context *ctx = lgr_ctx(L);
@@ -410,7 +424,7 @@ int lgr_buffer_newindex(lua_State *L) {
 }
 
 const luaL_Reg lgr_buffer_methods[] = {
-    {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
+    {"astype", b_astype}, {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
     {"random", b_random}, {"set", b_set}, {"size", b_size}, {"slice", b_slice}, {"tobytes", b_tobytes},
     {"totable", b_totable}, {"where", b_where}, {NULL, NULL}};
 const luaL_Reg lgr_buffer_meta[] = {

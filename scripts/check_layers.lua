@@ -32,10 +32,11 @@ local RULES = {
 }
 -- The engine headers a file under cuda/ may include: the launch and device contracts, the public lists,
 -- and the headers whose code the host and the device share (GR_HD's, the small floats' conversions, the
--- generators, the exact sums, the ops' arithmetic).
+-- generators, the conversions between dtypes, the exact sums, the ops' arithmetic).
 local CUDA_SEES = { ["engine/gr.h"] = true, ["engine/lists.h"] = true, ["engine/base/launch.h"] = true,
   ["engine/base/device.h"] = true, ["engine/base/hostdev.h"] = true, ["engine/base/small_floats.h"] = true,
-  ["engine/ops/gen_element.h"] = true, ["engine/ops/exact_acc.h"] = true, ["engine/ops/op_math.h"] = true }
+  ["engine/ops/gen_element.h"] = true, ["engine/ops/convert_element.h"] = true,
+  ["engine/ops/exact_acc.h"] = true, ["engine/ops/op_math.h"] = true }
 -- Of those, what cuda/device (NVRTC-clean, embedded for operators: the Makefile's NVRTC_HEADERS) may
 -- include: the lists, GR_HD, the small floats' conversions and the ops' arithmetic, which include no
 -- standard header under CUDA, and of the engine only each other, by the names they are embedded under.

@@ -3,6 +3,7 @@
  * functions, so that no engine file includes a CUDA header.
  *
  * Implemented by cuda/runtime/runtime.cu (the runtime calls), cuda/runtime/generate.cu (fill, iota, random),
+ * cuda/runtime/convert.cu (conversions between dtypes),
  * cuda/runtime/read_bandwidth.cu (the read ceiling), cuda/runtime/small_floats.cu (a testing hook's
  * conversions) and cuda/runtime/jit.cu (code compiled at run time) in a CUDA
  * build, and by engine/base/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
@@ -71,6 +72,13 @@ int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream);
 int gr_dev_iota(void *p, size_t n, gr_dtype t, size_t first, gr_scalar start, gr_scalar step, void *stream);
 int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr_scalar lo,
                   gr_scalar hi, void *stream);
+/* Conversion between dtypes (b:astype, gr.copy; engine/core/convert.c): n elements of dtype `from` at src
+ * (device memory) into dtype `to` at dst (device memory, not overlapping src), by mode, the flags of
+ * engine/ops/convert_element.h: GR_CV_CHECK lowers *first_bad (device memory, which the caller sets to
+ * all ones before) to the index of the first element that does not fit, with atomicMin; GR_CV_WRITE
+ * writes every converted element. The same bits as the host's gr_cpu_convert. Asynchronous. */
+int gr_dev_convert(void *dst, gr_dtype to, const void *src, gr_dtype from, size_t n, int mode,
+                   unsigned long long *first_bad, void *stream);
 /* A testing hook's kernel (cuda/runtime/small_floats.cu): the conversions of base/small_floats.h for
  * format number `format` (GR_SMALL_FLOAT_LIST's order) and CUDA's own, 4 words per element of in into
  * out: n doubles narrowed, or with `widen` n uint32 patterns widened (gr.h's gr_debug_float_device) */

@@ -49,6 +49,11 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
                   void *stream) {
     (void)p; (void)n; (void)t; (void)seed; (void)first; (void)lo; (void)hi; (void)stream; return NO_DEVICE;
 }
+int gr_dev_convert(void *dst, gr_dtype to, const void *src, gr_dtype from, size_t n, int mode,
+                   unsigned long long *first_bad, void *stream) {
+    (void)dst; (void)to; (void)src; (void)from; (void)n; (void)mode; (void)first_bad; (void)stream;
+    return NO_DEVICE;
+}
 int gr_dev_small_floats(int format, int widen, const void *in, size_t n, uint64_t *out, void *stream) {
     (void)format; (void)widen; (void)in; (void)n; (void)out; (void)stream; return NO_DEVICE;
 }

@@ -4,7 +4,8 @@
  * A buffer handle is a view (offset, count, dtype) of a reference-counted storage. Slices and queued
  * reductions hold references, so memory never goes while something can still read it; anything that
  * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce). Also the
- * copies between buffers (gr_buffer_copy), overlapping views included.
+ * copies between buffers of one dtype (gr_buffer_copy_bytes, for gr_buffer_copy in core/convert.c),
+ * overlapping views included.
  */
 #include "core/buffer.h"
 #include "ops/cpu_backend.h"
@@ -22,7 +23,9 @@ static int on_gpu(const gr_context *ctx) { return ctx->base.backend == GR_BACKEN
 
 static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
 
-static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_storage **out) {
+/* zero: fill with zeros (gr_buffer_new); else the memory is left as the allocator gives it (a buffer that
+ * is about to be written whole). */
+static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, int zero, gr_storage **out) {
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     st->bytes = bytes;
@@ -31,7 +34,7 @@ static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, gr_s
     st->refs = 1;
     st->device = ctx->device;
     gr_status s = gr_mem_alloc(ctx, kind_of(where), bytes, &st->ptr);
-    if (s == GR_OK && bytes) {
+    if (s == GR_OK && bytes && zero) {
         if (!on_gpu(ctx) || where == GR_HOST) {
             memset(st->ptr, 0, bytes);
         } else {
@@ -91,7 +94,7 @@ static gr_status check_dtype(gr_context *ctx, gr_dtype t) {
     return GR_OK;
 }
 
-gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
+static gr_status buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int zero, gr_buffer **out) {
     *out = NULL;
     ctx = gr_ctx_enter(ctx);
     gr_status s = check_dtype(ctx, t);
@@ -101,9 +104,17 @@ gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, g
         return gr_fail_arg(ctx, GR_EINVAL, "size", "%zu elements of %s are more bytes than memory can hold", n,
                            gr_dtype_name(t));
     gr_storage *st = NULL;
-    if ((s = storage_new(ctx, n * es, where, &st)) != GR_OK) return s;
+    if ((s = storage_new(ctx, n * es, where, zero, &st)) != GR_OK) return s;
     if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) storage_unref(ctx, st);
     return s;
+}
+
+gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
+    return buffer_new(ctx, n, t, where, 1, out);
+}
+
+gr_status gr_buffer_new_unset(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out) {
+    return buffer_new(ctx, n, t, where, 0, out);
 }
 
 gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
@@ -343,7 +354,7 @@ static gr_status move_overlapping(gr_context *ctx, char *dst, const char *src, s
 
 /* Between devices the copy runs on the destination's stream; the runtime moves the bytes peer to peer
  * where the devices allow it, else through the host. */
-gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
+gr_status gr_buffer_copy_bytes(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
     ctx = gr_ctx_for(ctx, dst);
     if (dst->dtype != src->dtype || dst->n != src->n)
         return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (they must match)",

@@ -18,4 +18,11 @@ gr_status gr_storage_mark_read(gr_context *ctx, gr_storage *st, void *stream);
 gr_status gr_buffers_hold(gr_context *ctx, gr_buffer *const *bufs, size_t count, gr_buffer ***out);
 void gr_buffers_release(gr_context *ctx, gr_buffer **held, size_t count);
 
+/* gr_buffer_new without the zero fill: for a buffer the caller writes whole before anyone reads it (the
+ * result of a conversion). */
+gr_status gr_buffer_new_unset(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out);
+/* src's bytes into dst, of the same dtype and size (checked), any sides and devices, overlapping views
+ * as memmove: gr_buffer_copy's work when the dtypes agree (core/convert.c). */
+gr_status gr_buffer_copy_bytes(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
+
 #endif
