@@ -78,49 +78,6 @@ local cases = {
   { "float32", { "sum", "max", "absmax" } },
 }
 
-print(string.format("\n## n = 2^%d: auto against the read-only kernel and PyTorch (device events)", log2n))
-print(string.format("%-12s %-7s %9s %9s %9s %8s %10s %9s  %-5s  %s", "dtype", "op", "ms", "GB/s", "read GB/s",
-  "vs read", "torch ms", "/ torch", "valid", "auto is"))
-for _, case in ipairs(cases) do
-  local dtype, ops = case[1], case[2]
-  if not have_dtype[dtype] then
-    print(string.format("%-12s (not a dtype of this build)", dtype))
-  else
-    local b = gr.buffer(n, dtype)
-    if dtype:find("float") then b:random(7, -1, 1) else b:random(7, -100, 100) end
-    local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
-    local rows = {}
-    for _, op in ipairs(ops) do
-      if have_op[op] then
-        local ok = valid(b, op)
-        local t = gr.bench(b, { op = op, reps = reps, warmup = 5 })
-        rows[#rows + 1] = { op = op, t = t, ok = ok }
-      end
-    end
-    read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
-    for _, r in ipairs(rows) do
-      local tm = torch[dtype] and torch[dtype][r.op]
-      local tcol, ratio = "-", "-"
-      if type(tm) == "number" then
-        tcol, ratio = string.format("%.4f", tm), string.format("%.3f", r.t.ms / tm)
-      elseif type(tm) == "string" then
-        tcol = "n/a"
-      end
-      print(string.format("%-12s %-7s %9.4f %9.1f %9.1f %7.1f%% %10s %9s  %-5s  %s", dtype, r.op, r.t.ms, r.t.gbps,
-        read, 100 * r.t.gbps / read, tcol, ratio, r.ok and "ok" or "WRONG", gr.plan(b, { op = r.op }).variant))
-    end
-    b:free()
-  end
-end
-for _, d in ipairs({ "float8_e4m3", "float8_e5m2" }) do
-  for _, o in ipairs({ "absmax", "sum", "max", "absmax_via_float", "sum_via_float" }) do
-    local tm = torch[d] and torch[d][o]
-    if tm then
-      print(string.format("torch %-12s %-17s %s", d, o, type(tm) == "number" and string.format("%.4f ms", tm) or tm))
-    end
-  end
-end
-
 --- Wall time per call of f from a Lua loop, in us: 300 calls to warm up, then the median of 31 batches of
 -- 200 calls' means.
 local function per_call_us(f)
@@ -134,63 +91,124 @@ local function per_call_us(f)
   return median(t)
 end
 
-print("\n## small n: wall us per gr.sum(b) call from a Lua loop (device buffer, value back in Lua)")
-local small_dtypes = { "float32" }
-for _, d in ipairs({ "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int16", "uint16", "bool" }) do
-  if have_dtype[d] then small_dtypes[#small_dtypes + 1] = d end
-end
-local head = string.format("%10s", "n")
-for _, d in ipairs(small_dtypes) do head = head .. string.format(" %12s", d) end
-print(head .. "   (new dtype / float32, worst)")
-for _, k in ipairs({ 10, 12, 14, 16 }) do
-  local line, base, worst = string.format("%10d", 1 << k), nil, 0
-  for _, d in ipairs(small_dtypes) do
-    local b = gr.buffer(1 << k, d)
-    if d == "bool" then b:random(3) elseif d:find("float") then b:random(3, -1, 1) else b:random(3, 0, 3) end
-    if not valid(b, "sum") then line = line .. " WRONG" end
-    local us = per_call_us(function() return gr.sum(b) end)
-    base = base or us
-    if d ~= "float32" then worst = math.max(worst, us / base) end
-    line = line .. string.format(" %12.2f", us)
-    b:free()
+-- Each table runs in its own protected call: one that fails says why and the others still run.
+local function large_table()
+  print(string.format("\n## n = 2^%d: auto against the read-only kernel and PyTorch (device events)", log2n))
+  print(string.format("%-12s %-7s %9s %9s %9s %8s %10s %9s  %-5s  %s", "dtype", "op", "ms", "GB/s", "read GB/s",
+    "vs read", "torch ms", "/ torch", "valid", "auto is"))
+  for _, case in ipairs(cases) do
+    local dtype, ops = case[1], case[2]
+    if not have_dtype[dtype] then
+      print(string.format("%-12s (not a dtype of this build)", dtype))
+    else
+      local b = gr.buffer(n, dtype)
+      if dtype:find("float") then b:random(7, -1, 1) else b:random(7, -100, 100) end
+      local read = gr.bench_read(b, { reps = reps, warmup = 5 }).gbps
+      local rows = {}
+      for _, op in ipairs(ops) do
+        if have_op[op] then
+          local ok = valid(b, op)
+          local t = gr.bench(b, { op = op, reps = reps, warmup = 5 })
+          rows[#rows + 1] = { op = op, t = t, ok = ok }
+        end
+      end
+      read = math.max(read, gr.bench_read(b, { reps = reps, warmup = 5 }).gbps)
+      for _, r in ipairs(rows) do
+        local tm = torch[dtype] and torch[dtype][r.op]
+        local tcol, ratio = "-", "-"
+        if type(tm) == "number" then
+          tcol, ratio = string.format("%.4f", tm), string.format("%.3f", r.t.ms / tm)
+        elseif type(tm) == "string" then
+          tcol = "n/a"
+        end
+        print(string.format("%-12s %-7s %9.4f %9.1f %9.1f %7.1f%% %10s %9s  %-5s  %s", dtype, r.op, r.t.ms, r.t.gbps,
+          read, 100 * r.t.gbps / read, tcol, ratio, r.ok and "ok" or "WRONG", gr.plan(b, { op = r.op }).variant))
+      end
+      b:free()
+    end
   end
-  print(line .. string.format("   %.3f", worst))
+  for _, d in ipairs({ "float8_e4m3", "float8_e5m2" }) do
+    for _, o in ipairs({ "absmax", "sum", "max", "absmax_via_float", "sum_via_float" }) do
+      local tm = torch[d] and torch[d][o]
+      if tm then
+        print(string.format("torch %-12s %-17s %s", d, o, type(tm) == "number" and string.format("%.4f ms", tm) or tm))
+      end
+    end
+  end
+
 end
 
-print(string.format("\n## astype float32 -> bfloat16 of 2^%d against a float32 copy (wall, sync per call)", log2n))
-local src = gr.buffer(n, "float32"):random(9, -1, 1)
-local function wall_ms(f)
-  for _ = 1, 5 do f() end
-  local t = {}
-  for i = 1, reps do
-    local t0 = gr.clock()
-    f()
-    t[i] = (gr.clock() - t0) * 1e3
+local function small_table()
+  print("\n## small n: wall us per gr.sum(b) call from a Lua loop (device buffer, value back in Lua)")
+  local small_dtypes = { "float32" }
+  for _, d in ipairs({ "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int16", "uint16", "bool" }) do
+    if have_dtype[d] then small_dtypes[#small_dtypes + 1] = d end
   end
-  return median(t)
+  local head = string.format("%10s", "n")
+  for _, d in ipairs(small_dtypes) do head = head .. string.format(" %12s", d) end
+  print(head .. "   (new dtype / float32, worst)")
+  for _, k in ipairs({ 10, 12, 14, 16 }) do
+    local line, base, worst = string.format("%10d", 1 << k), nil, 0
+    for _, d in ipairs(small_dtypes) do
+      local b = gr.buffer(1 << k, d)
+      if d == "bool" then b:random(3) elseif d:find("float") then b:random(3, -1, 1) else b:random(3, 0, 3) end
+      if not valid(b, "sum") then line = line .. " WRONG" end
+      local us = per_call_us(function() return gr.sum(b) end)
+      base = base or us
+      if d ~= "float32" then worst = math.max(worst, us / base) end
+      line = line .. string.format(" %12.2f", us)
+      b:free()
+    end
+    print(line .. string.format("   %.3f", worst))
+  end
+
 end
-local dst32 = gr.buffer(n, "float32")
-local copy_ms = wall_ms(function() gr.copy(dst32, src) end)
-local copy_gbps = n * 8 / copy_ms / 1e6
-print(string.format("%-28s %9.4f ms %9.1f GB/s", "copy float32 -> float32", copy_ms, copy_gbps))
-if src.astype and have_dtype.bfloat16 then
-  local one = src:astype("bfloat16")
-  local ok = one:get(1) == gr.buffer(1, "bfloat16", { where = "host" }):set({ src:get(1) }):get(1)
-  one:free()
-  local dst16 = gr.buffer(n, "bfloat16")
-  local rows = {
-    { "astype float32 -> bfloat16", function() src:astype("bfloat16"):free() end },
-    { "copy float32 -> bfloat16", function() gr.copy(dst16, src) end },
-  }
-  for _, r in ipairs(rows) do
-    local ms = wall_ms(r[2])
-    local gbps = n * 6 / ms / 1e6
-    print(string.format("%-28s %9.4f ms %9.1f GB/s %7.1f%% of the copy's  %s", r[1], ms, gbps,
-      100 * gbps / copy_gbps, ok and "ok" or "WRONG"))
+
+local function astype_table()
+  print(string.format("\n## astype float32 -> bfloat16 of 2^%d against a float32 copy (wall, sync per call)", log2n))
+  local src = gr.buffer(n, "float32"):random(9, -1, 1)
+  local function wall_ms(f)
+    for _ = 1, 5 do f() end
+    local t = {}
+    for i = 1, reps do
+      local t0 = gr.clock()
+      f()
+      t[i] = (gr.clock() - t0) * 1e3
+    end
+    return median(t)
   end
-  if not ok then failures = failures + 1 end
-else
-  print("(astype is not in this build)")
+  local dst32 = gr.buffer(n, "float32")
+  local copy_ms = wall_ms(function() gr.copy(dst32, src) end)
+  local copy_gbps = n * 8 / copy_ms / 1e6
+  print(string.format("%-28s %9.4f ms %9.1f GB/s", "copy float32 -> float32", copy_ms, copy_gbps))
+  if src.astype and have_dtype.bfloat16 then
+    local one = src:astype("bfloat16")
+    local ok = one:get(1) == gr.buffer(1, "bfloat16", { where = "host" }):set({ src:get(1) }):get(1)
+    one:free()
+    local dst16 = gr.buffer(n, "bfloat16")
+    local rows = {
+      { "astype float32 -> bfloat16", function() src:astype("bfloat16"):free() end },
+      { "copy float32 -> bfloat16", function() gr.copy(dst16, src) end },
+    }
+    for _, r in ipairs(rows) do
+      local ms = wall_ms(r[2])
+      local gbps = n * 6 / ms / 1e6
+      print(string.format("%-28s %9.4f ms %9.1f GB/s %7.1f%% of the copy's  %s", r[1], ms, gbps,
+        100 * gbps / copy_gbps, ok and "ok" or "WRONG"))
+    end
+    if not ok then failures = failures + 1 end
+  else
+    print("(astype is not in this build)")
+  end
+
+end
+
+for _, t in ipairs({ large_table, small_table, astype_table }) do
+  local ok, err = pcall(t)
+  if not ok then
+    print("TABLE FAILED: " .. tostring(err))
+    failures = failures + 1
+  end
 end
 
 if failures > 0 then
