@@ -6,7 +6,8 @@
 --   2. small n (2^10..2^16): wall time per gr.sum(b) call from a Lua loop, each new dtype beside float32;
 --   3. astype float32 -> bfloat16 of 2^28 against a float32 -> float32 device copy of the same elements,
 --      in bytes moved (read + write) per second.
--- Every timed configuration is checked first against the cpu variant (float64 accumulation). Times:
+-- Every timed configuration is checked first against the cpu variant (float64 accumulation), at 2^28 on
+-- its first 2^20 elements. Times:
 -- device events, medians of BENCH_REPS (default 30) after 5 warm-ups; wall times: the monotonic clock.
 -- A dtype or an op this build does not have is left out with a line that says so.
 local gr = require "gpureduce"
@@ -107,7 +108,7 @@ local function large_table()
       local rows = {}
       for _, op in ipairs(ops) do
         if have_op[op] then
-          local ok = valid(b, op)
+          local ok = valid(b:slice(1, 1 << 20), op)     -- the cpu variant over all of 2^28 takes minutes
           local t = gr.bench(b, { op = op, reps = reps, warmup = 5 })
           rows[#rows + 1] = { op = op, t = t, ok = ok }
         end

@@ -82,23 +82,29 @@ static void put_prologue(gr_text *t, const gr_operator *op, gr_dtype in, const c
  * called combine, say) is not hidden by a member of the same name. */
 static void put_fields(gr_text *t, const gr_operator *op, gr_dtype in) {
     const char *fn = "static __device__ __forceinline__";
-    gr_text_put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =\n", fn);
+    /* A small float accumulator (float16, bfloat16, ...) is a bit pattern in a struct, built from a number
+     * only by its explicit rounding constructor: each field's value goes through it. */
+    const int small_acc = op->acc_dtype >= 0 && gr_dtype_is_float((gr_dtype)op->acc_dtype) &&
+                          gr_dtype_size((gr_dtype)op->acc_dtype) < 4;
+    const char *open = small_acc ? "gr_op_acc(\n" : "\n", *close = small_acc ? "        );\n" : "        ;\n";
+    gr_text_put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =%s", fn, open);
     gr_text_field(t, "identity", op->spec.identity);
-    gr_text_put(t, "        ;\n    return gr_value;\n}\n\n");
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
 
     /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct --
      * but a small float's element (a bit pattern in a struct) as the float it widens to exactly */
     const char *x_type = op->acc_dtype >= 0 ? "gr_op_acc"
                        : gr_dtype_is_float(in) && gr_dtype_size(in) < 4 ? "float" : "gr_op_in";
     gr_text_put(t, "using gr_op_x = %s;\n", x_type);
-    gr_text_put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =\n", fn,
-        op->indexed ? ", const unsigned long long i" : "");
+    gr_text_put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =%s", fn,
+        op->indexed ? ", const unsigned long long i" : "", open);
     gr_text_field(t, "map", op->spec.map);
-    gr_text_put(t, "        ;\n    return gr_value;\n}\n\n");
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
 
-    gr_text_put(t, "%s gr_op_acc gr_op_reduce(const gr_op_acc a, const gr_op_acc b) {\n    const gr_op_acc gr_value =\n", fn);
+    gr_text_put(t, "%s gr_op_acc gr_op_reduce(const gr_op_acc a, const gr_op_acc b) {\n    const gr_op_acc gr_value =%s",
+        fn, open);
     gr_text_field(t, "reduce", op->spec.reduce);
-    gr_text_put(t, "        ;\n    return gr_value;\n}\n\n");
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
 
     gr_text_put(t, "// The result from the combined accumulator a and the element count n.\n");
     gr_text_put(t, "%s auto gr_op_post_value(const gr_op_acc a, const unsigned long long n) {\n    return (\n", fn);
@@ -127,6 +133,8 @@ static void put_functor(gr_text *t, const gr_operator *op) {
            "    static constexpr int value = gr::is_float_v<T> ? 2 : gr::is_signed_v<T> ? 0 : 1;\n"
            "};\n"
            "template <> struct gr_op_kind_of<bool, false> { static constexpr int value = 3; };\n"
+           "template <gr::SmallFormat F> struct gr_op_kind_of<gr::SmallFloat<F>, false> {\n"
+           "    static constexpr int value = 2;\n};\n"
            "using gr_op_result = decltype(gr_op_post_value(gr_op_acc(), 0ull));\n");
     const char *check = "static_assert(gr_op_kind_of<gr_op_result>::value >= 0, \"the result must be a number or a "
                         "bool\");";
@@ -185,10 +193,10 @@ static void put_segments_kernel(gr_text *t, int has_post) {
 }
 
 void gr_operator_source_tail(gr_text *t, gr_dtype in) {
-    gr_text_put(t, "// 8 bytes at out: a double, a long long or an unsigned long long, as gr_op_result_kind says.\n"
-           "static GR_DEV void gr_op_post_bits(const gr_op_acc &a, unsigned long long n, void *out) {\n"
-           "    const gr_op_result r = gr_op_post_value(a, n);\n"
-           "    constexpr int kind = gr_op_kind_of<gr_op_result>::value;\n"
+    gr_text_put(t, "// 8 bytes at out: a double, a long long or an unsigned long long, as gr_op_result_kind says (a\n"
+           "// template, so that the branches of the other kinds are discarded: a small float has only one).\n"
+           "template <class R> static GR_DEV void gr_op_store_result(const R r, void *out) {\n"
+           "    constexpr int kind = gr_op_kind_of<R>::value;\n"
            "    if constexpr (kind == 2) {\n"
            "        const double v = double(r);\n"
            "        memcpy(out, &v, 8);\n"
@@ -199,6 +207,9 @@ void gr_operator_source_tail(gr_text *t, gr_dtype in) {
            "        const unsigned long long v = kind == 3 ? (r ? 1ull : 0ull) : (unsigned long long)r;\n"
            "        memcpy(out, &v, 8);\n"
            "    }\n"
+           "}\n\n"
+           "static GR_DEV void gr_op_post_bits(const gr_op_acc &a, unsigned long long n, void *out) {\n"
+           "    gr_op_store_result(gr_op_post_value(a, n), out);\n"
            "}\n\n"
            "extern \"C\" __global__ void gr_op_post(const gr_op_acc *acc, unsigned long long n, void *out) {\n"
            "    if (blockIdx.x == 0 && threadIdx.x == 0) gr_op_post_bits(*acc, n, out);\n"
