@@ -51,7 +51,7 @@ int lgr_plan(lua_State *L) {
 }
 
 static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 13);
     lgr_set_num(L, "ms", r->ms);
     lgr_set_num(L, "ms_min", r->ms_min);
     lgr_set_num(L, "ms_max", r->ms_max);
@@ -231,6 +231,13 @@ void lgr_push_variant(lua_State *L, int i) {
                 lua_rawseti(L, -2, ++k);
             }
         lua_setfield(L, -2, "ops");
+        lua_newtable(L);
+        for (int t = 0, k = 0; t < GR_DTYPE_COUNT; t++)
+            if (v->dtypes & GR_DTYPE_BIT(t)) {
+                lua_pushstring(L, gr_dtype_name((gr_dtype)t));
+                lua_rawseti(L, -2, ++k);
+            }
+        lua_setfield(L, -2, "dtypes");
         lgr_set_bool(L, "user", v->user);
     }
 }

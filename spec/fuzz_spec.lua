@@ -104,6 +104,15 @@ for _, op in ipairs(OPS) do
   end
   VARIANTS[op], STREAM_VARIANTS[op] = list, streamed
 end
+
+-- the variants of a list that take dtype (the registry's v.dtypes: no atomics on the small floats, ...)
+local function taking(list, dtype)
+  local out = {}
+  for _, v in ipairs(list) do
+    if contains(v.dtypes, dtype) then out[#out + 1] = v end
+  end
+  return out
+end
 local GPU = gr.backend() == "cuda"
 
 local streams = {}
@@ -625,7 +634,7 @@ local function run_case(index)
     if f == 1 then opts.finish = "auto" elseif f == 2 then opts.finish = "single" end
     -- a device variant with the single finish that takes the op, or auto; the CPU backend takes no
     -- variant option
-    local candidates = STREAM_VARIANTS[c.op]
+    local candidates = taking(STREAM_VARIANTS[c.op], c.dtype)
     if GPU and #candidates > 0 and rng:chance(0.6) then
       variant = rng:pick(candidates)
       opts.variant = variant.name
@@ -635,7 +644,7 @@ local function run_case(index)
     end
   else
     c.where = "device"
-    local candidates = VARIANTS[c.op]
+    local candidates = taking(VARIANTS[c.op], c.dtype)
     local k = rng:below(#candidates + 1)
     if k > 0 then
       variant = candidates[k]

@@ -541,10 +541,10 @@ local function run_group(v, op, dtype, sizes)
   report(failures, total)
 end
 
-local function variants_taking(op)
+local function variants_taking(op, dtype)
   local out = {}
   for _, v in ipairs(H.variants()) do
-    if contains(v.ops, op) then out[#out + 1] = v end
+    if contains(v.ops, op) and (not dtype or H.takes_dtype(v, dtype)) then out[#out + 1] = v end
   end
   out[#out + 1] = AUTO
   return out
@@ -557,7 +557,7 @@ local function sizes_text(sizes) return "n=" .. table.concat(sizes, ",") end
 describe("new reductions against the reference", function()
   for _, dtype in ipairs(gr.dtypes()) do
     for _, op in ipairs(NEW_OPS) do
-      for _, v in ipairs(variants_taking(op)) do
+      for _, v in ipairs(variants_taking(op, dtype)) do
         local large = H.needs_cuda(v) and GPU_LARGE or LARGE
         -- auto: on a GPU the device kernels; on the CPU backend it is the cpu variant, so 4097 is enough
         if v.auto then large = H.has_gpu and GPU_LARGE or { 4097 } end
@@ -585,6 +585,7 @@ describe("new reductions of streamed host data", function()
       H.variant_it(v, string.format("streamed %s through %s, every dtype, %s", op, v.name, sizes_text(STREAM_SIZES)), function()
         local failures, total = {}, 0
         for _, dtype in ipairs(gr.dtypes()) do
+          if not H.takes_dtype(v, dtype) then goto next_dtype end
           for _, n in ipairs(STREAM_SIZES) do
             for _, set in ipairs(sets_of(dtype, op, n, "host")) do
               for _, cfg in ipairs(configs) do
@@ -597,6 +598,7 @@ describe("new reductions of streamed host data", function()
               end
             end
           end
+          ::next_dtype::
         end
         report(failures, total)
       end)
@@ -633,7 +635,7 @@ describe("new reductions of slices", function()
         local failures, total = {}, 0
         for _, op in ipairs(ops) do
           for _, dtype in ipairs(gr.dtypes()) do
-            local names = set_names(dtype, op, N)
+            local names = H.takes_dtype(v, dtype) and set_names(dtype, op, N) or {}
             for _, name in ipairs({ names[1], names[2] }) do
               local rng = R.rng(fnv(table.concat({ "slice", dtype, op, name }, ":")))
               local vals = {}

@@ -16,6 +16,7 @@ describe("reductions against the reference", function()
     for _, op in ipairs(H.classic_ops) do
       for _, n in ipairs(H.edge_sizes) do
         for _, v in ipairs(variants) do
+          if not H.takes_dtype(v, dtype) then goto next_variant end
           local title = string.format("%s %s %s n=%d", v.name, op, dtype, n)
           H.variant_it(v, title, function()
             local c = case(dtype, op, n)
@@ -28,6 +29,7 @@ describe("reductions against the reference", function()
             H.assert_close(got, c.want, H.tolerance(dtype, op), title, c.magnitude)
             assert(c.b:tobytes() == c.bytes, title .. ": the input buffer changed")
           end)
+          ::next_variant::
         end
       end
     end

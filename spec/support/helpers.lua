@@ -80,6 +80,13 @@ end
 --- Every variant of the catalogue, in teaching order (the specs never list variants by hand). User
 -- kernels (gr.kernel) are left out: the registry is the process's, and one registered by an earlier
 -- spec file must not change the cases of a later one (spec/kernel_spec.lua tests them).
+--- Whether variant v (an entry of gr.variants(), or ops_spec's auto) takes dtype: its `dtypes` list.
+function M.takes_dtype(v, dtype)
+  if not v.dtypes then return true end
+  for _, t in ipairs(v.dtypes) do if t == dtype then return true end end
+  return false
+end
+
 function M.variants()
   local list = {}
   for _, v in ipairs(gr.variants()) do
