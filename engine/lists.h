@@ -32,7 +32,9 @@
     X(FLOAT32, float32, float, 4, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 7, C)              \
     X(FLOAT64, float64, double, 8, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT64, 8, C)             \
     X(FLOAT16, float16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 6, f16)         \
-    X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)
+    X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)      \
+    X(INT16, int16, int16_t, 2, 0, 1, INT, INT16_MIN, INT16_MAX, FLOAT64, -1, C)                \
+    X(UINT16, uint16, uint16_t, 2, 0, 0, UINT, 0, UINT16_MAX, FLOAT64, -1, C)
 
 /* Sets of dtypes, as bit masks over gr_dtype (a variant's row says which it takes): every dtype, and the
  * dtypes whose element is a C arithmetic type -- all but the small float formats (format not C), whose

@@ -20,7 +20,7 @@ describe("the module", function()
 
   it("lists dtypes, ops and finishing modes", function()
     assert.same({ "int8", "uint8", "int32", "uint32", "int64", "uint64", "float32", "float64", "float16",
-      "bfloat16" }, gr.dtypes())
+      "bfloat16", "int16", "uint16" }, gr.dtypes())
     assert.same({ "sum", "prod", "min", "max", "and", "or", "count", "mean", "var", "std", "argmin", "argmax",
       "minmax", "sumsq", "norm", "nansum", "nanmin", "nanmax", "nanmean", "absmax", "asum" }, gr.ops())
     assert.same({ "auto", "device", "hybrid", "host", "single" }, gr.finishes())

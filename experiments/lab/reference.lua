@@ -35,6 +35,8 @@ M.DTYPES = {
   -- 16-bit floats: read as their bits and widened to doubles (exact) before anything else looks at them
   float16 = { letter = "I2", size = 2, float = true, exponent = 5, mantissa = 10 },
   bfloat16 = { letter = "I2", size = 2, float = true, exponent = 8, mantissa = 7 },
+  int16 = { letter = "i2", size = 2, signed = true },
+  uint16 = { letter = "I2", size = 2 },
 }
 
 --- The value of a binary floating-point pattern with `e` exponent and `m` mantissa bits (IEEE layout:

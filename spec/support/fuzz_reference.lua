@@ -193,6 +193,8 @@ R.DTYPES = {
   -- fmt: the elements' format (stored rounded to it); their sums and the like are float32's (acc_format)
   float16 = { kind = "float", fmt = R.F16, small = true },
   bfloat16 = { kind = "float", fmt = R.BF16, small = true },
+  int16 = { kind = "int", min = -32768, max = 32767 },
+  uint16 = { kind = "uint", min = 0, max = 65535 },
 }
 
 --- A float value as an element of dtype holds it: rounded to the element's format (nil where it does not

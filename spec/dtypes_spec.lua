@@ -1,0 +1,107 @@
+--[[
+dtypes_spec.lua -- the rules of the dtypes added after the first eight, each checked on values chosen to
+reveal the bugs feared, with expectations written from the formats' definitions (not from the engine):
+
+  int16, uint16   C's 16-bit integers: the limits stored and refused, 64-bit wrapping sums, absmax in the
+                  unsigned dtype of the width (|-32768| = 32768), and/or/count on values whose bits differ
+                  (a bit test would see 0x0100 and 0x0001 as disjoint), iota wrapping.
+
+The generated specs (ops_spec, segments_spec, reduce_spec, the fuzz) run every op, variant and path on
+these dtypes too; this file pins the rules the design names. Runs on every backend (the cpu backend here
+checks the host side; a GPU the kernels, through the same calls and the #gpu tests).
+]]
+local gr = require "gpureduce"
+local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
+
+local expect = H.expect_error
+
+-- every variant that takes an op and dtype on this backend (the cpu ones without a GPU)
+local function variants_for(op, dtype)
+  local out = {}
+  for _, v in ipairs(gr.variants()) do
+    local takes_op, takes_dtype = false, false
+    for _, o in ipairs(v.ops or {}) do takes_op = takes_op or o == op end
+    for _, t in ipairs(v.dtypes or {}) do takes_dtype = takes_dtype or t == dtype end
+    if takes_op and takes_dtype and v.available then out[#out + 1] = v.name end
+  end
+  return out
+end
+
+describe("int16 and uint16", function()
+  it("store their limits and refuse what lies past them, naming the value and the dtype", function()
+    local b = gr.buffer({ -32768, 32767, 0, -1 }, "int16")
+    assert.same({ -32768, 32767, 0, -1 }, b:totable())
+    local u = gr.buffer({ 0, 65535, 1.0 }, "uint16")
+    assert.same({ 0, 65535, 1 }, u:totable())
+    expect("32768 does not fit in int16", gr.buffer, { 32768 }, "int16")
+    expect("-32769 does not fit in int16", gr.buffer, { -32769 }, "int16")
+    expect("65536 does not fit in uint16", gr.buffer, { 65536 }, "uint16")
+    expect("-1 does not fit in uint16", gr.buffer, { -1 }, "uint16")
+    expect("1.5 does not fit in int16", gr.buffer, { 1.5 }, "int16")
+    expect("value: 40000 does not fit in int16", function() b:fill(40000) end)
+    -- raw bytes: little-endian two's complement
+    assert.same({ -2, 258 }, gr.buffer(string.pack("<i2i2", -2, 258), "int16"):totable())
+    assert.equal(string.pack("<I2I2", 65535, 7), gr.buffer({ 65535, 7 }, "uint16"):tobytes())
+  end)
+
+  it("sum in 64 bits, exactly, and come back signed or unsigned by the dtype", function()
+    local n = 70000
+    local b = gr.buffer(n, "int16"):fill(-32768)
+    assert.equal(-32768 * n, gr.sum(b))
+    local u = gr.buffer(n, "uint16"):fill(65535)
+    assert.equal(65535 * n, gr.sum(u))
+    assert.equal(65535 * 65535 * n, gr.sumsq(u))
+    assert.equal(65535.0, gr.mean(u))
+    assert.equal(-32768.0, gr.mean(b))
+    assert.equal(0.0, gr.var(b))
+    assert.equal(math.sqrt(65535.0 * 65535.0 * n), gr.norm(u))
+  end)
+
+  it("take absmax in uint16 (|-32768| = 32768) and asum in 64 bits", function()
+    local b = gr.buffer({ 5, -32768, 32767, -3 }, "int16")
+    for _, v in ipairs(variants_for("absmax", "int16")) do
+      assert.equal(32768, gr.absmax(b, { variant = v }), v)
+      assert.equal(5 + 32768 + 32767 + 3, gr.asum(b, { variant = v }), v)
+    end
+    local seg = gr.reduce(b, { op = "absmax", segment = 2 })
+    assert.equal("uint16", seg:dtype())
+    assert.same({ 32768, 32767 }, seg:totable())
+  end)
+
+  it("and/or/count look at values, not bits: 0x0100 and 0x0001 are both true", function()
+    local b = gr.buffer({ 0x0100, 0x0001, -0x8000 }, "int16")
+    for _, v in ipairs(variants_for("and", "int16")) do
+      assert.is_true(gr.all(b, { variant = v }), v)
+      assert.is_true(gr.any(b, { variant = v }), v)
+    end
+    assert.equal(3, gr.count(b))
+    assert.is_false(gr.all(gr.buffer({ 0x0100, 0, 0x0001 }, "uint16")))
+    assert.is_false(gr.any(gr.buffer(9, "uint16")))
+  end)
+
+  it("min, max and argmin compare values (signed and unsigned)", function()
+    local b = gr.buffer({ 3, -32768, 32767, -32768 }, "int16")
+    assert.equal(-32768, gr.min(b))
+    assert.equal(32767, gr.max(b))
+    local v, i = gr.argmin(b)
+    assert.equal(-32768, v)
+    assert.equal(2, i)
+    local u = gr.buffer({ 3, 65535, 0x8000, 0 }, "uint16")
+    assert.equal(65535, gr.max(u))
+    assert.equal(0, gr.min(u))
+    local lo, hi = gr.minmax(u)
+    assert.same({ 0, 65535 }, { lo, hi })
+  end)
+
+  it("wrap in iota as the other integers do, and draw random values in [lo, hi]", function()
+    assert.same({ 32766, 32767, -32768, -32767 }, gr.buffer(4, "int16"):iota(32766):totable())
+    assert.same({ 65534, 65535, 0, 1 }, gr.buffer(4, "uint16"):iota(65534):totable())
+    assert.same({ 2, 1, 0, 65535 }, gr.buffer(4, "uint16"):iota(2, -1):totable())
+    local r = gr.buffer(4096, "int16"):random(7, -3, 3)
+    local lo, hi = gr.minmax(r)
+    assert.same({ -3, 3 }, { lo, hi })
+    local full = gr.buffer(4096, "uint16"):random(7)
+    assert.truthy(gr.max(full) > 60000 and gr.min(full) < 5000)
+  end)
+
+end)
