@@ -10,7 +10,9 @@
 /* The dtypes, written once, with every fact the engine keeps per dtype:
  *   X(ENUM, name, C type, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format)
  *   C type     what an element is stored as: the value itself, or (format not C) its bit pattern
- *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>)
+ *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>); a
+ *              BOOL dtype is one byte holding 0 or 1, an unsigned integer to every kernel and fold (its
+ *              values are already 0 and 1), Lua booleans in and out (base/dtype.c)
  *   lowest, highest  the smallest and largest values it holds (floats: the infinities), as <stdint.h>
  *              and <math.h> name them: only expanders that include those use these columns
  *   float_acc  the float dtype its float accumulations take by default (sums of floats, means of
@@ -34,7 +36,8 @@
     X(FLOAT16, float16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 6, f16)         \
     X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)      \
     X(INT16, int16, int16_t, 2, 0, 1, INT, INT16_MIN, INT16_MAX, FLOAT64, -1, C)                \
-    X(UINT16, uint16, uint16_t, 2, 0, 0, UINT, 0, UINT16_MAX, FLOAT64, -1, C)
+    X(UINT16, uint16, uint16_t, 2, 0, 0, UINT, 0, UINT16_MAX, FLOAT64, -1, C)                  \
+    X(BOOL, bool, uint8_t, 1, 0, 0, BOOL, 0, 1, FLOAT64, -1, C)
 
 /* Sets of dtypes, as bit masks over gr_dtype (a variant's row says which it takes): every dtype, and the
  * dtypes whose element is a C arithmetic type -- all but the small float formats (format not C), whose

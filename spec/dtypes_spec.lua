@@ -5,6 +5,9 @@ reveal the bugs feared, with expectations written from the formats' definitions 
   int16, uint16   C's 16-bit integers: the limits stored and refused, 64-bit wrapping sums, absmax in the
                   unsigned dtype of the width (|-32768| = 32768), and/or/count on values whose bits differ
                   (a bit test would see 0x0100 and 0x0001 as disjoint), iota wrapping.
+  bool            one byte, 0 or 1: Lua booleans in (0 and 1 too) and out; byte strings with another
+                  byte refused; sums and counts integers, the element ops booleans, means floats;
+                  random draws false and true, iota is refused.
 
 The generated specs (ops_spec, segments_spec, reduce_spec, the fuzz) run every op, variant and path on
 these dtypes too; this file pins the rules the design names. Runs on every backend (the cpu backend here
@@ -105,3 +108,94 @@ describe("int16 and uint16", function()
   end)
 
 end)
+
+describe("bool", function()
+  local function values(b)
+    local t = b:totable()
+    for i, v in ipairs(t) do assert.is_boolean(v, "element " .. i) end
+    return t
+  end
+
+  it("takes booleans, 0 and 1, and gives booleans back", function()
+    local b = gr.buffer({ true, false, 1, 0 }, "bool")
+    assert.same({ true, false, true, false }, values(b))
+    assert.equal("\1\0\1\0", b:tobytes())
+    b[2] = true
+    assert.is_true(b:get(2))
+    b:set({ false, 1 }, 3)
+    assert.same({ true, true, false, true }, values(b))
+    assert.same({ false, false, false }, values(gr.buffer(3, "bool")))
+    assert.same({ true, true }, values(gr.buffer(2, "bool"):fill(true)))
+    assert.same({ false, true }, values(gr.buffer("\0\1", "bool")))
+  end)
+
+  it("refuses other values and other bytes, naming them", function()
+    expect("element 1: 2 does not fit in bool (it takes true, false, 0 or 1)", gr.buffer, { 2 }, "bool")
+    expect("element 1: 0.5 does not fit in bool", gr.buffer, { 0.5 }, "bool")
+    expect("element 2: -1 does not fit in bool", gr.buffer, { true, -1 }, "bool")
+    expect("byte 3 of the string is 255: a bool element is the byte 0 or 1", gr.buffer, "\1\0\255", "bool")
+    expect("value: expected a boolean (or 0 or 1), got string", function() gr.buffer(1, "bool"):fill("yes") end)
+    expect("element 1: expected a number, got boolean", gr.buffer, { true }, "int32")
+    expect("iota: bool buffers have no sequence", function() gr.buffer(3, "bool"):iota() end)
+  end)
+
+  it("sums and counts as integers, extremes as booleans, means as floats", function()
+    local b = gr.buffer({ true, false, true, true, false }, "bool")
+    for _, v in ipairs(variants_for("sum", "bool")) do
+      assert.equal(3, gr.sum(b, { variant = v }), v)
+      assert.equal(0, gr.prod(b, { variant = v }), v)
+      assert.is_false(gr.min(b, { variant = v }), v)
+      assert.is_true(gr.max(b, { variant = v }), v)
+      assert.is_false(gr.all(b, { variant = v }), v)
+      assert.is_true(gr.any(b, { variant = v }), v)
+    end
+    assert.equal(3, gr.count(b))
+    assert.equal(3, gr.sumsq(b))
+    assert.equal(3, gr.nansum(b))
+    assert.equal(3, gr.asum(b))
+    assert.is_true(gr.absmax(b))
+    assert.is_false(gr.nanmin(b))
+    assert.is_true(gr.nanmax(b))
+    assert.equal(0.6, gr.mean(b))
+    assert.equal(0.6, gr.nanmean(b))
+    assert.near(0.24, gr.var(b), 1e-15)
+    assert.near(math.sqrt(0.24), gr.std(b), 1e-15)
+    assert.near(math.sqrt(3), gr.norm(b), 1e-15)
+    local v, i = gr.argmin(b)
+    assert.same({ false, 2 }, { v, i })
+    v, i = gr.argmax(b)
+    assert.same({ true, 1 }, { v, i })
+    local lo, hi = gr.minmax(b)
+    assert.same({ false, true }, { lo, hi })
+    assert.equal(1, gr.prod(gr.buffer({ true, true }, "bool")))
+    assert.is_true(gr.all(gr.buffer(0, "bool")))
+    assert.equal(0, gr.sum(gr.buffer(0, "bool")))
+  end)
+
+  it("gives segments of booleans for the element ops, integers for sums", function()
+    local b = gr.buffer({ true, false, false, false, true, true }, "bool")
+    local m = gr.reduce(b, { op = "max", segment = 2 })
+    assert.equal("bool", m:dtype())
+    assert.same({ true, false, true }, values(m))
+    local s = gr.reduce(b, { op = "sum", segment = 3 })
+    assert.same({ 1, 2 }, s:totable())
+    local many = gr.reduce_many({ b, b:slice(2, 3) }, { op = "min" })
+    assert.same({ false, false }, many)
+  end)
+
+  it("draws random false and true, the same bits for a seed", function()
+    local r = gr.buffer(10000, "bool"):random(5)
+    local bytes = r:tobytes()
+    assert.is_nil(bytes:find("[^\0\1]"))
+    local ones = gr.sum(r)
+    assert.truthy(ones > 4500 and ones < 5500, tostring(ones))
+    assert.equal(bytes, gr.buffer(10000, "bool"):random(5):tobytes())
+    assert.equal(10000, gr.sum(gr.buffer(10000, "bool"):random(5, true, true)))
+  end)
+
+  it("is refused by gpu_to_gpu (integer sums are exact already) and by the communicator's NCCL type", function()
+    local b = gr.buffer({ true, false }, "bool")
+    expect("opts.determinism: 'gpu_to_gpu'", gr.sum, b, { determinism = "gpu_to_gpu" })
+  end)
+end)
+

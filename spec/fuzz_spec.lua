@@ -480,6 +480,7 @@ local function gen_data(rng, dtype, op, n)
     end
     desc[#desc + 1] = string.format("%d special(s): %s%s", count, table.concat(put, ", "), count > 8 and ", ..." or "")
   end
+  R.boolify(dtype, v)                           -- bool: the drawn values that are not 0 become 1
   for i = 1, n do                               -- never store a value the module would reject or change
     if not R.fits(dtype, v[i]) then
       error(string.format("fuzz bug: generated %s at [%d] does not fit %s (%s)", R.fmt(v[i]), i, dtype, desc[1]))
@@ -674,7 +675,7 @@ local function run_case(index)
   local parent, view
   if c.pad_lo then
     parent = gr.buffer(c.pad_lo + c.n + c.pad_hi, c.dtype, where)
-    parent:fill(by_op(POISON, c.op)(c.dtype))
+    parent:fill(R.boolify(c.dtype, { by_op(POISON, c.op)(c.dtype) })[1])
     if c.n > 0 then parent:set(values, c.pad_lo + 1) end
     view = parent:slice(c.pad_lo + 1, c.n)
   elseif c.from_table then

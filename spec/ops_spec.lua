@@ -336,6 +336,7 @@ end
 local function generate(name, rng, dtype, n, v)
   local desc = GEN[name](rng, dtype, n, v)
   if R.DTYPES[dtype].small then for i = 1, n do v[i] = R.to_dtype(dtype, v[i]) end end
+  R.boolify(dtype, v)                 -- bool: the set's non-zero values as 1
   return desc
 end
 
@@ -619,6 +620,7 @@ local function poison(op, dtype)
   if op == "argmin" or op == "nanmin" or op == "minmax" then return lo end
   if op == "argmax" or op == "nanmax" then return hi end
   if op == "absmax" then return H.is_unsigned(dtype) and hi or lo end     -- the largest magnitude
+  if R.DTYPES[dtype].bool then return 1 end       -- bool: true, the value that shows in every op
   return 0x5A
 end
 
@@ -688,6 +690,7 @@ describe("new reductions of an empty buffer", function()
               local want
               if op == "count" then want = 0
               elseif op == "norm" then want = 0.0
+              elseif op == "absmax" and R.DTYPES[dtype].bool then want = false     -- |x| of a bool is the bool
               else want = float and 0.0 or 0 end
               assert(got == want and math.type(got) == math.type(want),
                 string.format("%s: got %s (%s), expected %s (%s)", label, tostring(got), math.type(got), tostring(want),
@@ -714,7 +717,7 @@ describe("ddof", function()
           local rng = R.rng(fnv("ddof:" .. dtype .. ":" .. n))
           local vals = {}
           local desc = GEN.small(rng, dtype, n, vals)
-          local b = gr.buffer(vals, dtype)
+          local b = gr.buffer(R.boolify(dtype, vals), dtype)
           local set = { name = "small", desc = desc, values = vals, b = b, bytes = b:tobytes(), n = n }
           for _, op in ipairs({ "var", "std" }) do
             for _, ddof in ipairs({ 0, 1, 2, n - 1, n, n + 3 }) do

@@ -87,7 +87,7 @@ local function make_values(dtype, n, set, seed)
   else
     tricky_values(rng, dtype, n, v)
   end
-  return v
+  return R.boolify(dtype, v)          -- bool: the values that are not 0 as 1
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -158,6 +158,10 @@ local function smallest(dtype) local lo = int_range(dtype) return lo end
 --- The check of an empty segment's result(s): true, or false and why.
 local function check_empty(op, dtype, got, got2)
   local isf = R.is_float(dtype)
+  if R.DTYPES[dtype].bool and op ~= "and" and op ~= "or" then     -- bool results as the numbers 0 and 1
+    if type(got) == "boolean" then got = got and 1 or 0 end
+    if type(got2) == "boolean" then got2 = got2 and 1 or 0 end
+  end
   if NAN_WHEN_EMPTY[op] then
     return got ~= got, "expected NaN"
   elseif op == "argmin" or op == "argmax" then

@@ -387,7 +387,7 @@ static const gr_cpu_loop row_u64[GR_K_KINDS] = {[GR_K_COUNTED] = counted_u64, [G
 /* By dtype; a dtype without a row (one added later) gets the host functions (cpu_backend.c). */
 static const gr_cpu_loop *const rows[GR_DTYPE_COUNT] = {
     [GR_INT8] = row_i8, [GR_UINT8] = row_u8, [GR_INT16] = row_i16, [GR_UINT16] = row_u16,
-    [GR_INT32] = row_i32, [GR_UINT32] = row_u32,
+    [GR_INT32] = row_i32, [GR_UINT32] = row_u32, [GR_BOOL] = row_u8,    /* bool: bytes 0 and 1 */
     [GR_INT64] = row_i64, [GR_UINT64] = row_u64, [GR_FLOAT32] = row_f32, [GR_FLOAT64] = row_f64,
 };
 

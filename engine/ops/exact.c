@@ -38,7 +38,7 @@ static element_read read_of(gr_dtype t) {
     case GR_FLOAT16: return READ_F16;           /* widened exactly (small_floats.h) */
     case GR_BFLOAT16: return READ_BF16;
     case GR_INT8: case GR_UINT8: case GR_INT16: case GR_UINT16: case GR_INT32: case GR_UINT32: case GR_INT64:
-    case GR_UINT64:
+    case GR_UINT64: case GR_BOOL:
     case GR_DTYPE_COUNT: return READ_NONE;
     }
     return READ_NONE;

@@ -37,6 +37,7 @@ M.DTYPES = {
   bfloat16 = { letter = "I2", size = 2, float = true, exponent = 8, mantissa = 7 },
   int16 = { letter = "i2", size = 2, signed = true },
   uint16 = { letter = "I2", size = 2 },
+  bool = { letter = "I1", size = 1, bool = true },      -- the bytes 0 and 1
 }
 
 --- The value of a binary floating-point pattern with `e` exponent and `m` mantissa bits (IEEE layout:

@@ -195,7 +195,22 @@ R.DTYPES = {
   bfloat16 = { kind = "float", fmt = R.BF16, small = true },
   int16 = { kind = "int", min = -32768, max = 32767 },
   uint16 = { kind = "uint", min = 0, max = 65535 },
+  -- bool: one byte, 0 or 1; the references compute with the numbers 0 and 1 (what the data is made
+  -- of), and R.check reads the engine's booleans back as those numbers (bool_values says where)
+  bool = { kind = "uint", min = 0, max = 1, bool = true },
 }
+
+--- Values drawn for an integer dtype, made data of a bool dtype in place: every value not 0 becomes 1
+-- (the data generators draw over ranges; bool holds 0 and 1). Returns the list.
+function R.boolify(dtype, values)
+  if R.DTYPES[dtype].bool then
+    for i = 1, #values do
+      local x = values[i]
+      if type(x) == "boolean" then values[i] = x and 1 or 0 else values[i] = x ~= 0 and 1 or 0 end
+    end
+  end
+  return values
+end
 
 --- A float value as an element of dtype holds it: rounded to the element's format (nil where it does not
 -- fit); float64 keeps it.
@@ -618,12 +633,38 @@ R.OP_ORDER = { "sum", "prod", "min", "max", "and", "or" }
 function R.expect(op, values, info)
   local e = R.OPS[op].reference(values, info)
   e.op = op
+  e.in_dtype = info.dtype
   return e
+end
+
+--- The ops whose results (the first; both for minmax) are elements of the data: over bool data they
+-- come back as Lua booleans (DESIGN.md's data model), which the references compute as 0 and 1.
+R.BOOL_VALUES = { min = 1, max = 1, nanmin = 1, nanmax = 1, argmin = 1, argmax = 1, absmax = 1, minmax = 2 }
+
+--- A result of a bool reduction read as the number the references use: a boolean must come back where
+-- R.BOOL_VALUES says so, and nothing else may be one (and/or excepted, which are booleans everywhere).
+local function bool_result(op, got, k)
+  local want_bool = (R.BOOL_VALUES[op] or 0) >= k
+  if want_bool ~= (type(got) == "boolean") then
+    return nil, string.format("result %d over bool data is a %s, expected %s", k, math.type(got) or type(got),
+      want_bool and "a boolean" or "a number")
+  end
+  if want_bool then return got and 1 or 0 end
+  return got
 end
 
 --- Checks the outcome of pcall(reduction) against the expectation: true, or false and why. `got2` is
 -- the second result of the ops that return two (argmin, argmax: the index; minmax: the maximum).
 function R.check(op, ok, got, e, got2)
+  if ok and e.in_dtype and R.DTYPES[e.in_dtype].bool and op ~= "and" and op ~= "or" then
+    local why
+    got, why = bool_result(op, got, 1)
+    if got == nil then return false, why end
+    if got2 ~= nil then
+      got2, why = bool_result(op, got2, 2)
+      if got2 == nil then return false, why end
+    end
+  end
   local good, why = R.OPS[op].check(ok, got, e, got2)
   if good then return true end
   return false, why or "wrong value"
