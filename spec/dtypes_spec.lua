@@ -8,6 +8,10 @@ reveal the bugs feared, with expectations written from the formats' definitions 
   bool            one byte, 0 or 1: Lua booleans in (0 and 1 too) and out; byte strings with another
                   byte refused; sums and counts integers, the element ops booleans, means floats;
                   random draws false and true, iota is refused.
+  float8_e4m3, float8_e5m2  OCP FP8: storing rounds once to nearest even (449 -> 448, 464 -> 448 in
+                  e4m3, 465 refused, no infinity there; 61440 refused by e5m2), subnormals and -0.0 kept,
+                  sums in float32 (or float64 on request) within the bound docs/api.md states, gpu_to_gpu
+                  the exact sum rounded once, random in [lo, hi).
 
 The generated specs (ops_spec, segments_spec, reduce_spec, the fuzz) run every op, variant and path on
 these dtypes too; this file pins the rules the design names. Runs on every backend (the cpu backend here
@@ -196,6 +200,119 @@ describe("bool", function()
   it("is refused by gpu_to_gpu (integer sums are exact already) and by the communicator's NCCL type", function()
     local b = gr.buffer({ true, false }, "bool")
     expect("opts.determinism: 'gpu_to_gpu'", gr.sum, b, { determinism = "gpu_to_gpu" })
+  end)
+end)
+
+describe("float8_e4m3 and float8_e5m2", function()
+  local R = require "support.fuzz_reference"
+
+  it("round once to nearest even and refuse what lies past the format, naming value and dtype", function()
+    assert.same({ 448.0, 448.0, -448.0, 0x1p-9, -0.0, 1.0, 1.125 },
+      gr.buffer({ 449, 464, -464, 0x1p-9, -0.0, 1.0, 1.0625 + 0x1p-20 }, "float8_e4m3"):totable())
+    expect("465.0 does not fit in float8_e4m3", gr.buffer, { 465.0 }, "float8_e4m3")
+    expect("inf does not fit in float8_e4m3", gr.buffer, { math.huge }, "float8_e4m3")
+    expect("-inf does not fit in float8_e4m3", gr.buffer, { -math.huge }, "float8_e4m3")
+    assert.same({ 57344.0, math.huge, -math.huge, 0x1p-16, 1.5 },
+      gr.buffer({ 61439, math.huge, -math.huge, 0x1p-16, 1.5 }, "float8_e5m2"):totable())
+    expect("61440 does not fit in float8_e5m2", gr.buffer, { 61440 }, "float8_e5m2")
+    -- NaN: stored as the quiet NaN of its sign
+    local pnan = string.unpack("<d", string.pack("<I8", 0x7ff8000000000000))
+    local nnan = string.unpack("<d", string.pack("<I8", 0xfff8000000000000))
+    assert.equal("\x7f\xff", gr.buffer({ pnan, nnan }, "float8_e4m3"):tobytes())
+    assert.equal("\x7e\xfe", gr.buffer({ pnan, nnan }, "float8_e5m2"):tobytes())
+    local e5 = gr.buffer({ 0 / 0 }, "float8_e5m2"):totable()[1]
+    assert.is_true(e5 ~= e5)
+    -- -0.0 and subnormals read back as they are
+    local z = gr.buffer({ -0.0 }, "float8_e5m2"):get(1)
+    assert.is_true(z == 0 and 1 / z < 0)
+    -- the bytes 0x7e (448) and 0x7f (NaN) of e4m3; 0x7c (inf) of e5m2
+    local b = gr.buffer("\x7e\x7f\xfe", "float8_e4m3"):totable()
+    assert.equal(448.0, b[1])
+    assert.is_true(b[2] ~= b[2])
+    assert.equal(-448.0, b[3])
+    assert.equal(math.huge, gr.buffer("\x7c", "float8_e5m2"):get(1))
+  end)
+
+  it("accumulate in float32 (float64 on request) and give floats; extremes are elements", function()
+    for _, dtype in ipairs({ "float8_e4m3", "float8_e5m2" }) do
+      -- 2^4 + 1/16 sixteen times: exact in float32 and float64 alike (264.0)
+      local b = gr.buffer(16, dtype):fill(16.0)
+      b:set({ 0.0625 }, 1)
+      assert.equal(240.0625, gr.sum(b))
+      assert.equal(240.0625, gr.sum(b, { acc = "float64" }))
+      assert.equal("float", math.type(gr.sum(b)))
+      assert.equal(0.0625, gr.min(b))
+      assert.equal(16.0, gr.max(b))
+      assert.equal(15, gr.count(gr.buffer({ 1, 0, -0.0, 2 }, dtype)) + 13)
+      assert.equal(1.0, gr.prod(gr.buffer({ 0.5, 2.0 }, dtype)))
+      local v, i = gr.argmax(gr.buffer({ -1.0, 3.0, 3.0 }, dtype))
+      assert.same({ 3.0, 2 }, { v, i })
+      assert.equal(2.0, gr.absmax(gr.buffer({ -2.0, 1.5 }, dtype)))
+      local a = gr.absmax(gr.buffer({ -0.0 }, dtype))
+      assert.is_true(a == 0 and 1 / a > 0)
+      expect("opts.acc: float16 is not accepted for sum of " .. dtype .. " (accepted: float32, float64)", gr.sum, b,
+        { acc = "float16" })
+    end
+    -- float8_e4m3's min and max start from +-448: an empty segment gives them
+    local seg = gr.reduce(gr.buffer({ 1.0 }, "float8_e4m3"), { op = "min", offsets = gr.buffer({ 0, 0, 1 }, "int64") })
+    assert.same({ 448.0, 1.0 }, seg:totable())
+    assert.equal(-448.0, gr.max(gr.buffer({ -448.0 }, "float8_e4m3")))
+    local nan = gr.max(gr.buffer({ 1.0, 0 / 0, 2.0 }, "float8_e4m3"))
+    assert.is_true(nan ~= nan)
+    assert.equal(2.0, gr.nanmax(gr.buffer({ 1.0, 0 / 0, 2.0 }, "float8_e4m3")))
+  end)
+
+  -- The bound docs/api.md states: sum of n float8 elements in float32 within gamma(n - 1) sum|x| + u |sum|
+  -- (u = 2^-24) of the exact sum of the elements (which hold 4 or 3 bits; the accumulator only rounds).
+  it("sum within gamma(n - 1) sum|x| + u |sum| of the exact sum, on every variant and with segments", function()
+    for _, dtype in ipairs({ "float8_e4m3", "float8_e5m2" }) do
+      for _, n in ipairs({ 1, 33, 1025, 100003 }) do
+        local b = gr.buffer(n, dtype):random(n, -300, 300)
+        local xs = b:totable()
+        local exact, mag = 0.0, 0.0
+        for k = 1, #xs do exact = exact + xs[k]; mag = mag + math.abs(xs[k]) end  -- exact: multiples of 2^-9 < 2^45
+        local u = 0x1p-24
+        local bound = (n - 1) * u / (1 - (n - 1) * u) * mag + u * math.abs(exact)
+        for _, v in ipairs(variants_for("sum", dtype)) do
+          local got = gr.sum(b, { variant = v })
+          assert(math.abs(got - exact) <= bound, string.format("%s %s n=%d: %.17g vs %.17g (bound %.3g)", v, dtype, n,
+            got, exact, bound))
+          assert.equal(exact, gr.sum(b, { variant = v, acc = "float64" }))
+        end
+        local g2g = gr.sum(b, { determinism = "gpu_to_gpu" })
+        assert.equal(R.to_f32(exact), g2g, dtype .. " gpu_to_gpu: the exact sum rounded once to float32")
+        local segs = gr.reduce(b, { op = "sum", offsets = gr.buffer({ 0, n }, "int64"), determinism = "gpu_to_gpu" })
+        assert.equal(g2g, segs:get(1))
+      end
+    end
+  end)
+
+  it("draw random values in [lo, hi), reproducibly by seed", function()
+    for _, dtype in ipairs({ "float8_e4m3", "float8_e5m2" }) do
+      local r = gr.buffer(20000, dtype):random(3, -2, 2)
+      local lo, hi = gr.minmax(r)
+      assert.truthy(lo >= -2 and hi < 2, dtype)
+      assert.equal(r:tobytes(), gr.buffer(20000, dtype):random(3, -2, 2):tobytes())
+      local r2 = gr.buffer(100, dtype):random(3, 100, 101)
+      assert.truthy(gr.min(r2) >= 96 and gr.max(r2) < 101, dtype)   -- 100 rounds to 96 in both formats
+    end
+  end)
+
+  H.gpu_it("give the CPU backend's bits on the device: every op, and gpu_to_gpu sums", function()
+    for _, dtype in ipairs({ "float8_e4m3", "float8_e5m2" }) do
+      local d = gr.buffer(300007, dtype):random(11, -4, 4)
+      local h = gr.buffer(d:tobytes(), dtype, { where = "host" })
+      assert.equal(h:tobytes(), d:tobytes())
+      for _, op in ipairs({ "min", "max", "count", "absmax", "argmax", "minmax", "nanmin" }) do
+        local a1, a2 = gr.reduce(d, { op = op })
+        local b1, b2 = gr.reduce(h, { op = op })
+        assert.same({ b1, b2 }, { a1, a2 }, dtype .. " " .. op)
+      end
+      for _, op in ipairs({ "sum", "mean", "sumsq", "norm", "var", "nansum", "asum" }) do
+        local g = gr.reduce(d, { op = op, determinism = "gpu_to_gpu" })
+        assert.equal(gr.reduce(h, { op = op, determinism = "gpu_to_gpu" }), g, dtype .. " " .. op)
+      end
+    end
   end)
 end)
 

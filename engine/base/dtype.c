@@ -140,9 +140,13 @@ static int to_kind(gr_scalar s, gr_dtype t, gr_scalar *v) {
     } while (0)
 #define GR_ENCODE_f16(...) GR_ENCODE_SF(f16, __VA_ARGS__)
 #define GR_ENCODE_bf16(...) GR_ENCODE_SF(bf16, __VA_ARGS__)
+#define GR_ENCODE_e4m3(...) GR_ENCODE_SF(e4m3, __VA_ARGS__)
+#define GR_ENCODE_e5m2(...) GR_ENCODE_SF(e5m2, __VA_ARGS__)
 #define GR_DECODE_C(e) (e)
 #define GR_DECODE_f16(e) gr_f16_to_double(e)
 #define GR_DECODE_bf16(e) gr_bf16_to_double(e)
+#define GR_DECODE_e4m3(e) gr_e4m3_to_double(e)
+#define GR_DECODE_e5m2(e) gr_e5m2_to_double(e)
 
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
     if ((unsigned)t >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
@@ -188,6 +192,8 @@ static int put_bool(gr_scalar s) {
 #define GR_NARROW_C(x) (x)
 #define GR_NARROW_f16(x) gr_f16_from_double(x)
 #define GR_NARROW_bf16(x) gr_bf16_from_double(x)
+#define GR_NARROW_e4m3(x) gr_e4m3_from_double(x)
+#define GR_NARROW_e5m2(x) gr_e5m2_from_double(x)
 
 void gr_scalar_put(void *p, gr_dtype t, gr_scalar s) {
     switch (t) {

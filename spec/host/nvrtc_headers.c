@@ -62,6 +62,10 @@ static const char *source =
     "INTS(SHUFFLE, gr::i8) INTS(SHUFFLE, gr::u8) INTS(SHUFFLE, gr::i32) INTS(SHUFFLE, gr::u32)\n"
     "INTS(SHUFFLE, gr::i64) INTS(SHUFFLE, gr::u64) FLOATS(SHUFFLE, float) FLOATS(SHUFFLE, double)\n"
     "INTS(SHUFFLE, gr::i16) INTS(SHUFFLE, gr::u16)\n"
+    /* the small floats' elements (small_float.cuh): sums in float32, extremes in the element, absmax */
+    "#define SMALL(X, In) X(0, In, float) X(1, In, float) X(2, In, In) X(3, In, In) X(4, In, gr::u8) \\\n"
+    "    X(5, In, gr::u8) X(0, In, double) X(8, In, float) X(19, In, In) X(20, In, float)\n"
+    "SMALL(SHUFFLE, gr::f16) SMALL(SHUFFLE, gr::bf16) SMALL(SHUFFLE, gr::e4m3) SMALL(SHUFFLE, gr::e5m2)\n"
     "SHUFFLE(0, float, double) SHUFFLE(1, float, double)\n"
     /* var and norm: exact integer sums (8 and 32 bits, with the byte dot products), Welford batches */
     "SHUFFLE(8, gr::i8, double) SHUFFLE(8, gr::u32, double) SHUFFLE(8, float, float) SHUFFLE(8, gr::i64, double)\n"

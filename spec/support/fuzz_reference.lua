@@ -158,6 +158,15 @@ R.BF16 = {
   name = "bfloat16", p = 8, u = 0x1p-8, emin = -126, max = 0x1.fep127, min_normal = 0x1p-126,
   denorm_min = 0x1p-133,
 }
+-- OCP FP8: E4M3 (bias 7, no infinity, S.1111.111 the only NaNs, so 448 = 1.110b 2^8 is the largest) and
+-- E5M2 (bias 15, IEEE-like: infinities, NaNs, largest 1.11b 2^15)
+R.F8E4M3 = {
+  name = "float8_e4m3", p = 4, u = 0x1p-4, emin = -6, max = 448.0, min_normal = 0x1p-6, denorm_min = 0x1p-9,
+  no_inf = true,
+}
+R.F8E5M2 = {
+  name = "float8_e5m2", p = 3, u = 0x1p-3, emin = -14, max = 57344.0, min_normal = 0x1p-14, denorm_min = 0x1p-16,
+}
 
 --- x rounded to float32 (round to nearest even); x must be within float32's range or +-inf/NaN.
 function R.to_f32(x) return (string.unpack("<f", string.pack("<f", x))) end
@@ -167,7 +176,11 @@ function R.to_f32(x) return (string.unpack("<f", string.pack("<f", x))) end
 -- Independent of the engine: the quantum 2^(max(e, emin) - p + 1) of x's binade, x / quantum rounded to
 -- an integer with ties to even (exact in double: scaling by a power of two, then floor).
 function R.round_to(F, x)
-  if x ~= x or x == math.huge or x == -math.huge or x == 0 then return x end
+  if x == math.huge or x == -math.huge then
+    if F.no_inf then return nil end           -- float8_e4m3 has no infinity
+    return x
+  end
+  if x ~= x or x == 0 then return x end
   local a = math.abs(x)
   local _, e = math.frexp(a)                   -- a = m 2^e, m in [0.5, 1): a's binade is 2^(e-1)
   local q = 2.0 ^ (math.max(e - 1, F.emin) - F.p + 1)
@@ -198,6 +211,8 @@ R.DTYPES = {
   -- bool: one byte, 0 or 1; the references compute with the numbers 0 and 1 (what the data is made
   -- of), and R.check reads the engine's booleans back as those numbers (bool_values says where)
   bool = { kind = "uint", min = 0, max = 1, bool = true },
+  float8_e4m3 = { kind = "float", fmt = R.F8E4M3, small = true },
+  float8_e5m2 = { kind = "float", fmt = R.F8E5M2, small = true },
 }
 
 --- Values drawn for an integer dtype, made data of a bool dtype in place: every value not 0 becomes 1
