@@ -10,14 +10,19 @@
 /* The dtypes, written once, with every fact the engine keeps per dtype:
  *   X(ENUM, name, C type, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format)
  *   C type     what an element is stored as: the value itself, or (format not C) its bit pattern
- *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>)
- *   lowest, highest  the smallest and largest values it holds (floats: the infinities), as <stdint.h>
- *              and <math.h> name them: only expanders that include those use these columns
+ *   kind       the gr_scalar kind its elements read as (INT, UINT, FLOAT or BOOL: GR_SCALAR_<kind>); a
+ *              BOOL dtype is one byte holding 0 or 1, an unsigned integer to every kernel and fold (its
+ *              values are already 0 and 1), Lua booleans in and out (base/dtype.c)
+ *   lowest, highest  the smallest and largest values it holds (floats: the infinities; float8_e4m3,
+ *              which has none: +-448), as <stdint.h> and <math.h> name them: only expanders that
+ *              include those use these columns (min and max start from them)
  *   float_acc  the float dtype its float accumulations take by default (sums of floats, means of
  *              integers): a dtype of this list
- *   nccl       NCCL's ncclDataType_t for it, -1 where NCCL has none
+ *   nccl       NCCL's ncclDataType_t for it, -1 where NCCL has none (ncclFloat8e4m3 = 10 and
+ *              ncclFloat8e5m2 = 11 since NCCL 2.24)
  *   format     how an element converts to and from its kind: C, a C cast of its C type; or the prefix
- *              of the small float format whose bits it holds (engine/base/small_floats.h: f16, bf16),
+ *              of the small float format whose bits it holds (engine/base/small_floats.h: f16, bf16,
+ *              e4m3, e5m2),
  *              converted by gr_<format>_to_double and gr_<format>_from_double, never by a cast
  * The engine's tables (base/dtype.c) and the kernels' dispatch are generated from this list; a new dtype
  * is a new line here (docs/extending.md) and the build's -Wswitch-enum names each switch that must learn
@@ -32,16 +37,23 @@
     X(FLOAT32, float32, float, 4, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 7, C)              \
     X(FLOAT64, float64, double, 8, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT64, 8, C)             \
     X(FLOAT16, float16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 6, f16)         \
-    X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)
+    X(BFLOAT16, bfloat16, uint16_t, 2, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 9, bf16)      \
+    X(INT16, int16, int16_t, 2, 0, 1, INT, INT16_MIN, INT16_MAX, FLOAT64, -1, C)                \
+    X(UINT16, uint16, uint16_t, 2, 0, 0, UINT, 0, UINT16_MAX, FLOAT64, -1, C)                  \
+    X(BOOL, bool, uint8_t, 1, 0, 0, BOOL, 0, 1, FLOAT64, -1, C)                                 \
+    X(FLOAT8_E4M3, float8_e4m3, uint8_t, 1, 1, 1, FLOAT, -448.0, 448.0, FLOAT32, 10, e4m3)      \
+    X(FLOAT8_E5M2, float8_e5m2, uint8_t, 1, 1, 1, FLOAT, -INFINITY, INFINITY, FLOAT32, 11, e5m2)
 
 /* Sets of dtypes, as bit masks over gr_dtype (a variant's row says which it takes): every dtype, and the
  * dtypes whose element is a C arithmetic type -- all but the small float formats (format not C), whose
- * device element is a 2-byte struct (cuda/device/small_float.cuh) that atomics, the textbook's volatile
- * last warp and pipelined's byte path do not take. */
+ * device element is a 1- or 2-byte struct (cuda/device/small_float.cuh) that atomics, the textbook's
+ * volatile last warp and pipelined's byte path do not take. */
 #define GR_DTYPE_BIT(t) (1u << (t))
 #define GR_SMALL_FLOAT_C 0
 #define GR_SMALL_FLOAT_f16 1
 #define GR_SMALL_FLOAT_bf16 1
+#define GR_SMALL_FLOAT_e4m3 1
+#define GR_SMALL_FLOAT_e5m2 1
 #define GR_DTYPE_SMALL_BIT_(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, \
                             format)                                                                            \
     | (GR_SMALL_FLOAT_##format ? GR_DTYPE_BIT(GR_##E) : 0u)

@@ -27,6 +27,11 @@ size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
         if (len % es)
             luaL_argerror(L, arg, lua_pushfstring(L, "byte string of length %I is not a whole number of %s "
                                                  "elements (%d bytes each)", (lua_Integer)len, gr_dtype_name(t), (int)es));
+        /* a bool element is the byte 0 or 1: any other byte is refused, not read as true */
+        for (size_t i = 0; t == GR_BOOL && i < len; i++)
+            if ((unsigned char)s[i] > 1)
+                luaL_argerror(L, arg, lua_pushfstring(L, "byte %I of the string is %d: a bool element is the byte 0 "
+                                                     "or 1", (lua_Integer)i + 1, (int)(unsigned char)s[i]));
         *out = malloc(len ? len : 1);
         if (!*out) luaL_error(L, "gpureduce: out of host memory");
         memcpy(*out, s, len);
@@ -45,6 +50,9 @@ size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
         if (lua_isinteger(L, -1)) {
             s.kind = GR_SCALAR_INT;
             s.v.i = lua_tointeger(L, -1);
+        } else if (type == LUA_TBOOLEAN && t == GR_BOOL) {
+            s.kind = GR_SCALAR_BOOL;
+            s.v.b = lua_toboolean(L, -1);
         } else if (type == LUA_TNUMBER) {
             s.kind = GR_SCALAR_FLOAT;
             s.v.f = lua_tonumber(L, -1);
@@ -188,7 +196,7 @@ static int b_tostring(lua_State *L) {
 
 static int b_fill(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
-    gr_scalar v = lgr_check_number(L, 2, "value");
+    gr_scalar v = lgr_check_value(L, 2, "value", gr_buffer_dtype(b));
     gr_status st = gr_buffer_fill(lgr_ctx(L), b, v);
     if (st != GR_OK) return lgr_fail(L, st, 0, "value", 2, NULL);
     lua_settop(L, 1);
@@ -225,8 +233,8 @@ static int b_random(lua_State *L) {
     } else {
         gr_dtype_limits(t, &lo, &hi);       /* the dtype list's lowest and highest */
     }
-    if (!lua_isnoneornil(L, 3)) lo = lgr_check_number(L, 3, "lo");
-    if (!lua_isnoneornil(L, 4)) hi = lgr_check_number(L, 4, "hi");
+    if (!lua_isnoneornil(L, 3)) lo = lgr_check_value(L, 3, "lo", t);
+    if (!lua_isnoneornil(L, 4)) hi = lgr_check_value(L, 4, "hi", t);
     gr_status st = gr_buffer_random_at(lgr_ctx(L), b, check_at(L, 5), (uint64_t)seed, lo, hi);
     if (st != GR_OK) return lgr_fail(L, st, 0, "lo", 3, "hi", 4, NULL);
     lua_settop(L, 1);
@@ -307,7 +315,7 @@ static int b_set_element(lua_State *L) {
     lua_Integer n = (lua_Integer)gr_buffer_size(b);
     if (i < 1 || i > n)
         return luaL_argerror(L, 2, lua_pushfstring(L, "index %I out of range (1..%I)", i, n));
-    gr_scalar v = lgr_check_number(L, 3, "value");
+    gr_scalar v = lgr_check_value(L, 3, "value", gr_buffer_dtype(b));
     gr_context *ctx = lgr_ctx(L);
     uint64_t elem;
     gr_status st = gr_scalar_store(ctx, v, gr_buffer_dtype(b), &elem, "value");

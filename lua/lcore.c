@@ -122,6 +122,15 @@ gr_scalar lgr_check_number(lua_State *L, int arg, const char *what) {
     return s;
 }
 
+gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t) {
+    if (t != GR_BOOL) return lgr_check_number(L, arg, what);
+    if (lua_isboolean(L, arg)) return (gr_scalar){GR_SCALAR_BOOL, {.b = lua_toboolean(L, arg)}};
+    if (lua_type(L, arg) != LUA_TNUMBER)
+        luaL_argerror(L, arg, lua_pushfstring(L, "%s: expected a boolean (or 0 or 1), got %s", what,
+                                              luaL_typename(L, arg)));
+    return lgr_check_number(L, arg, what);
+}
+
 void lgr_push_scalar(lua_State *L, gr_scalar s) {
     switch (s.kind) {
     case GR_SCALAR_INT: lua_pushinteger(L, (lua_Integer)s.v.i); break;

@@ -55,6 +55,8 @@ void lgr_track(lua_State *L, size_t bytes);
 /* A Lua number as an engine scalar (integers stay exact, floats stay floats); raises otherwise, booleans
  * included, naming `what` and the type given. */
 gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
+/* A value for an element of dtype t: lgr_check_number, and for bool a Lua boolean too. */
+gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
 /* Pushes the values of a result (one or two); returns how many. */
 int lgr_push_result(lua_State *L, const gr_result *r);

@@ -51,7 +51,7 @@ int lgr_plan(lua_State *L) {
 }
 
 static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
-    lua_createtable(L, 0, 12);
+    lua_createtable(L, 0, 13);
     lgr_set_num(L, "ms", r->ms);
     lgr_set_num(L, "ms_min", r->ms_min);
     lgr_set_num(L, "ms_max", r->ms_max);

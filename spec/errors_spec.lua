@@ -19,7 +19,7 @@ describe("errors", function()
 
   it("name an unknown dtype and list the accepted ones", function()
     expect("bad argument #2 to", gr.buffer, 4, "half")
-    expect("unknown dtype 'half' (accepted: int8, uint8, int32, uint32, int64, uint64, float32, float64, float16, bfloat16)",
+    expect("unknown dtype 'half' (accepted: int8, uint8, int32, uint32, int64, uint64, float32, float64, float16, bfloat16, int16, uint16, bool, float8_e4m3, float8_e5m2)",
       gr.buffer, 4, "half")
     expect("opts.acc: unknown dtype 'float128'", gr.sum, b, { acc = "float128" })
   end)

@@ -175,7 +175,7 @@ describe("gr.kernel", function()
       for _, op in ipairs(gr.ops()) do ok({ op = op, dtype = "float32" }) end
       for _, dtype in ipairs(gr.dtypes()) do ok({ op = "sum", dtype = dtype }) end
       for _, op in ipairs({ "absmax", "max", "var" }) do
-        for _, dtype in ipairs({ "float16", "bfloat16" }) do ok({ op = op, dtype = dtype }) end
+        for _, dtype in ipairs({ "float16", "bfloat16", "float8_e4m3", "float8_e5m2" }) do ok({ op = op, dtype = dtype }) end
       end
       for _, op in ipairs({ "argmax", "var", "norm", "minmax", "and" }) do ok({ op = op, dtype = "int8" }) end
       ok({ op = "sum", dtype = "float32", acc = "float64" })

@@ -36,7 +36,13 @@ local function float_values(dtype)
 end
 
 local function value_list(dtype)
-  if R.is_float(dtype) then return float_values(dtype) end
+  if R.is_float(dtype) then
+    local list = {}       -- the values the format holds (float8_e4m3: no infinity)
+    for _, v in ipairs(float_values(dtype)) do
+      if R.fits(dtype, v) then list[#list + 1] = v end
+    end
+    return list
+  end
   local list = {}
   for _, v in ipairs(INT_VALUES) do
     if R.fits(dtype, v) then list[#list + 1] = v end
@@ -112,9 +118,11 @@ describe("and/or on non-zero data with distinct bits", function()
       check_variant(nil, dtype)
     end)
     for _, v in ipairs(H.variants()) do
-      H.variant_it(v, string.format("%s %s: and is false only with a zero, or is true", v.name, dtype), function()
-        check_variant(v, dtype)
-      end, dtype)
+      if H.takes(v, dtype) then
+        H.variant_it(v, string.format("%s %s: and is false only with a zero, or is true", v.name, dtype), function()
+          check_variant(v, dtype)
+        end)
+      end
     end
   end
 end)

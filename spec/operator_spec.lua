@@ -119,7 +119,8 @@ describe("gr.operator", function()
 
     it("an unknown accumulator, listing the dtypes", function()
       expect("acc: unknown accumulator 'flaot64': neither a dtype (int8, uint8, int32, uint32, int64, uint64, " ..
-        "float32, float64, float16, bfloat16) nor a struct declared in the preamble", gr.operator, spec { acc = "flaot64" })
+        "float32, float64, float16, bfloat16, int16, uint16, bool, float8_e4m3, " ..
+        "float8_e5m2) nor a struct declared in the preamble", gr.operator, spec { acc = "flaot64" })
       expect("acc: 'double' is a C type: name it by its dtype (int8,", gr.operator, spec { acc = "double" })
       expect("acc: 'unsigned int' is a C type", gr.operator, spec { acc = "unsigned int" })
       expect("acc: unknown accumulator 'S'", gr.operator, spec { acc = "S", preamble = "struct T { double s; };" })

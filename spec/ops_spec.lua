@@ -60,7 +60,11 @@ local function fnv(s)
 end
 
 -- a value as an element of the dtype holds it (float32 and the 16-bit formats round)
-local function f32(dtype, x) return R.to_dtype(dtype, x) end
+local function f32(dtype, x)
+  local y = R.to_dtype(dtype, x)
+  if y == nil then y = x < 0 and -R.DTYPES[dtype].fmt.max or R.DTYPES[dtype].fmt.max end  -- past FP8's range
+  return y
+end
 
 local function int_bounds(dtype)
   local d = R.DTYPES[dtype]
@@ -266,14 +270,18 @@ local function magnitudes(lo32, hi32, lo64, hi64, what, small)
     return string.format("%s: |x| in [2^%d, 2^%d)", what, lo, hi + 1)
   end
 end
-GEN.huge = magnitudes(64, 126, 512, 1022, "squares overflow", { float16 = { 8, 15 }, bfloat16 = { 64, 127 } })
-GEN.tiny = magnitudes(-149, -64, -1074, -540, "squares underflow", { float16 = { -24, -8 }, bfloat16 = { -133, -64 } })
+-- (FP8: their own ends too; float8_e4m3's binade of 256 holds 448 at most, so 2^7 is its top here)
+GEN.huge = magnitudes(64, 126, 512, 1022, "squares overflow", { float16 = { 8, 15 }, bfloat16 = { 64, 127 },
+  float8_e4m3 = { 4, 7 }, float8_e5m2 = { 8, 15 } })
+GEN.tiny = magnitudes(-149, -64, -1074, -540, "squares underflow", { float16 = { -24, -8 }, bfloat16 = { -133, -64 },
+  float8_e4m3 = { -9, -4 }, float8_e5m2 = { -16, -8 } })
 -- around the thresholds of Blue's scaled sums (float32: 2^52 and 2^-63, float64: 2^486 and 2^-511):
 -- the accumulators on both sides of one threshold contribute, and are combined (float16 never reaches
 -- them: its own range)
-GEN.near_big = magnitudes(46, 57, 478, 493, "around the big threshold of Blue's sums", { float16 = { 4, 15 } })
+GEN.near_big = magnitudes(46, 57, 478, 493, "around the big threshold of Blue's sums", { float16 = { 4, 15 },
+  float8_e4m3 = { 0, 7 }, float8_e5m2 = { 4, 15 } })
 GEN.near_small = magnitudes(-69, -57, -518, -505, "around the small threshold of Blue's sums",
-  { float16 = { -24, -4 } })
+  { float16 = { -24, -4 }, float8_e4m3 = { -9, -1 }, float8_e5m2 = { -16, -4 } })
 
 -- a large offset plus small noise: the one-pass textbook variance cancels catastrophically here
 function GEN.offset(rng, dtype, n, v)
@@ -283,6 +291,9 @@ function GEN.offset(rng, dtype, n, v)
   if dtype == "float32" then big, bits = 1e4, 10 end
   if dtype == "float16" then big, bits = 512, 1 end
   if dtype == "bfloat16" then big, bits = 16, 3 end
+  -- FP8: 8 (e4m3) or 4 (e5m2) and the value one below, the last bit of the format there
+  if dtype == "float8_e4m3" then big, bits = 8, 0 end
+  if dtype == "float8_e5m2" then big, bits = 4, 0 end
   local unit, span = 2.0 ^ -bits, 1 << bits
   for i = 1, n do v[i] = big + rng:range(-span, span - 1) * unit end
   return string.format("%g plus noise in [-1, 1)", big)
@@ -335,7 +346,13 @@ end
 -- terms; the 16-bit formats round them once, nearest even).
 local function generate(name, rng, dtype, n, v)
   local desc = GEN[name](rng, dtype, n, v)
-  if R.DTYPES[dtype].small then for i = 1, n do v[i] = R.to_dtype(dtype, v[i]) end end
+  local d = R.DTYPES[dtype]
+  if d.small then
+    -- a value past the format (FP8's largest are 448 and 57344; float8_e4m3 has no infinity) is held
+    -- at the largest finite value of its sign: the set keeps its extremes
+    for i = 1, n do v[i] = R.to_dtype(dtype, v[i]) or (v[i] < 0 and -d.fmt.max or d.fmt.max) end
+  end
+  R.boolify(dtype, v)                 -- bool: the set's non-zero values as 1
   return desc
 end
 
@@ -541,10 +558,10 @@ local function run_group(v, op, dtype, sizes)
   report(failures, total)
 end
 
-local function variants_taking(op)
+local function variants_taking(op, dtype)
   local out = {}
   for _, v in ipairs(H.variants()) do
-    if contains(v.ops, op) then out[#out + 1] = v end
+    if contains(v.ops, op) and (not dtype or H.takes(v, dtype)) then out[#out + 1] = v end
   end
   out[#out + 1] = AUTO
   return out
@@ -557,14 +574,14 @@ local function sizes_text(sizes) return "n=" .. table.concat(sizes, ",") end
 describe("new reductions against the reference", function()
   for _, dtype in ipairs(gr.dtypes()) do
     for _, op in ipairs(NEW_OPS) do
-      for _, v in ipairs(variants_taking(op)) do
+      for _, v in ipairs(variants_taking(op, dtype)) do
         local large = H.needs_cuda(v) and GPU_LARGE or LARGE
         -- auto: on a GPU the device kernels; on the CPU backend it is the cpu variant, so 4097 is enough
         if v.auto then large = H.has_gpu and GPU_LARGE or { 4097 } end
         for _, sizes in ipairs({ SMALL, large }) do
           H.variant_it(v, string.format("%s %s %s %s", v.name, op, dtype, sizes_text(sizes)), function()
             run_group(v, op, dtype, sizes)
-          end, dtype)
+          end)
         end
       end
     end
@@ -584,7 +601,8 @@ describe("new reductions of streamed host data", function()
     for _, v in ipairs(vs) do
       H.variant_it(v, string.format("streamed %s through %s, every dtype, %s", op, v.name, sizes_text(STREAM_SIZES)), function()
         local failures, total = {}, 0
-        for _, dtype in ipairs(H.dtypes_taken(v)) do
+        for _, dtype in ipairs(gr.dtypes()) do
+          if not H.takes(v, dtype) then goto next_dtype end
           for _, n in ipairs(STREAM_SIZES) do
             for _, set in ipairs(sets_of(dtype, op, n, "host")) do
               for _, cfg in ipairs(configs) do
@@ -597,6 +615,7 @@ describe("new reductions of streamed host data", function()
               end
             end
           end
+          ::next_dtype::
         end
         report(failures, total)
       end)
@@ -607,9 +626,10 @@ end)
 -- values around a slice that change the result if a reduction reads outside its view
 local function poison(op, dtype)
   if H.is_float(dtype) then
-    if op == "nansum" or op == "nanmean" then return R.DTYPES[dtype].small and 0x1p14 or 0x1p20 end
-    if op == "nanmin" then return -inf end
-    if op == "nanmax" then return inf end
+    local d = R.DTYPES[dtype]
+    if op == "nansum" or op == "nanmean" then return d.small and math.min(0x1p14, d.fmt.max) or 0x1p20 end
+    if op == "nanmin" then return d.fmt.no_inf and -d.fmt.max or -inf end
+    if op == "nanmax" then return d.fmt.no_inf and d.fmt.max or inf end
     if op == "count" then return 1.0 end
     return nan
   end
@@ -617,6 +637,7 @@ local function poison(op, dtype)
   if op == "argmin" or op == "nanmin" or op == "minmax" then return lo end
   if op == "argmax" or op == "nanmax" then return hi end
   if op == "absmax" then return H.is_unsigned(dtype) and hi or lo end     -- the largest magnitude
+  if R.DTYPES[dtype].bool then return 1 end       -- bool: true, the value that shows in every op
   return 0x5A
 end
 
@@ -632,8 +653,8 @@ describe("new reductions of slices", function()
         v.name, N, PAD_LO + 1), function()
         local failures, total = {}, 0
         for _, op in ipairs(ops) do
-          for _, dtype in ipairs(H.dtypes_taken(v)) do
-            local names = set_names(dtype, op, N)
+          for _, dtype in ipairs(gr.dtypes()) do
+            local names = H.takes(v, dtype) and set_names(dtype, op, N) or {}
             for _, name in ipairs({ names[1], names[2] }) do
               local rng = R.rng(fnv(table.concat({ "slice", dtype, op, name }, ":")))
               local vals = {}
@@ -686,6 +707,7 @@ describe("new reductions of an empty buffer", function()
               local want
               if op == "count" then want = 0
               elseif op == "norm" then want = 0.0
+              elseif op == "absmax" and R.DTYPES[dtype].bool then want = false     -- |x| of a bool is the bool
               else want = float and 0.0 or 0 end
               assert(got == want and math.type(got) == math.type(want),
                 string.format("%s: got %s (%s), expected %s (%s)", label, tostring(got), math.type(got), tostring(want),
@@ -707,12 +729,12 @@ describe("ddof", function()
   for _, v in ipairs(vs) do
     H.variant_it(v, v.name .. ": var and std with ddof 0, 1, 2, n - 1, n and past n (NaN), every dtype", function()
       local failures, total = {}, 0
-      for _, dtype in ipairs(H.dtypes_taken(v)) do
+      for _, dtype in ipairs(gr.dtypes()) do
         for _, n in ipairs({ 1, 2, 3, 33, 1025 }) do
           local rng = R.rng(fnv("ddof:" .. dtype .. ":" .. n))
           local vals = {}
           local desc = GEN.small(rng, dtype, n, vals)
-          local b = gr.buffer(vals, dtype)
+          local b = gr.buffer(R.boolify(dtype, vals), dtype)
           local set = { name = "small", desc = desc, values = vals, b = b, bytes = b:tobytes(), n = n }
           for _, op in ipairs({ "var", "std" }) do
             for _, ddof in ipairs({ 0, 1, 2, n - 1, n, n + 3 }) do

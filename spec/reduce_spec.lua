@@ -16,6 +16,7 @@ describe("reductions against the reference", function()
     for _, op in ipairs(H.classic_ops) do
       for _, n in ipairs(H.edge_sizes) do
         for _, v in ipairs(variants) do
+          if not H.takes(v, dtype) then goto next_variant end
           local title = string.format("%s %s %s n=%d", v.name, op, dtype, n)
           H.variant_it(v, title, function()
             local c = case(dtype, op, n)
@@ -27,7 +28,8 @@ describe("reductions against the reference", function()
             local got = gr.reduce(c.b, { op = op, variant = v.name })
             H.assert_close(got, c.want, H.tolerance(dtype, op), title, c.magnitude)
             assert(c.b:tobytes() == c.bytes, title .. ": the input buffer changed")
-          end, dtype)
+          end)
+          ::next_variant::
         end
       end
     end

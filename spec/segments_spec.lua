@@ -46,6 +46,7 @@ local function wide_value(rng, dtype)
   if R.is_float(dtype) then
     local x = (rng:float() * 2 - 1) * 2.0 ^ rng:range(-20, 20)
     if R.DTYPES[dtype].small then x = x * 2.0 ^ -8 end     -- within float16's range
+    if R.DTYPES[dtype].small and R.DTYPES[dtype].fmt.p <= 4 then x = x * 2.0 ^ -4 end   -- and FP8's
     return R.to_dtype(dtype, x)
   end
   return rng:int(dtype)
@@ -69,8 +70,10 @@ local function tricky_values(rng, dtype, n, v)
   if R.is_float(dtype) then
     v[spots[1]] = -0.0
     v[spots[2]] = nan
-    v[spots[3]] = inf
-    v[spots[4]] = -inf
+    -- (float8_e4m3 has no infinity: its largest values instead)
+    local big = R.DTYPES[dtype].small and R.DTYPES[dtype].fmt.no_inf and R.DTYPES[dtype].fmt.max or inf
+    v[spots[3]] = big
+    v[spots[4]] = -big
     if n > 8 then v[n - 3] = nan end
   else
     v[spots[2]] = lo
@@ -87,7 +90,7 @@ local function make_values(dtype, n, set, seed)
   else
     tricky_values(rng, dtype, n, v)
   end
-  return v
+  return R.boolify(dtype, v)          -- bool: the values that are not 0 as 1
 end
 
 ---------------------------------------------------------------------------------------------------
@@ -158,6 +161,12 @@ local function smallest(dtype) local lo = int_range(dtype) return lo end
 --- The check of an empty segment's result(s): true, or false and why.
 local function check_empty(op, dtype, got, got2)
   local isf = R.is_float(dtype)
+  -- the largest value of a float format: its infinity, or float8_e4m3's 448 (it has none)
+  local inf = isf and R.DTYPES[dtype].fmt.no_inf and R.DTYPES[dtype].fmt.max or inf
+  if R.DTYPES[dtype].bool and op ~= "and" and op ~= "or" then     -- bool results as the numbers 0 and 1
+    if type(got) == "boolean" then got = got and 1 or 0 end
+    if type(got2) == "boolean" then got2 = got2 and 1 or 0 end
+  end
   if NAN_WHEN_EMPTY[op] then
     return got ~= got, "expected NaN"
   elseif op == "argmin" or op == "argmax" then

@@ -427,3 +427,51 @@ describe("small floats #formats", function()
     end
   end)
 end)
+
+-- ---- the FP8 formats as dtypes: the element conversions of the buffers ------------------------------
+
+describe("small floats #formats as dtypes", function()
+  for _, F in ipairs(FORMATS) do
+    if F.fp8 then
+      it(F.name .. ": every one of the 256 patterns read from bytes and stored back from its value", function()
+        local check, done = collector()
+        local bytes = {}
+        for p = 0, 255 do bytes[p + 1] = string.char(p) end
+        local values = gr.buffer(table.concat(bytes), F.name):totable()
+        for p = 0, 255 do
+          local want, sign = ref_decode(F, p)
+          local got = values[p + 1]
+          if want then
+            check(same(got, want), "%s 0x%02x read as %s, expected %s", F.name, p, hex(got), hex(want))
+            local back = gr.buffer({ got }, F.name):tobytes():byte()
+            check(back == p, "%s 0x%02x stored back as 0x%02x", F.name, p, back)
+          else
+            -- a NaN: read as a NaN of its sign, stored back as the format's quiet NaN of that sign
+            check(got ~= got, "%s 0x%02x read as %s, expected NaN", F.name, p, hex(got))
+            local back = gr.buffer({ got }, F.name):tobytes():byte()
+            check(back == (sign << 7 | F.nan), "%s NaN 0x%02x stored back as 0x%02x", F.name, p, back)
+          end
+        end
+        done()
+      end)
+    end
+  end
+
+  H.gpu_it("the FP8 device element widens every pattern as the host does (min, max, sum of each alone)", function()
+    for _, F in ipairs(FORMATS) do
+      if F.fp8 then
+        local check, done = collector()
+        for p = 0, 255 do
+          local h = gr.buffer(string.char(p), F.name, { where = "host" })
+          local d = gr.buffer(string.char(p), F.name)
+          for _, op in ipairs({ "min", "max", "sum", "absmax", "count" }) do
+            local want, got = gr.reduce(h, { op = op }), gr.reduce(d, { op = op, variant = "warp_shuffle" })
+            check(same(want, got) or (want ~= want and got ~= got), "%s 0x%02x %s: device %s, host %s", F.name, p,
+              op, hex(got), hex(want))
+          end
+        end
+        done()
+      end
+    end
+  end)
+end)

@@ -8,7 +8,9 @@ describe("streamed reductions", function()
     for _, op in ipairs(H.classic_ops) do       -- the later ops streamed: ops_spec.lua
       it(string.format("of a pinned %s buffer, %s, in many chunks on 3 streams", dtype, op), function()
         local h = H.fill_case(gr.buffer(300007, dtype, { where = "host" }), dtype, op, 17)
-        local want, magnitude = H.reference(h:totable(), dtype, op)
+        local R = require "support.fuzz_reference"
+        local want, magnitude = H.reference(R.boolify(dtype, h:totable()), dtype, op)
+        if R.DTYPES[dtype].bool and (op == "min" or op == "max") then want = want == 1 end
         for _, cfg in ipairs({ { chunk = 4096, streams = 3 }, { chunk = 1 << 20, streams = 1 }, {} }) do
           local got = gr.reduce(h, { op = op, streamed = true, chunk = cfg.chunk, streams = cfg.streams })
           H.assert_close(got, want, H.tolerance(dtype, op), dtype .. " " .. op, magnitude)

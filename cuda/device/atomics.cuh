@@ -17,17 +17,18 @@ namespace gr {
  *   prod     every type: CAS loop (32-bit word for float, 64-bit for double and u64).
  *   min/max  int32, uint32, int64, uint64: atomicMin/atomicMax (as int, unsigned, long long, unsigned
  *            long long: same width and signedness). float, double: CAS loop, so a NaN propagates as in
- *            Op::combine. int8, uint8: CAS loop on the aligned 32-bit word holding the byte.
+ *            Op::combine. int8, uint8, int16, uint16: CAS loop on the aligned 32-bit word holding the
+ *            value.
  *   and/or   1-byte flags: atomicAnd / atomicOr on the aligned 32-bit word holding the byte, with the
  *            other bytes masked to leave them as they are (and: ...ff v ff..., or: ...00 v 00...).
  * The CAS loops read the word, combine, and swap only if nobody changed it meanwhile; a failed swap
  * returns the current word and the loop combines again. They compare bits, not values, so a NaN in the
- * word can't make them spin. The other bytes of the word that holds a 1-byte value are compared and
- * written back as they are. */
+ * word can't make them spin. The other bytes of the word that holds a 1- or 2-byte value are compared
+ * and written back as they are. */
 namespace detail {
 
-/* The aligned 32-bit word holding a byte, and where the byte sits in it (little-endian: byte k of the
- * word is bits 8k..8k+7). */
+/* The aligned 32-bit word holding a byte (or a 2-aligned 2-byte value), and where it sits in it
+ * (little-endian: byte k of the word is bits 8k..8k+7). */
 GR_DEV unsigned *word_holding(void *addr, unsigned *shift) {
     const uptr at = reinterpret_cast<uptr>(addr);
     *shift = unsigned(at & 3) * 8;
@@ -36,18 +37,21 @@ GR_DEV unsigned *word_holding(void *addr, unsigned *shift) {
 
 template <class Op> GR_DEV void atomic_combine_cas(typename Op::acc_t *addr, typename Op::acc_t v) {
     using Acc = typename Op::acc_t;
-    if constexpr (sizeof(Acc) == 1) {
+    if constexpr (sizeof(Acc) < 4) {
+        /* a 1- or 2-byte value (2-byte ones are 2-aligned, so they never straddle two words) */
+        using B = conditional_t<sizeof(Acc) == 1, u8, u16>;
+        constexpr unsigned mask = sizeof(Acc) == 1 ? 0xffu : 0xffffu;
         unsigned shift;
         unsigned *word = word_holding(addr, &shift);
         unsigned old = *word, assumed;
         do {
             assumed = old;
-            const Acc cur = bit_cast<Acc>(u8(assumed >> shift));
-            const unsigned byte = bit_cast<u8>(Op::combine(cur, v));
-            old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | (byte << shift));
+            const Acc cur = bit_cast<Acc>(B(assumed >> shift));
+            const unsigned bits = bit_cast<B>(Op::combine(cur, v));
+            old = atomicCAS(word, assumed, (assumed & ~(mask << shift)) | (bits << shift));
         } while (old != assumed);
     } else {
-        static_assert(sizeof(Acc) == 4 || sizeof(Acc) == 8, "atomic_combine: 1, 4 or 8-byte values");
+        static_assert(sizeof(Acc) == 4 || sizeof(Acc) == 8, "atomic_combine: 1, 2, 4 or 8-byte values");
         using W = conditional_t<sizeof(Acc) == 4, unsigned, unsigned long long>;
         W *word = reinterpret_cast<W *>(addr);
         W old = *word, assumed;

@@ -21,8 +21,9 @@ namespace gr {
 template <class T> GR_DEV T load_volatile(const T *p) {
     if constexpr (is_arithmetic_v<T>) {
         return *reinterpret_cast<volatile const T *>(p);
-    } else if constexpr (sizeof(T) == 2) {          /* a small float element (small_float.cuh): its bits */
-        const u16 bits = *reinterpret_cast<volatile const u16 *>(p);
+    } else if constexpr (sizeof(T) < 4) {           /* a small float element (small_float.cuh): its bits */
+        using B = conditional_t<sizeof(T) == 1, u8, u16>;
+        const B bits = *reinterpret_cast<volatile const B *>(p);
         return bit_cast<T>(bits);
     } else {
         static_assert(sizeof(T) % 4 == 0, "load_volatile: whole 32-bit words");

@@ -140,7 +140,7 @@ template <class T, bool kMin> struct NanExtreme {
  * Sum. host_ops.c's GR_MAP_ABS is the host's, the same steps. */
 template <class Acc, class T> GR_HOSTDEV Acc magnitude(T x) {
     if constexpr (is_small_float_v<Acc>) {
-        return Acc::of_bits(x.bits & 0x7fffu);      /* absmax keeps a small float: its sign bit cleared */
+        return Acc::of_bits(x.bits & (Acc::kSign - 1u));     /* absmax keeps a small float: its sign cleared */
     } else if constexpr (is_float_v<T>) {
         const Acc v = Acc(x);
         return v <= Acc(0) ? Acc(0) - v : v;
@@ -158,7 +158,7 @@ template <class Acc> struct AbsMax {
     using acc_t = Acc;
     static constexpr bool kIndexed = false;
     static GR_HOSTDEV Acc identity() {
-        if constexpr (is_small_float_v<Acc>) return Acc::of_bits(0u);     /* +0, as a pattern */
+        if constexpr (is_small_float_v<Acc>) return Acc::of_bits(0);     /* +0: a small float is its bits */
         else return Acc(0);
     }
     template <class T> static GR_HOSTDEV Acc load(T x) { return magnitude<Acc>(x); }

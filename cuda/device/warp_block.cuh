@@ -9,15 +9,16 @@
 namespace gr {
 
 /* __shfl_down_sync has overloads for 4- and 8-byte arithmetic types only: bytes and shorts travel
- * widened, a 2-byte element of a small float format (small_float.cuh) as its bits widened, anything
+ * widened, a 1- or 2-byte element of a small float format (small_float.cuh) as its bits widened, anything
  * else (an accumulator struct) one 32-bit word at a time. */
 template <class T> GR_DEV T shfl_down(T v, unsigned delta) {
     if constexpr (is_arithmetic_v<T> && sizeof(T) < 4) {
         return T(__shfl_down_sync(kFullMask, int(v), delta));
     } else if constexpr (is_arithmetic_v<T>) {
         return __shfl_down_sync(kFullMask, v, delta);
-    } else if constexpr (sizeof(T) == 2) {
-        return bit_cast<T>(u16(__shfl_down_sync(kFullMask, unsigned(bit_cast<u16>(v)), delta)));
+    } else if constexpr (sizeof(T) < 4) {           /* a small float element: its bits */
+        using B = conditional_t<sizeof(T) == 1, u8, u16>;
+        return bit_cast<T>(B(__shfl_down_sync(kFullMask, unsigned(bit_cast<B>(v)), delta)));
     } else {
         static_assert(sizeof(T) % 4 == 0, "shfl_down: an accumulator struct must be whole 32-bit words");
         unsigned w[sizeof(T) / 4];
@@ -35,8 +36,9 @@ template <class T> GR_DEV T shfl_xor(T v, unsigned mask) {
         return T(__shfl_xor_sync(kFullMask, int(v), mask));
     } else if constexpr (is_arithmetic_v<T>) {
         return __shfl_xor_sync(kFullMask, v, mask);
-    } else if constexpr (sizeof(T) == 2) {
-        return bit_cast<T>(u16(__shfl_xor_sync(kFullMask, unsigned(bit_cast<u16>(v)), mask)));
+    } else if constexpr (sizeof(T) < 4) {
+        using B = conditional_t<sizeof(T) == 1, u8, u16>;
+        return bit_cast<T>(B(__shfl_xor_sync(kFullMask, unsigned(bit_cast<B>(v)), mask)));
     } else {
         unsigned w[sizeof(T) / 4];
         memcpy(w, &v, sizeof(T));

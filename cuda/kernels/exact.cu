@@ -281,6 +281,8 @@ template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
     /* widened exactly on load (small_float.cuh), as exact.c's read_of reads them on the host */
     case GR_FLOAT16: return by_sums(Tag<f16>{});
     case GR_BFLOAT16: return by_sums(Tag<bf16>{});
+    case GR_FLOAT8_E4M3: return by_sums(Tag<e4m3>{});
+    case GR_FLOAT8_E5M2: return by_sums(Tag<e5m2>{});
     default: return cudaErrorInvalidValue;
     }
 }

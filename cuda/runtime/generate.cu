@@ -2,7 +2,7 @@
  * generate.cu -- fill, iota and random contents of device buffers, generated on the device.
  *
  * random() uses the same counter-based hash as the CPU backend (engine/ops/gen_element.h): the same seed
- * gives the same bits on every backend and for every launch shape. float16 and bfloat16 elements
+ * gives the same bits on every backend and for every launch shape. float16, bfloat16 and FP8 elements
  * (cuda/device/small_float.cuh) are written as patterns by the host's code: fill's value and iota's
  * start + i * step narrowed once to nearest even by engine/base/small_floats.h, keeping the pattern's low
  * bits where the value does not fit (the infinity, as the host's unchecked writer gr_scalar_put does), and
@@ -25,10 +25,7 @@ unsigned blocks_for(size_t n) {
 }
 
 /* The pattern of x rounded once in a small float format, its low bits kept (gr_scalar_put's rule). */
-template <class T> __host__ __device__ T narrow_small(double x) {
-    if constexpr (std::is_same_v<T, gr::f16>) return T::of_bits(gr_f16_from_double(x));
-    else return T::of_bits(gr_bf16_from_double(x));
-}
+template <class T> __host__ __device__ T narrow_small(double x) { return T::of_bits(gr::small_from_double<T::kFormat>(x)); }
 
 template <class T> __global__ void fill_kernel(T *p, size_t n, T v) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
@@ -53,6 +50,8 @@ template <class T> __global__ void random_kernel(T *p, size_t n, uint64_t seed, 
         else if constexpr (std::is_same_v<T, double>) p[i] = gr_random_real(h, flo, fhi);
         else if constexpr (std::is_same_v<T, gr::f16>) p[i] = T::of_bits(gr_random_f16(h, flo, fhi));
         else if constexpr (std::is_same_v<T, gr::bf16>) p[i] = T::of_bits(gr_random_bf16(h, flo, fhi));
+        else if constexpr (std::is_same_v<T, gr::e4m3>) p[i] = T::of_bits(gr_random_e4m3(h, flo, fhi));
+        else if constexpr (std::is_same_v<T, gr::e5m2>) p[i] = T::of_bits(gr_random_e5m2(h, flo, fhi));
         else p[i] = T(gr_random_bits(seed, first + i, ilo, ihi));
     }
 }

@@ -39,6 +39,7 @@ int gr_dtype_is_float(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT && dtype
 int gr_dtype_is_signed(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT && dtypes[t].is_signed; }
 gr_dtype gr_dtype_float_acc(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].float_acc : GR_FLOAT64; }
 int gr_dtype_nccl(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT ? dtypes[t].nccl : -1; }
+int gr_dtype_is_bool(gr_dtype t) { return (unsigned)t < GR_DTYPE_COUNT && dtypes[t].highest.kind == GR_SCALAR_BOOL; }
 
 void gr_dtype_limits(gr_dtype t, gr_scalar *lowest, gr_scalar *highest) {
     gr_scalar none = {GR_SCALAR_INT, {.i = 0}};
@@ -74,7 +75,8 @@ static gr_status out_of_range(gr_context *ctx, const char *what, gr_scalar s, gr
     if (s.kind == GR_SCALAR_FLOAT) gr_format_float(v, sizeof v, s.v.f);
     else if (s.kind == GR_SCALAR_UINT) snprintf(v, sizeof v, "%llu", (unsigned long long)s.v.u);
     else snprintf(v, sizeof v, "%lld", (long long)s.v.i);
-    return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s", v, gr_dtype_name(t));
+    return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s%s", v, gr_dtype_name(t),
+                       gr_dtype_is_bool(t) ? " (it takes true, false, 0 or 1)" : "");
 }
 
 /* A number of any kind as a double. */
@@ -89,9 +91,13 @@ static int to_kind(gr_scalar s, gr_dtype t, gr_scalar *v) {
     v->kind = hi.kind;
     switch (hi.kind) {
     case GR_SCALAR_FLOAT: v->v.f = as_double(s); return 1;
-    case GR_SCALAR_BOOL: return 0;      /* no dtype of this kind yet: the one that brings it says what it takes */
+    case GR_SCALAR_BOOL:
+        /* bool takes a boolean, or a number that is 0 or 1 (any other refused: no truthiness) */
+        v->v.b = s.kind == GR_SCALAR_BOOL ? s.v.b != 0 : as_double(s) == 1.0;
+        return s.kind == GR_SCALAR_BOOL || as_double(s) == 0.0 || as_double(s) == 1.0;
     case GR_SCALAR_INT: case GR_SCALAR_UINT: break;
     }
+    if (s.kind == GR_SCALAR_BOOL) return 0;
     int neg = 0;
     uint64_t mag;
     if (s.kind == GR_SCALAR_FLOAT) {
@@ -134,14 +140,18 @@ static int to_kind(gr_scalar s, gr_dtype t, gr_scalar *v) {
     } while (0)
 #define GR_ENCODE_f16(...) GR_ENCODE_SF(f16, __VA_ARGS__)
 #define GR_ENCODE_bf16(...) GR_ENCODE_SF(bf16, __VA_ARGS__)
+#define GR_ENCODE_e4m3(...) GR_ENCODE_SF(e4m3, __VA_ARGS__)
+#define GR_ENCODE_e5m2(...) GR_ENCODE_SF(e5m2, __VA_ARGS__)
 #define GR_DECODE_C(e) (e)
 #define GR_DECODE_f16(e) gr_f16_to_double(e)
 #define GR_DECODE_bf16(e) gr_bf16_to_double(e)
+#define GR_DECODE_e4m3(e) gr_e4m3_to_double(e)
+#define GR_DECODE_e5m2(e) gr_e5m2_to_double(e)
 
 gr_status gr_scalar_store(gr_context *ctx, gr_scalar s, gr_dtype t, void *out, const char *what) {
-    if (s.kind == GR_SCALAR_BOOL)
-        return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
     if ((unsigned)t >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
+    if (s.kind == GR_SCALAR_BOOL && !gr_dtype_is_bool(t))
+        return gr_fail_arg(ctx, GR_EINVAL, what, "expected a number, got a boolean");
     gr_scalar v;
     if (!to_kind(s, t, &v)) return out_of_range(ctx, what, s, t);
     switch (t) {
@@ -168,7 +178,11 @@ static int64_t put_int(gr_scalar s) {
 static uint64_t put_uint(gr_scalar s) {
     return s.kind == GR_SCALAR_FLOAT ? (uint64_t)s.v.f : s.kind == GR_SCALAR_BOOL ? s.v.b != 0 : s.v.u;
 }
-/* (no dtype of kind BOOL yet: the one that brings it defines GR_PUT_BOOL, as to_kind says what it takes) */
+/* bool: whether the value is not zero (NaN is not), as C converts to _Bool */
+static int put_bool(gr_scalar s) {
+    return s.kind == GR_SCALAR_FLOAT ? s.v.f != 0.0 : s.kind == GR_SCALAR_BOOL ? s.v.b != 0 : s.v.u != 0;
+}
+#define GR_PUT_BOOL put_bool
 #define GR_PUT_INT put_int
 #define GR_PUT_UINT put_uint
 #define GR_PUT_FLOAT as_double
@@ -178,6 +192,8 @@ static uint64_t put_uint(gr_scalar s) {
 #define GR_NARROW_C(x) (x)
 #define GR_NARROW_f16(x) gr_f16_from_double(x)
 #define GR_NARROW_bf16(x) gr_bf16_from_double(x)
+#define GR_NARROW_e4m3(x) gr_e4m3_from_double(x)
+#define GR_NARROW_e5m2(x) gr_e5m2_from_double(x)
 
 void gr_scalar_put(void *p, gr_dtype t, gr_scalar s) {
     switch (t) {

@@ -12,6 +12,8 @@
 gr_dtype gr_dtype_float_acc(gr_dtype t);
 /* NCCL's ncclDataType_t for t, -1 where NCCL has none. */
 int gr_dtype_nccl(gr_dtype t);
+/* Whether t's elements read as booleans (the BOOL kind of lists.h: one byte, 0 or 1). */
+int gr_dtype_is_bool(gr_dtype t);
 
 /* The shortest decimal form that reads back as the same double, marked as a float ("-1.0", "1e+39"):
  * how a value that does not fit a dtype is named in the message ("1e+39 does not fit in float32"). */

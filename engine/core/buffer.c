@@ -9,6 +9,7 @@
  */
 #include "core/buffer.h"
 #include "ops/cpu_backend.h"
+#include "base/dtype.h"
 #include "base/device.h"
 #include "core/context.h"
 #include "base/error.h"
@@ -242,6 +243,8 @@ static gr_status normalize(gr_context *ctx, gr_scalar in, gr_dtype t, const char
     gr_status s = gr_scalar_store(ctx, in, t, &e, what);
     if (s != GR_OK) return s;
     *out = gr_scalar_load(&e, t);
+    /* a bool is generated as the unsigned integer 0 or 1 (its element's byte) */
+    if (out->kind == GR_SCALAR_BOOL) *out = (gr_scalar){GR_SCALAR_UINT, {.u = (uint64_t)(out->v.b != 0)}};
     /* keep the double: iota and random compute in double and round once */
     if (out->kind == GR_SCALAR_FLOAT)
         out->v.f = in.kind == GR_SCALAR_FLOAT ? in.v.f : in.kind == GR_SCALAR_UINT ? (double)in.v.u : (double)in.v.i;
@@ -277,6 +280,9 @@ gr_status gr_buffer_iota(gr_context *ctx, gr_buffer *b, gr_scalar start, gr_scal
 
 gr_status gr_buffer_iota_at(gr_context *ctx, gr_buffer *b, uint64_t first, gr_scalar start, gr_scalar step) {
     ctx = gr_ctx_for(ctx, b);
+    /* a sequence of bools would be 0, 1 and then nothing: refused rather than given a meaning */
+    if (gr_dtype_is_bool(b->dtype))
+        return gr_fail_arg(ctx, GR_EINVAL, "iota", "bool buffers have no sequence (fill or random them instead)");
     gr_scalar a, d;
     gr_status s = normalize(ctx, start, b->dtype, "start", &a);
     if (s == GR_OK && gr_dtype_is_float(b->dtype)) s = normalize(ctx, step, b->dtype, "step", &d);

@@ -130,6 +130,8 @@ static gr_status start(const run *r, gr_cpu_acc *acc) {
 
 /* acc = reduce(acc, map(x, i)) for element x, whose ordinal in the whole array is `at` (for messages). */
 static gr_status step(const run *r, gr_cpu_acc *acc, gr_scalar x, uint64_t i, size_t at) {
+    /* a bool element is the number 0 or 1, as the device's unsigned char is */
+    if (x.kind == GR_SCALAR_BOOL) x = (gr_scalar){GR_SCALAR_UINT, {.u = (uint64_t)(x.v.b != 0)}};
     if (r->acc >= 0 && !convert(x, &r->acc_form, &x)) {
         char shown[64];
         show(shown, sizeof shown, x);

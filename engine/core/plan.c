@@ -144,7 +144,7 @@ static gr_status exact_takes(gr_context *ctx, const gr_options *o, gr_dtype t) {
                            "combine is the user's) (accepted with operators: not_guaranteed, run_to_run)");
     if (!gr_x_sums_of(o->op) || !gr_exact_takes(t))
         return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' is available for sum, nansum, asum, "
-                           "mean, nanmean, sumsq, norm, var and std of float32 and float64 (not %s of %s) (accepted "
+                           "mean, nanmean, sumsq, norm, var and std of the float dtypes (not %s of %s) (accepted "
                            "here: not_guaranteed, run_to_run)", gr_op_name(o->op), gr_dtype_name(t));
     return GR_OK;
 }

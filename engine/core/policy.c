@@ -21,11 +21,15 @@ int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op o
 }
 
 /* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
- * that pipelined does not take (GR_OPS_PIPELINED) runs on warp_shuffle, which takes every op. */
+ * or a dtype that pipelined does not take (GR_OPS_PIPELINED; its row's dtypes: not the FP8 formats,
+ * whose 1-byte elements are small_float.cuh's structs) runs on warp_shuffle, which takes every op and
+ * every dtype. bool is a byte of 0 or 1, which pipelined takes as uint8. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
     static int pipelined = -1, warp_shuffle = -1;
-    int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op));
-    return bytes ? gr_catalogue_index("pipelined", &pipelined) : gr_catalogue_index("warp_shuffle", &warp_shuffle);
+    int p = gr_catalogue_index("pipelined", &pipelined);
+    int bytes = gr_dtype_size(t) == 1 && (GR_OPS_PIPELINED & GR_OP_BIT(op)) &&
+                (gr_variant_row_get(p)->dtypes & GR_DTYPE_BIT(t));
+    return bytes ? p : gr_catalogue_index("warp_shuffle", &warp_shuffle);
 }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every

@@ -68,6 +68,8 @@ void gr_text_nvrtc_names(gr_text *t) {
 #define GR_SMALL_DEVICE_TYPE_C NULL
 #define GR_SMALL_DEVICE_TYPE_f16 "::gr::f16"
 #define GR_SMALL_DEVICE_TYPE_bf16 "::gr::bf16"
+#define GR_SMALL_DEVICE_TYPE_e4m3 "::gr::e4m3"
+#define GR_SMALL_DEVICE_TYPE_e5m2 "::gr::e5m2"
 static const char *gr_small_float_device_type(gr_dtype t) {
 #define SMALL_TYPE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
     if (t == GR_##E) return GR_SMALL_DEVICE_TYPE_##format;

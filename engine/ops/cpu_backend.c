@@ -206,7 +206,10 @@ void gr_cpu_random(void *p, size_t n, gr_dtype t, uint64_t first, uint64_t seed,
         case GR_FLOAT64: ((double *)p)[i] = gr_random_real(h, lo.v.f, hi.v.f); break;
         case GR_FLOAT16: ((uint16_t *)p)[i] = (uint16_t)gr_random_f16(h, lo.v.f, hi.v.f); break;
         case GR_BFLOAT16: ((uint16_t *)p)[i] = (uint16_t)gr_random_bf16(h, lo.v.f, hi.v.f); break;
-        case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
+        case GR_FLOAT8_E4M3: ((uint8_t *)p)[i] = (uint8_t)gr_random_e4m3(h, lo.v.f, hi.v.f); break;
+        case GR_FLOAT8_E5M2: ((uint8_t *)p)[i] = (uint8_t)gr_random_e5m2(h, lo.v.f, hi.v.f); break;
+        case GR_INT8: case GR_UINT8: case GR_INT16: case GR_UINT16: case GR_INT32: case GR_UINT32: case GR_INT64:
+        case GR_UINT64: case GR_BOOL:      /* bool: lo, hi are 0 and 1 by default */
             put_bits(p, i, t, gr_random_bits(seed, first + i, lo.v.u, hi.v.u));
             break;
         case GR_DTYPE_COUNT: break;

@@ -282,21 +282,29 @@ typedef unsigned __int128 u128;
 #define SQ_64(v) ((uint64_t)(v) * (uint64_t)(v))
 
 /* var/std and norm of integers of up to 32 bits: exact sums (ops.h's moments and squares): the wrapping
- * 64-bit sum of the elements and the 128-bit sum of their squares. 8-bit data in 64-bit lanes, where
- * squares below 2^16 cannot overflow. */
+ * 64-bit sum of the elements and the 128-bit sum of their squares. 8- and 16-bit data in 64-bit lanes,
+ * where squares below 2^32 cannot overflow within a chunk of COUNT_CHUNK elements; the chunks' sums of
+ * squares add in 128 bits (16-bit squares reach 2^32: 2^32 elements would wrap a 64-bit sum). */
 #define DEFINE_BYTE_SUMS(N, T, ABS)                                                              \
-    static void squares_sums_##N(const T *x, size_t n, uint64_t *sum, u128 *sq) {                \
-        uint64_t s_[LANES] = {0}, q_[LANES] = {0}, s = 0, q = 0;                                 \
-        size_t k_ = 0;                                                                           \
-        for (; k_ + LANES <= n; k_ += LANES)                                                     \
-            for (int j_ = 0; j_ < LANES; j_++) {                                                 \
-                T v = x[k_ + j_];                                                                \
-                s_[j_] += (uint64_t)v;                                                           \
-                q_[j_] += ABS(v) * ABS(v);                                                       \
-            }                                                                                    \
-        for (; k_ < n; k_++) s += (uint64_t)x[k_], q += ABS(x[k_]) * ABS(x[k_]);                 \
-        for (int j_ = 0; j_ < LANES; j_++) s += s_[j_], q += q_[j_];                             \
-        *sum = s, *sq = q;                                                                       \
+    static void squares_sums_##N(const T *all, size_t n, uint64_t *sum, u128 *sq) {              \
+        uint64_t s = 0;                                                                          \
+        u128 qq = 0;                                                                             \
+        for (size_t c_ = 0; c_ < n; c_ += COUNT_CHUNK) {                                         \
+            const T *x = all + c_;                                                               \
+            size_t m_ = n - c_ < COUNT_CHUNK ? n - c_ : COUNT_CHUNK;                             \
+            uint64_t s_[LANES] = {0}, q_[LANES] = {0}, q = 0;                                    \
+            size_t k_ = 0;                                                                       \
+            for (; k_ + LANES <= m_; k_ += LANES)                                                \
+                for (int j_ = 0; j_ < LANES; j_++) {                                             \
+                    T v = x[k_ + j_];                                                            \
+                    s_[j_] += (uint64_t)v;                                                       \
+                    q_[j_] += (uint64_t)ABS(v) * ABS(v);                                         \
+                }                                                                                \
+            for (; k_ < m_; k_++) s += (uint64_t)x[k_], q += (uint64_t)ABS(x[k_]) * ABS(x[k_]);  \
+            for (int j_ = 0; j_ < LANES; j_++) s += s_[j_], q += q_[j_];                         \
+            qq += q;                                                                             \
+        }                                                                                        \
+        *sum = s, *sq = qq;                                                                      \
     }
 
 /* 32-bit data in vectors of 4: |x| squared two at a time (the even and the odd elements, each in the
@@ -380,6 +388,8 @@ DEFINE_FLOAT_ABSMAX(f32, float, gr_vf32, gr_vm32, 4, (gr_vm32){0} + INT32_MAX)
 DEFINE_FLOAT_ABSMAX(f64, double, gr_vf64, gr_vm64, 2, (gr_vm64){0} + INT64_MAX)
 DEFINE_INT(i8, int8_t, INT8_MIN, INT8_MAX, SQ_S32, uint8_t, MAG_S)
 DEFINE_INT(u8, uint8_t, 0, UINT8_MAX, SQ_U32, uint8_t, MAG_U)
+DEFINE_INT(i16, int16_t, INT16_MIN, INT16_MAX, SQ_S32, uint16_t, MAG_S)
+DEFINE_INT(u16, uint16_t, 0, UINT16_MAX, SQ_U32, uint16_t, MAG_U)
 DEFINE_INT(i32, int32_t, INT32_MIN, INT32_MAX, SQ_S32, uint32_t, MAG_S)
 DEFINE_INT(u32, uint32_t, 0, UINT32_MAX, SQ_U32, uint32_t, MAG_U)
 DEFINE_INT(i64, int64_t, INT64_MIN, INT64_MAX, SQ_64, uint64_t, MAG_S)
@@ -388,10 +398,14 @@ DEFINE_INT(u64, uint64_t, 0, UINT64_MAX, SQ_64, uint64_t, MAG_U)
 #define SQ_u32(v) SQ_U32(v)
 DEFINE_BYTE_SUMS(i8, int8_t, ABS_S)
 DEFINE_BYTE_SUMS(u8, uint8_t, ABS_U)
+DEFINE_BYTE_SUMS(i16, int16_t, ABS_S)
+DEFINE_BYTE_SUMS(u16, uint16_t, ABS_U)
 DEFINE_WORD_SUMS(i32, int32_t, 1)
 DEFINE_WORD_SUMS(u32, uint32_t, 0)
 DEFINE_SMALL_INT(i8)
 DEFINE_SMALL_INT(u8)
+DEFINE_SMALL_INT(i16)
+DEFINE_SMALL_INT(u16)
 DEFINE_SMALL_INT(i32)
 DEFINE_SMALL_INT(u32)
 
@@ -419,6 +433,8 @@ FLOAT_ROW(f64)
     };
 INT_ROW(i8, [GR_K_MOMENTS] = moments_i8, [GR_K_SQUARES] = squares_i8)
 INT_ROW(u8, [GR_K_MOMENTS] = moments_u8, [GR_K_SQUARES] = squares_u8)
+INT_ROW(i16, [GR_K_MOMENTS] = moments_i16, [GR_K_SQUARES] = squares_i16)
+INT_ROW(u16, [GR_K_MOMENTS] = moments_u16, [GR_K_SQUARES] = squares_u16)
 INT_ROW(i32, [GR_K_MOMENTS] = moments_i32, [GR_K_SQUARES] = squares_i32)
 INT_ROW(u32, [GR_K_MOMENTS] = moments_u32, [GR_K_SQUARES] = squares_u32)
 INT_ROW(i64, )
@@ -426,7 +442,8 @@ INT_ROW(u64, )
 
 /* By dtype; a dtype without a row (one added later) gets the host functions (cpu_backend.c). */
 static const gr_cpu_loop *const rows[GR_DTYPE_COUNT] = {
-    [GR_INT8] = row_i8, [GR_UINT8] = row_u8, [GR_INT32] = row_i32, [GR_UINT32] = row_u32,
+    [GR_INT8] = row_i8, [GR_UINT8] = row_u8, [GR_INT16] = row_i16, [GR_UINT16] = row_u16,
+    [GR_INT32] = row_i32, [GR_UINT32] = row_u32, [GR_BOOL] = row_u8,    /* bool: bytes 0 and 1 */
     [GR_INT64] = row_i64, [GR_UINT64] = row_u64, [GR_FLOAT32] = row_f32, [GR_FLOAT64] = row_f64,
 };
 

@@ -344,6 +344,8 @@ DEFINE_FLOAT_LOOPS(f32w, float, double, conv, conv_f32w, f64)
     }
 DEFINE_EXACT_LEAF_COUNTED(i8, int8_t, int32_t)
 DEFINE_EXACT_LEAF_COUNTED(u8, uint8_t, int32_t)
+DEFINE_EXACT_LEAF_COUNTED(i16, int16_t, int32_t)
+DEFINE_EXACT_LEAF_COUNTED(u16, uint16_t, int32_t)
 DEFINE_EXACT_LEAF_COUNTED(i32, int32_t, int64_t)
 DEFINE_EXACT_LEAF_COUNTED(u32, uint32_t, int64_t)
 
@@ -373,6 +375,8 @@ DEFINE_MOMENT_LOOPS(i64, int64_t, double, conv, conv_i64, f64)
 DEFINE_MOMENT_LOOPS(u64, uint64_t, double, conv, conv_u64, f64)
 static const gr_cpu_loop row_i8[GR_K_KINDS] = {[GR_K_COUNTED] = counted_i8};
 static const gr_cpu_loop row_u8[GR_K_KINDS] = {[GR_K_COUNTED] = counted_u8};
+static const gr_cpu_loop row_i16[GR_K_KINDS] = {[GR_K_COUNTED] = counted_i16};
+static const gr_cpu_loop row_u16[GR_K_KINDS] = {[GR_K_COUNTED] = counted_u16};
 static const gr_cpu_loop row_i32[GR_K_KINDS] = {[GR_K_COUNTED] = counted_i32};
 static const gr_cpu_loop row_u32[GR_K_KINDS] = {[GR_K_COUNTED] = counted_u32};
 static const gr_cpu_loop row_i64[GR_K_KINDS] = {[GR_K_COUNTED] = counted_i64, [GR_K_WELFORD] = welford_i64,
@@ -382,7 +386,8 @@ static const gr_cpu_loop row_u64[GR_K_KINDS] = {[GR_K_COUNTED] = counted_u64, [G
 
 /* By dtype; a dtype without a row (one added later) gets the host functions (cpu_backend.c). */
 static const gr_cpu_loop *const rows[GR_DTYPE_COUNT] = {
-    [GR_INT8] = row_i8, [GR_UINT8] = row_u8, [GR_INT32] = row_i32, [GR_UINT32] = row_u32,
+    [GR_INT8] = row_i8, [GR_UINT8] = row_u8, [GR_INT16] = row_i16, [GR_UINT16] = row_u16,
+    [GR_INT32] = row_i32, [GR_UINT32] = row_u32, [GR_BOOL] = row_u8,    /* bool: bytes 0 and 1 */
     [GR_INT64] = row_i64, [GR_UINT64] = row_u64, [GR_FLOAT32] = row_f32, [GR_FLOAT64] = row_f64,
 };
 

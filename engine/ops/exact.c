@@ -29,7 +29,7 @@ static void add_one(gr_xsum *a, double x, int sums, int skip_nan) {
 /* How the exact sums read the elements of a dtype: as doubles, exactly. Integer dtypes take no long
  * accumulator (their sums are exact in 64 bits on every path); a new dtype is refused until it says how
  * it reads here. */
-typedef enum { READ_NONE, READ_FLOAT, READ_DOUBLE, READ_F16, READ_BF16 } element_read;
+typedef enum { READ_NONE, READ_FLOAT, READ_DOUBLE, READ_F16, READ_BF16, READ_E4M3, READ_E5M2 } element_read;
 
 static element_read read_of(gr_dtype t) {
     switch (t) {
@@ -37,7 +37,10 @@ static element_read read_of(gr_dtype t) {
     case GR_FLOAT64: return READ_DOUBLE;
     case GR_FLOAT16: return READ_F16;           /* widened exactly (small_floats.h) */
     case GR_BFLOAT16: return READ_BF16;
-    case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64:
+    case GR_FLOAT8_E4M3: return READ_E4M3;
+    case GR_FLOAT8_E5M2: return READ_E5M2;
+    case GR_INT8: case GR_UINT8: case GR_INT16: case GR_UINT16: case GR_INT32: case GR_UINT32: case GR_INT64:
+    case GR_UINT64: case GR_BOOL:
     case GR_DTYPE_COUNT: return READ_NONE;
     }
     return READ_NONE;
@@ -54,7 +57,9 @@ void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op 
         double x = r == READ_FLOAT ? (double)((const float *)p)[i]
                  : r == READ_DOUBLE ? ((const double *)p)[i]
                  : r == READ_F16 ? gr_f16_to_double(((const uint16_t *)p)[i])
-                                 : gr_bf16_to_double(((const uint16_t *)p)[i]);
+                 : r == READ_BF16 ? gr_bf16_to_double(((const uint16_t *)p)[i])
+                 : r == READ_E4M3 ? gr_e4m3_to_double(((const uint8_t *)p)[i])
+                                  : gr_e5m2_to_double(((const uint8_t *)p)[i]);
         if (absolute) x = fabs(x);
         add_one(a, x, sums, skip);
         if ((i + 1) % every == 0) {

@@ -321,9 +321,10 @@ static gr_scalar scalar_f(double f) { gr_scalar s = {0}; s.kind = GR_SCALAR_FLOA
 static gr_scalar scalar_i(int64_t i) { gr_scalar s = {0}; s.kind = GR_SCALAR_INT; s.v.i = i; return s; }
 
 /* An element or accumulator value as the caller's scalar; a wrapping uint64 accumulator comes back
- * signed when the input was. */
+ * signed when the input was, a value of a bool dtype as a boolean. */
 static gr_scalar scalar_of(num v, gr_dtype t, int signed_input) {
     if (v.kind == 'u' && t == GR_UINT64 && signed_input) return scalar_i(v.i);
+    if (gr_dtype_is_bool(t)) return (gr_scalar){GR_SCALAR_BOOL, {.b = v.u != 0}};
     return scalar_of_num(v);
 }
 

@@ -58,9 +58,9 @@
 #define GR_FABS(F, x) ((F)fabs(x))
 #endif
 #ifdef __cplusplus
-#define GR_BOOL bool
+#define GR_TRUTH bool
 #else
-#define GR_BOOL _Bool
+#define GR_TRUTH _Bool
 #endif
 #if defined(__CUDACC_RTC__)
 #define GR_NAN_F (__int_as_float(0x7f800000) - __int_as_float(0x7f800000))
@@ -99,9 +99,9 @@
  * (AI, BI), so the first occurrence wins. A returning macro, as GR_RETURN_NANEXTREME is. */
 #define GR_RETURN_ARG(a, b, A_NAN, B_NAN, B_BETTER, B_WORSE, AI, BI)                                   \
     do {                                                                                                \
-        const GR_BOOL an_ = (A_NAN), bn_ = (B_NAN);                                                     \
+        const GR_TRUTH an_ = (A_NAN), bn_ = (B_NAN);                                                     \
         if (an_ || bn_) return (an_ && bn_) ? ((BI) < (AI) ? (b) : (a)) : (bn_ ? (b) : (a));            \
-        const GR_BOOL better_ = (B_BETTER), worse_ = (B_WORSE);                                         \
+        const GR_TRUTH better_ = (B_BETTER), worse_ = (B_WORSE);                                         \
         return (better_ || (!worse_ && (BI) < (AI))) ? (b) : (a);                                       \
     } while (0)
 
@@ -165,7 +165,7 @@ GR_HD gr_squares gr_squares_merge(gr_squares a, gr_squares b) {
  * r = sum - q n (0 <= r < n), sum (x - q)^2 = s2 - n q^2 - 2 q r is an exact integer (computed modulo
  * 2^128, where it fits), and sum (x - mean)^2 is that less r^2 / n: one rounding of a large value, and no
  * cancellation beyond r^2 / n < n. uq is |q|, neg whether q < 0. */
-GR_HD double gr_moments_dev(gr_moments a, unsigned long long uq, unsigned long long r, GR_BOOL neg) {
+GR_HD double gr_moments_dev(gr_moments a, unsigned long long uq, unsigned long long r, GR_TRUTH neg) {
     gr_u128 m = gr_u128_sub(a.sumsq, gr_u128_mul(a.n, uq * uq));
     const gr_u128 qr = gr_u128_mul(uq, r), twice_qr = {qr.lo << 1, qr.hi << 1 | qr.lo >> 63};
     m = neg ? gr_u128_add(m, twice_qr) : gr_u128_sub(m, twice_qr);
@@ -182,7 +182,7 @@ GR_HD double gr_moments_m2_signed(gr_moments a) {
         q -= 1;
         rr += (long long)a.n;
     }
-    const GR_BOOL neg = q < 0;
+    const GR_TRUTH neg = q < 0;
     return gr_moments_dev(a, neg ? 0ull - (unsigned long long)q : (unsigned long long)q, (unsigned long long)rr, neg);
 }
 GR_HD double gr_moments_m2_unsigned(gr_moments a) {

@@ -35,24 +35,32 @@ M.DTYPES = {
   -- 16-bit floats: read as their bits and widened to doubles (exact) before anything else looks at them
   float16 = { letter = "I2", size = 2, float = true, exponent = 5, mantissa = 10 },
   bfloat16 = { letter = "I2", size = 2, float = true, exponent = 8, mantissa = 7 },
+  int16 = { letter = "i2", size = 2, signed = true },
+  uint16 = { letter = "I2", size = 2 },
+  bool = { letter = "I1", size = 1, bool = true },      -- the bytes 0 and 1
+  -- OCP FP8: e4m3 has no infinity and only S.1111.111 as NaN (fn), e5m2 is IEEE-like
+  float8_e4m3 = { letter = "I1", size = 1, float = true, exponent = 4, mantissa = 3, fn = true },
+  float8_e5m2 = { letter = "I1", size = 1, float = true, exponent = 5, mantissa = 2 },
 }
 
 --- The value of a binary floating-point pattern with `e` exponent and `m` mantissa bits (IEEE layout:
 -- bias 2^(e-1) - 1, all-ones exponent for inf and NaN, subnormals below), from the definitions.
-local function decode(bits, e, m)
+local function decode(bits, e, m, fn)
   local sign = (bits >> (e + m)) & 1 == 1 and -1.0 or 1.0
   local ex, frac = (bits >> m) & ((1 << e) - 1), bits & ((1 << m) - 1)
   local bias = (1 << (e - 1)) - 1
-  if ex == (1 << e) - 1 then return frac == 0 and sign * math.huge or 0.0 / 0.0 end
+  -- fn (float8_e4m3): the top exponent holds numbers but for the all-ones mantissa, the NaN
+  if ex == (1 << e) - 1 and fn and frac ~= (1 << m) - 1 then return sign * ((1 << m) + frac) * 2.0 ^ (ex - bias - m) end
+  if ex == (1 << e) - 1 then return (frac == 0 and not fn) and sign * math.huge or 0.0 / 0.0 end
   if ex == 0 then return sign * frac * 2.0 ^ (1 - bias - m) end
   return sign * ((1 << m) + frac) * 2.0 ^ (ex - bias - m)
 end
 
---- Bytes of 16-bit floats as bytes of the same values in float64.
+--- Bytes of 16- or 8-bit floats as bytes of the same values in float64.
 local function widen(s, d)
-  local out, n = {}, #s // 2
+  local out, n, fmt = {}, #s // d.size, "<" .. d.letter
   for k = 1, n do
-    out[k] = string.pack("<d", decode(string.unpack("<I2", s, 2 * k - 1), d.exponent, d.mantissa))
+    out[k] = string.pack("<d", decode(string.unpack(fmt, s, d.size * (k - 1) + 1), d.exponent, d.mantissa, d.fn))
   end
   return table.concat(out)
 end

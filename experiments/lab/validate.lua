@@ -70,6 +70,7 @@ function M.range(dtype, op)
     if op == "and" or op == "or" then return 0, 1 end
     return -1, 1
   end
+  if (reference.DTYPES[dtype] or {}).bool then return end     -- false and true
   if op == "and" or op == "or" then return 0, 3 end
   if op == "prod" then return 1, 3 end
 end
@@ -163,7 +164,22 @@ end
 
 --- The expected result of op over the facts f, as {value =, value2 =, bound =} (bound 0: exact), for a
 -- reduction of depth k accumulated in `acc` (the plan's accumulator name) with `ddof`.
+local expect_of
+
+-- The ops whose results are elements of the data: over bool data Lua booleans (the reference's facts
+-- count with the bytes 0 and 1); 2: both results (minmax), 1: the first (argmin's second is an index).
+local ELEMENTS = { min = 1, max = 1, nanmin = 1, nanmax = 1, absmax = 1, argmin = 1, argmax = 1, minmax = 2 }
+
 function M.expect(f, op, k, acc, ddof)
+  local e = expect_of(f, op, k, acc, ddof)
+  if (reference.DTYPES[f.dtype] or {}).bool and ELEMENTS[op] then
+    e.value = e.value == 1
+    if ELEMENTS[op] == 2 then e.value2 = e.value2 == 1 end
+  end
+  return e
+end
+
+function expect_of(f, op, k, acc, ddof)
   ddof = ddof or 0
   local n, unsigned = f.n, not f.signed and not f.is_float
   local e = { bound = 0 }

@@ -61,6 +61,11 @@ static const char *source =
     /* every op on every dtype through the grid-stride path; the other paths on one dtype of each kind */
     "INTS(SHUFFLE, gr::i8) INTS(SHUFFLE, gr::u8) INTS(SHUFFLE, gr::i32) INTS(SHUFFLE, gr::u32)\n"
     "INTS(SHUFFLE, gr::i64) INTS(SHUFFLE, gr::u64) FLOATS(SHUFFLE, float) FLOATS(SHUFFLE, double)\n"
+    "INTS(SHUFFLE, gr::i16) INTS(SHUFFLE, gr::u16)\n"
+    /* the small floats' elements (small_float.cuh): sums in float32, extremes in the element, absmax */
+    "#define SMALL(X, In) X(0, In, float) X(1, In, float) X(2, In, In) X(3, In, In) X(4, In, gr::u8) \\\n"
+    "    X(5, In, gr::u8) X(0, In, double) X(8, In, float) X(19, In, In) X(20, In, float)\n"
+    "SMALL(SHUFFLE, gr::f16) SMALL(SHUFFLE, gr::bf16) SMALL(SHUFFLE, gr::e4m3) SMALL(SHUFFLE, gr::e5m2)\n"
     "SHUFFLE(0, float, double) SHUFFLE(1, float, double)\n"
     /* var and norm: exact integer sums (8 and 32 bits, with the byte dot products), Welford batches */
     "SHUFFLE(8, gr::i8, double) SHUFFLE(8, gr::u32, double) SHUFFLE(8, float, float) SHUFFLE(8, gr::i64, double)\n"
@@ -69,7 +74,9 @@ static const char *source =
     "SHUFFLE(19, gr::i8, gr::u8) SHUFFLE(19, gr::i64, gr::u64) SHUFFLE(19, gr::u32, gr::u32) SHUFFLE(19, float, float)\n"
     "SHUFFLE(19, double, double) SHUFFLE(20, gr::i8, gr::u64) SHUFFLE(20, gr::i64, gr::u64) SHUFFLE(20, float, double)\n"
     "SHUFFLE(20, float, float) SHUFFLE(20, double, double)\n"
-    "INTS(OTHERS, gr::i8) INTS(OTHERS, gr::u64) FLOATS(OTHERS, float)\n";
+    "SHUFFLE(8, gr::i16, double) SHUFFLE(14, gr::u16, double) SHUFFLE(19, gr::i16, gr::u16) SHUFFLE(20, gr::u16, gr::u64)\n"
+    /* the atomics' compare-and-swap on 1- and 2-byte values inside their 32-bit word */
+    "INTS(OTHERS, gr::i8) INTS(OTHERS, gr::i16) INTS(OTHERS, gr::u16) INTS(OTHERS, gr::u64) FLOATS(OTHERS, float)\n";
 
 int main(int argc, char **argv) {
     if (argc < 2) {

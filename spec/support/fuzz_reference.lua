@@ -158,6 +158,15 @@ R.BF16 = {
   name = "bfloat16", p = 8, u = 0x1p-8, emin = -126, max = 0x1.fep127, min_normal = 0x1p-126,
   denorm_min = 0x1p-133,
 }
+-- OCP FP8: E4M3 (bias 7, no infinity, S.1111.111 the only NaNs, so 448 = 1.110b 2^8 is the largest) and
+-- E5M2 (bias 15, IEEE-like: infinities, NaNs, largest 1.11b 2^15)
+R.F8E4M3 = {
+  name = "float8_e4m3", p = 4, u = 0x1p-4, emin = -6, max = 448.0, min_normal = 0x1p-6, denorm_min = 0x1p-9,
+  no_inf = true,
+}
+R.F8E5M2 = {
+  name = "float8_e5m2", p = 3, u = 0x1p-3, emin = -14, max = 57344.0, min_normal = 0x1p-14, denorm_min = 0x1p-16,
+}
 
 --- x rounded to float32 (round to nearest even); x must be within float32's range or +-inf/NaN.
 function R.to_f32(x) return (string.unpack("<f", string.pack("<f", x))) end
@@ -167,7 +176,11 @@ function R.to_f32(x) return (string.unpack("<f", string.pack("<f", x))) end
 -- Independent of the engine: the quantum 2^(max(e, emin) - p + 1) of x's binade, x / quantum rounded to
 -- an integer with ties to even (exact in double: scaling by a power of two, then floor).
 function R.round_to(F, x)
-  if x ~= x or x == math.huge or x == -math.huge or x == 0 then return x end
+  if x == math.huge or x == -math.huge then
+    if F.no_inf then return nil end           -- float8_e4m3 has no infinity
+    return x
+  end
+  if x ~= x or x == 0 then return x end
   local a = math.abs(x)
   local _, e = math.frexp(a)                   -- a = m 2^e, m in [0.5, 1): a's binade is 2^(e-1)
   local q = 2.0 ^ (math.max(e - 1, F.emin) - F.p + 1)
@@ -193,7 +206,26 @@ R.DTYPES = {
   -- fmt: the elements' format (stored rounded to it); their sums and the like are float32's (acc_format)
   float16 = { kind = "float", fmt = R.F16, small = true },
   bfloat16 = { kind = "float", fmt = R.BF16, small = true },
+  int16 = { kind = "int", min = -32768, max = 32767 },
+  uint16 = { kind = "uint", min = 0, max = 65535 },
+  -- bool: one byte, 0 or 1; the references compute with the numbers 0 and 1 (what the data is made
+  -- of), and R.check reads the engine's booleans back as those numbers (bool_values says where)
+  bool = { kind = "uint", min = 0, max = 1, bool = true },
+  float8_e4m3 = { kind = "float", fmt = R.F8E4M3, small = true },
+  float8_e5m2 = { kind = "float", fmt = R.F8E5M2, small = true },
 }
+
+--- Values drawn for an integer dtype, made data of a bool dtype in place: every value not 0 becomes 1
+-- (the data generators draw over ranges; bool holds 0 and 1). Returns the list.
+function R.boolify(dtype, values)
+  if R.DTYPES[dtype].bool then
+    for i = 1, #values do
+      local x = values[i]
+      if type(x) == "boolean" then values[i] = x and 1 or 0 else values[i] = x ~= 0 and 1 or 0 end
+    end
+  end
+  return values
+end
 
 --- A float value as an element of dtype holds it: rounded to the element's format (nil where it does not
 -- fit); float64 keeps it.
@@ -616,12 +648,38 @@ R.OP_ORDER = { "sum", "prod", "min", "max", "and", "or" }
 function R.expect(op, values, info)
   local e = R.OPS[op].reference(values, info)
   e.op = op
+  e.in_dtype = info.dtype
   return e
+end
+
+--- The ops whose results (the first; both for minmax) are elements of the data: over bool data they
+-- come back as Lua booleans (DESIGN.md's data model), which the references compute as 0 and 1.
+R.BOOL_VALUES = { min = 1, max = 1, nanmin = 1, nanmax = 1, argmin = 1, argmax = 1, absmax = 1, minmax = 2 }
+
+--- A result of a bool reduction read as the number the references use: a boolean must come back where
+-- R.BOOL_VALUES says so, and nothing else may be one (and/or excepted, which are booleans everywhere).
+local function bool_result(op, got, k)
+  local want_bool = (R.BOOL_VALUES[op] or 0) >= k
+  if want_bool ~= (type(got) == "boolean") then
+    return nil, string.format("result %d over bool data is a %s, expected %s", k, math.type(got) or type(got),
+      want_bool and "a boolean" or "a number")
+  end
+  if want_bool then return got and 1 or 0 end
+  return got
 end
 
 --- Checks the outcome of pcall(reduction) against the expectation: true, or false and why. `got2` is
 -- the second result of the ops that return two (argmin, argmax: the index; minmax: the maximum).
 function R.check(op, ok, got, e, got2)
+  if ok and e.in_dtype and R.DTYPES[e.in_dtype].bool and op ~= "and" and op ~= "or" then
+    local why
+    got, why = bool_result(op, got, 1)
+    if got == nil then return false, why end
+    if got2 ~= nil then
+      got2, why = bool_result(op, got2, 2)
+      if got2 == nil then return false, why end
+    end
+  end
   local good, why = R.OPS[op].check(ok, got, e, got2)
   if good then return true end
   return false, why or "wrong value"

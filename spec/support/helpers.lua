@@ -124,7 +124,9 @@ function M.is_unsigned(dtype) return dtype:sub(1, 1) == "u" end
 -- for floats, small magnitudes so and/or see both values), plus one zero placed for and/or.
 function M.fill_case(b, dtype, op, seed)
   local n = #b
-  if M.is_float(dtype) then
+  if require("support.fuzz_reference").DTYPES[dtype].bool then
+    b:random(seed)                    -- false and true (and/or: a false placed below)
+  elseif M.is_float(dtype) then
     -- products near 1: wider where the format is coarse (bfloat16: 2^-8 apart below 1), so that the
     -- data holds more than 1.0
     local w = require("support.fuzz_reference").DTYPES[dtype].fmt.p < 11 and 0.01 or 0.001
@@ -166,7 +168,10 @@ function M.case_cache(gr, seed, keep_bytes)
     if current.key ~= key then
       if current.b then current.b:free() end
       local b = M.fill_case(gr.buffer(n, dtype), dtype, op, seed(n, op))
-      local want, magnitude = M.reference(b:totable(), dtype, op)
+      local R = require("support.fuzz_reference")
+      local want, magnitude = M.reference(R.boolify(dtype, b:totable()), dtype, op)
+      -- min and max of bool data are elements: booleans
+      if R.DTYPES[dtype].bool and (op == "min" or op == "max") and want ~= nil then want = want == 1 end
       current = { key = key, b = b, want = want, magnitude = magnitude, bytes = keep_bytes and b:tobytes() }
     end
     return current
