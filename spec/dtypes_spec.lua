@@ -187,6 +187,30 @@ describe("bool", function()
     assert.same({ false, false }, many)
   end)
 
+  -- bool is uint8_t on the device, whose min starts from 255: an empty segment's min, nanmin, argmin and
+  -- minmax once wrote the byte 255 into a bool result, where the host writes true (1)
+  H.gpu_it("writes the host's bytes for device segments, an empty segment's min the byte 1 (not 255)", function()
+    local function pinned(d) return gr.buffer(d:tobytes(), d:dtype(), { where = "host" }) end
+    local small = gr.buffer({ true, false, true, true }, "bool")
+    local large = gr.buffer(1 << 20, "bool"):random(3)
+    local cases = {   -- lanes of a warp per segment, then blocks per segment (several for two large ones)
+      { small, gr.buffer({ 0, 0, 2, 2, 4, 4 }, "int64") },
+      { large, gr.buffer({ 0, 0, 1 << 19, 1 << 19, 1 << 20, 1 << 20 }, "int64") },
+      { large, gr.buffer({ 0, 0, 1 << 20 }, "int64") },
+    }
+    assert.equal("\1\0\1\1\1", gr.reduce(small, { op = "min", offsets = cases[1][2] }):tobytes())
+    for c, case in ipairs(cases) do
+      local d, off = case[1], case[2]
+      local h, hoff = pinned(d), pinned(off)
+      for _, op in ipairs({ "min", "max", "nanmin", "nanmax", "absmax", "argmin", "argmax", "minmax", "and", "or" }) do
+        local d1, d2 = gr.reduce(d, { op = op, offsets = off })
+        local h1, h2 = gr.reduce(h, { op = op, offsets = hoff })
+        assert.equal(h1:tobytes(), d1:tobytes(), "case " .. c .. " " .. op)
+        if h2 then assert.equal(h2:tobytes(), d2:tobytes(), "case " .. c .. " " .. op .. " (second)") end
+      end
+    end
+  end)
+
   it("draws random false and true, the same bits for a seed", function()
     local r = gr.buffer(10000, "bool"):random(5)
     local bytes = r:tobytes()

@@ -105,4 +105,27 @@ template <class Op, class In> struct Result<res_minmax, Op, In> {
     }
 };
 
+/* bool data is uint8_t on the device (lists.h's C type), whose identities are uint8's: min, nanmin,
+ * argmin and minmax's low end start from 255, where the host starts from bool's largest value, true
+ * (host_ops.c's identity, from lists.h's limits). An empty segment would leave the byte 255 in a bool
+ * result. BoolResult<R> writes R's result with every value of the input's dtype made 0 or 1 first --
+ * the value itself for the 0 and 1 that bool data holds, true for the identity -- as the host writes
+ * it. */
+GR_DEV u8 as_bool(u8 v) { return u8(v != 0); }
+GR_DEV ArgAcc<u8> as_bool(const ArgAcc<u8> &a) { return {a.index, u8(a.value != 0)}; }
+GR_DEV MinMaxAcc<u8> as_bool(const MinMaxAcc<u8> &a) { return {u8(a.lo != 0), u8(a.hi != 0)}; }
+
+/* Whether R writes a value of the input's dtype for bool input (an accumulator of bytes: min, max, their
+ * nan forms, absmax, and/or; argmin/argmax; minmax), which BoolResult must make 0 or 1. */
+template <class Acc> constexpr bool bool_valued_v =
+    is_same_v<Acc, u8> || is_same_v<Acc, ArgAcc<u8>> || is_same_v<Acc, MinMaxAcc<u8>>;
+
+template <class R> struct BoolResult {
+    template <class Acc>
+    static GR_DEV void write(const Acc &a, u64 n, int ddof, void *out0, void *out1, size_t s) {
+        if constexpr (bool_valued_v<Acc>) R::write(as_bool(a), n, ddof, out0, out1, s);
+        else R::write(a, n, ddof, out0, out1, s);
+    }
+};
+
 }  // namespace gr

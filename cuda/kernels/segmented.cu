@@ -15,28 +15,33 @@ using gr::u64;
 static_assert(sizeof(gr::SegItem) == sizeof(gr_seg_item) && alignof(gr::SegItem) == alignof(gr_seg_item),
               "segmented.cuh's item is gr_seg_item");
 
-/* launch bounds: blocks of up to 1024 threads (the policy's largest), so at most 64 registers */
-template <int Kind, class Op, class In>
+/* launch bounds: blocks of up to 1024 threads (the policy's largest), so at most 64 registers. kBool:
+ * the results of bool data written as bool (results.cuh's BoolResult: 0 or 1, never uint8's 255). */
+template <int Kind, class Op, class In, bool kBool>
 __global__ void __launch_bounds__(1024) segmented_kernel(gr::SegArgs a, int g, int splits, typename Op::acc_t *partials,
                                                          unsigned *counters) {
-    gr::segmented_body<gr::Result<Kind, Op, In>, Op, In>(a, g, splits, partials, counters);
+    using R = gr::Result<Kind, Op, In>;
+    using W = gr::conditional_t<kBool, gr::BoolResult<R>, R>;
+    gr::segmented_body<W, Op, In>(a, g, splits, partials, counters);
 }
 
-template <int Kind, class Op, class In> int launch_for(gr_seg_launch *L) {
+template <int Kind, class Op, class In, bool kBool> int launch_for(gr_seg_launch *L) {
     const gr::SegArgs a = {L->in->at[0].data, L->k, L->size, (const long long *)L->offsets,
                            (const gr::SegItem *)L->items, L->out[0], L->out[1], L->ddof};
-    segmented_kernel<Kind, Op, In><<<unsigned(L->grid), unsigned(L->block), 0, (cudaStream_t)L->stream>>>(
+    /* only the results of the input's dtype differ for bool: sums, counts and means share uint8's kernels */
+    constexpr bool as_bool = kBool && gr::bool_valued_v<typename Op::acc_t>;
+    segmented_kernel<Kind, Op, In, as_bool><<<unsigned(L->grid), unsigned(L->block), 0, (cudaStream_t)L->stream>>>(
         a, L->group, L->splits, (typename Op::acc_t *)L->partials, L->counters);
     return GR_CHECK_LAUNCH(L);
 }
 
 /* The op's functor and result kind as template arguments (mean and sum share a functor, not a result). */
-template <class In, class Acc> int with_id(gr_seg_launch *L) {
+template <class In, class Acc, bool kBool> int with_id(gr_seg_launch *L) {
     switch (L->op) {
 #define GR_SEG_OP(E, name)                                                                                 \
     case GR_##E:                                                                                          \
         if constexpr (gr::OpOf<GR_##E, In, Acc>::valid)                                                   \
-            return launch_for<gr::result_kind(GR_##E), typename gr::OpOf<GR_##E, In, Acc>::type, In>(L);  \
+            return launch_for<gr::result_kind(GR_##E), typename gr::OpOf<GR_##E, In, Acc>::type, In, kBool>(L); \
         else                                                                                              \
             return cudaErrorInvalidValue;
         GR_OP_LIST(GR_SEG_OP)
@@ -45,10 +50,10 @@ template <class In, class Acc> int with_id(gr_seg_launch *L) {
     }
 }
 
-template <class In> int with_acc(gr_seg_launch *L) {
+template <class In, bool kBool> int with_acc(gr_seg_launch *L) {
     switch (L->acc) {
 #define GR_SEG_ACC(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
-    case GR_##E: return with_id<In, GR_DEVICE_TYPE(format, ctype)>(L);
+    case GR_##E: return with_id<In, GR_DEVICE_TYPE(format, ctype), kBool>(L);
         GR_DTYPE_LIST(GR_SEG_ACC)
 #undef GR_SEG_ACC
     default: return cudaErrorInvalidValue;
@@ -60,7 +65,7 @@ int launch(gr_seg_launch *L) {
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input (or the items) */
     switch (L->in_dtype) {
 #define GR_SEG_IN(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
-    case GR_##E: return with_acc<GR_DEVICE_TYPE(format, ctype)>(L);
+    case GR_##E: return with_acc<GR_DEVICE_TYPE(format, ctype), GR_##E == GR_BOOL>(L);
         GR_DTYPE_LIST(GR_SEG_IN)
 #undef GR_SEG_IN
     default: return cudaErrorInvalidValue;
