@@ -24,8 +24,9 @@
 #   multi: the several-GPU specs (multi_gpu_spec, sharded_reduce_spec), the two-process example and the multi-GPU
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
-# PREBUILT=build-cuda: use that folder's gpureduce/core.so (carried with the call: about 42 MB) instead of
-#   building on the host (204 s of device time with float16 and bfloat16; the carry limit is 64 MiB).
+# PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
+#   carry limit is 64 MiB), carried with the call, instead of building on the host (204 s of device time
+#   with float16 and bfloat16).
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -40,7 +41,13 @@ if [ -n "${PREBUILT:-}" ]; then
     # carried with the call): the build on the host, minutes of device time, is skipped; the specs then
     # run through run-specs.sh, not make test (which would build all), and the host programs' specs
     # (c_api_host, ...) find no programs.
-    mkdir -p build && cp -r "$PREBUILT/gpureduce" build/ || exit 1
+    mkdir -p build/gpureduce
+    if [ -f "$PREBUILT/gpureduce/core.so.xz" ]; then        # xz -k: 42 MB of fat binary carry as 8
+        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+            "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
+    else
+        cp "$PREBUILT/gpureduce/core.so" build/gpureduce/ || exit 1
+    fi
     echo "build: prebuilt module from $PREBUILT" > "$OUT/summary.txt"
 elif ! make -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" all $(command -v nvcc >/dev/null && echo build/cub_yardsticks) \
         > "$OUT/build.log" 2>&1; then
