@@ -35,12 +35,13 @@ template <class T> __global__ void fill_kernel(T *p, size_t n, T v) {
         p[i] = v;
 }
 
-/* Floats: start + i * step in double, rounded once. Integers: 64-bit wrapping, truncated to the type. */
+/* Floats: start + i * step in double (gen_element.h's gr_iota_real, unfused as on the host), rounded once
+ * to the type. Integers: 64-bit wrapping, truncated to the type. */
 template <class T> __global__ void iota_kernel(T *p, size_t n, size_t first, double fstart, double fstep,
                                                uint64_t istart, uint64_t istep) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        if constexpr (gr::is_small_float_v<T>) p[i] = narrow_small<T>(fstart + double(first + i) * fstep);
-        else if constexpr (std::is_floating_point_v<T>) p[i] = T(fstart + double(first + i) * fstep);
+        if constexpr (gr::is_small_float_v<T>) p[i] = narrow_small<T>(gr_iota_real(fstart, first + i, fstep));
+        else if constexpr (std::is_floating_point_v<T>) p[i] = T(gr_iota_real(fstart, first + i, fstep));
         else p[i] = T(istart + uint64_t(first + i) * istep);
     }
 }

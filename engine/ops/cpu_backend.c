@@ -190,7 +190,7 @@ static void put_bits(void *p, size_t i, gr_dtype t, uint64_t bits) {
 void gr_cpu_iota(void *p, size_t n, gr_dtype t, uint64_t first, gr_scalar start, gr_scalar step) {
     int f = gr_dtype_is_float(t);
     for (size_t i = 0; i < n; i++) {
-        if (f) put_float(p, i, t, start.v.f + (double)(first + i) * step.v.f);
+        if (f) put_float(p, i, t, gr_iota_real(start.v.f, first + i, step.v.f));
         else put_bits(p, i, t, start.v.u + (first + i) * step.v.u);
     }
 }

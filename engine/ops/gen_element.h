@@ -22,13 +22,33 @@ GR_HD uint64_t gr_hash64(uint64_t seed, uint64_t i) {
     return z ^ (z >> 31);
 }
 
+/* A product and a sum that round once each on both sides: nvcc fuses a * b + c into one fma by default
+ * (it did here: lo + span * u became fma.rn.f64, and the device's float64 draws differed from the
+ * host's in about half the elements of random(seed, -1000, 1000); iota's start + i * step likewise);
+ * the _rn intrinsics are never fused.
+ * The host's C rounds every operation (ISO C, no contraction: op_math.h's GR_DMUL_RN says why). */
+#ifdef __CUDA_ARCH__
+#define GR_GEN_MUL(a, b) __dmul_rn(a, b)
+#define GR_GEN_ADD(a, b) __dadd_rn(a, b)
+#else
+#define GR_GEN_MUL(a, b) ((a) * (b))
+#define GR_GEN_ADD(a, b) ((a) + (b))
+#endif
+
 /* Uniform in [lo, hi) for floats: 53 random bits scaled; a value that rounds up to hi folds to lo. Where
  * hi - lo overflows (bounds near the type's limits), the two ends are weighted separately instead. */
 GR_HD double gr_random_real(uint64_t h, double lo, double hi) {
-    double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);
+    double u = (double)(h >> 11) * (1.0 / 9007199254740992.0);      /* exact: a power of two */
     double span = hi - lo;
-    double v = span - span == 0.0 ? lo + span * u : lo * (1.0 - u) + hi * u;
+    double v = span - span == 0.0 ? GR_GEN_ADD(lo, GR_GEN_MUL(span, u))
+                                  : GR_GEN_ADD(GR_GEN_MUL(lo, 1.0 - u), GR_GEN_MUL(hi, u));
     return v >= hi ? lo : v;
+}
+
+/* Element i of iota over floats: start + i * step in double, each operation rounded once (then rounded
+ * once more to the dtype by the caller). */
+GR_HD double gr_iota_real(double start, uint64_t i, double step) {
+    return GR_GEN_ADD(start, GR_GEN_MUL((double)i, step));
 }
 
 /* The same in float32: a value that rounds up to hi in float32 folds to lo too. */
