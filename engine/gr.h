@@ -144,7 +144,8 @@ int gr_buffer_device(const gr_buffer *b);
  * engine. The caller keeps it alive until gr_buffer_free of this buffer and of all its slices. */
 gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype dtype, gr_where where,
                          gr_buffer **out);
-/* A view of count elements starting at offset; keeps the underlying memory alive. */
+/* A 1-D view of count elements starting at offset (in row-major order of a compact b; the whole of a
+ * strided b, offset 0, keeps its shape); keeps the underlying memory alive. */
 gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t count, gr_buffer **out);
 /* Releases this handle (which must not be used again); the memory goes when the last view of it is
  * released and no queued work reads it. gr_buffer_free(NULL) is a no-op. */
@@ -154,6 +155,32 @@ size_t gr_buffer_size(const gr_buffer *b);
 gr_dtype gr_buffer_dtype(const gr_buffer *b);
 gr_where gr_buffer_where(const gr_buffer *b);
 void *gr_buffer_data(const gr_buffer *b);        /* first element of the view (device address on cuda) */
+
+/* ---- shapes and views ----------------------------------------------------------------------------
+ * Every buffer has a shape of 1 to GR_MAX_DIMS axes (a new one: {n}) and strides in elements (row-major
+ * when compact: the last axis contiguous). gr_buffer_size is the element count, the product of the
+ * shape. Views share the memory of their buffer and keep it alive, as slices do. Axes are 0-based here
+ * (the binding speaks 1-based). Element i of a view, for read, write, fill, iota, random and copies, is
+ * the i-th in row-major order of its shape. A compact view (its elements consecutive in row-major
+ * order, from gr_buffer_data) reduces as a 1-D buffer; the reductions refuse a strided one, which
+ * gr_buffer_contiguous makes compact. */
+#define GR_MAX_DIMS 8
+int gr_buffer_ndim(const gr_buffer *b);
+/* shape[0..ndim) and strides[0..ndim) of b (either may be NULL) */
+void gr_buffer_layout(const gr_buffer *b, size_t *shape, int64_t *strides);
+/* 1 when b's elements are consecutive in row-major order (every empty buffer is) */
+int gr_buffer_is_compact(const gr_buffer *b);
+/* A view of compact b with the given shape (ndim 1..GR_MAX_DIMS; its product must be b's size):
+ * GR_EINVAL naming "shape" otherwise, or naming "b" when b is strided. */
+gr_status gr_buffer_view(gr_context *ctx, gr_buffer *b, int ndim, const size_t *shape, gr_buffer **out);
+/* A view whose axis k is b's axis perm[k] (perm: a permutation of 0..ndim-1, else GR_EINVAL "perm"). */
+gr_status gr_buffer_permute(gr_context *ctx, gr_buffer *b, const int *perm, gr_buffer **out);
+/* A view of count positions from start along axis (GR_EINVAL naming "axis" or "start"/"count"). */
+gr_status gr_buffer_narrow(gr_context *ctx, gr_buffer *b, int axis, size_t start, size_t count,
+                           gr_buffer **out);
+/* A compact buffer of b's shape and elements: a new handle on b's memory when b is compact, else a copy
+ * on b's side and device. */
+gr_status gr_buffer_contiguous(gr_context *ctx, gr_buffer *b, gr_buffer **out);
 
 /* Writes from host memory: n elements of the buffer's dtype at element offset. */
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n);

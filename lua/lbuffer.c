@@ -3,8 +3,11 @@
  * (b:astype), element marshalling, and gr.copy.
  *
  * Indices are 1-based as in Lua and are checked here, in the script's own numbers, before the engine
- * sees them (the engine's own checks stay as a second line). A slice keeps its parent userdata as a
- * user value, so the parent cannot be collected while the view lives.
+ * sees them (the engine's own checks stay as a second line). A slice or a view keeps its parent userdata
+ * as a user value, so the parent cannot be collected while the view lives.
+ *
+ * Shapes: b:view, b:permute, b:transpose, b:narrow and b:contiguous make views (engine/core/view.c);
+ * axes are 1-based, negative ones count from the end, and are checked here in the script's numbers.
  */
 #include "lbuffer.h"
 #include "lopts.h"
@@ -161,6 +164,21 @@ static int b_release(lua_State *L) {
     return 0;
 }
 
+/* The buffer at arg, made compact in place on the stack (see lbuffer.h). */
+gr_buffer *lgr_check_compact_buffer(lua_State *L, int arg) {
+    gr_buffer *b = lgr_check_buffer(L, arg);
+    if (gr_buffer_is_compact(b)) return b;
+    arg = lua_absindex(L, arg);
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st;
+    LGR_RETRY(L, st, gr_buffer_contiguous(ctx, b, &u->b));
+    if (st != GR_OK) lgr_fail(L, st, 0, NULL);
+    lgr_track(L, gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b)));
+    lua_replace(L, arg);
+    return u->b;
+}
+
 /* ---- plain facts --------------------------------------------------------------------------------- */
 
 static int b_size(lua_State *L) {
@@ -182,6 +200,28 @@ static int b_where(lua_State *L) {
     lua_pushstring(L, gr_buffer_where(lgr_check_buffer(L, 1)) == GR_HOST ? "host" : "device");
     return 1;
 }
+
+static int b_ndim(lua_State *L) {
+    lua_pushinteger(L, gr_buffer_ndim(lgr_check_buffer(L, 1)));
+    return 1;
+}
+
+/* b:shape() and b:strides(): tables of ndim integers (strides in elements) */
+static int push_layout(lua_State *L, int strides) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    size_t shape[GR_MAX_DIMS];
+    int64_t stride[GR_MAX_DIMS];
+    int nd = gr_buffer_ndim(b);
+    gr_buffer_layout(b, shape, stride);
+    lua_createtable(L, nd, 0);
+    for (int d = 0; d < nd; d++) {
+        lua_pushinteger(L, strides ? (lua_Integer)stride[d] : (lua_Integer)shape[d]);
+        lua_rawseti(L, -2, d + 1);
+    }
+    return 1;
+}
+static int b_shape(lua_State *L) { return push_layout(L, 0); }
+static int b_strides(lua_State *L) { return push_layout(L, 1); }
 
 static int b_tostring(lua_State *L) {
     lbuffer *u = luaL_checkudata(L, 1, BUFFER_MT);
@@ -324,9 +364,44 @@ static int b_set_element(lua_State *L) {
     return 0;
 }
 
-/* b:totable(first = 1, count = rest) */
+/* The elements of data (row-major, dtype t) as nested tables of shape[d..nd): the table on the top. */
+static const char *push_nested(lua_State *L, const char *data, gr_dtype t, const size_t *shape, int d, int nd) {
+    lua_createtable(L, shape[d] < (size_t)INT32_MAX ? (int)shape[d] : 0, 0);
+    for (size_t i = 0; i < shape[d]; i++) {
+        if (d == nd - 1) {
+            push_element(L, data, t);
+            data += gr_dtype_size(t);
+        } else {
+            luaL_checkstack(L, 2, "too many axes");
+            data = push_nested(L, data, t, shape, d + 1, nd);
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return data;
+}
+
+/* b:totable() of a buffer of several axes: nested tables, the last axis innermost */
+static int totable_nested(lua_State *L, gr_buffer *b) {
+    size_t shape[GR_MAX_DIMS], n = gr_buffer_size(b), es = gr_dtype_size(gr_buffer_dtype(b));
+    gr_buffer_layout(b, shape, NULL);
+    if (n > (size_t)INT32_MAX) return luaL_argerror(L, 1, "too many elements for Lua tables");
+    char *data = malloc(n ? n * es : 1);
+    if (!data) return luaL_error(L, "gpureduce: out of host memory");
+    gr_status st = gr_buffer_read(lgr_ctx(L), b, 0, data, n);
+    if (st != GR_OK) {
+        free(data);
+        return lgr_fail(L, st, 0, NULL);
+    }
+    push_nested(L, data, gr_buffer_dtype(b), shape, 0, gr_buffer_ndim(b));
+    free(data);
+    return 1;
+}
+
+/* b:totable(first = 1, count = rest): a flat table of elements first.. in row-major order; with no
+ * range, a buffer of several axes gives nested tables. */
 static int b_totable(lua_State *L) {
     gr_buffer *b = lgr_check_buffer(L, 1);
+    if (gr_buffer_ndim(b) > 1 && lua_isnoneornil(L, 2) && lua_isnoneornil(L, 3)) return totable_nested(L, b);
     size_t count, es = gr_dtype_size(gr_buffer_dtype(b));
     size_t first = check_span(L, (lua_Integer)gr_buffer_size(b), 2, 3, "elements", &count);
     if (count > (size_t)INT32_MAX) return luaL_argerror(L, 3, "too many elements for one Lua table");
@@ -371,6 +446,119 @@ static int b_slice(lua_State *L) {
     if (st != GR_OK) return lgr_fail(L, st, 0, "offset", 2, NULL);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+/* ---- shapes and views ---------------------------------------------------------------------------- */
+
+/* A new view made by the engine (st, *out) from the buffer at 1: it keeps that buffer alive. */
+static int push_view(lua_State *L, lbuffer *u, gr_status st, const char *param, int arg) {
+    if (st != GR_OK) return lgr_fail(L, st, 0, param, arg, "b", 1, NULL);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    (void)u;
+    return 1;
+}
+
+/* An axis argument of a buffer of nd axes: 1..nd, or -nd..-1 from the end; 0-based result. */
+static int check_axis(lua_State *L, int arg, int nd, const char *what) {
+    lua_Integer a = lgr_check_integer(L, arg, what, LUA_MININTEGER, LUA_MAXINTEGER);
+    if (a == 0 || a > nd || a < -nd)
+        luaL_argerror(L, arg, lua_pushfstring(L, "%s %I %s (accepted: 1 to %d, or -%d to -1 from the end)", what, a,
+                                              a == 0 ? "is not an axis: axes are 1-based" : "is out of range",
+                                              nd, nd));
+    return (int)(a > 0 ? a - 1 : nd + a);
+}
+
+/* b:view{d1, d2, ...} -- the shape of a compact buffer, row-major; the product must be #b */
+static int b_view(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "shape: expected a table of lengths, got %s", luaL_typename(L, 2)));
+    lua_Integer nd = (lua_Integer)lua_rawlen(L, 2);
+    if (nd < 1 || nd > GR_MAX_DIMS)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "shape: %I axes (accepted: 1 to %d)", nd, GR_MAX_DIMS));
+    size_t shape[GR_MAX_DIMS];
+    for (int d = 0; d < nd; d++) {
+        lua_rawgeti(L, 2, d + 1);
+        int isint;
+        lua_Integer len = lua_tointegerx(L, -1, &isint);
+        if (!isint || len < 0)
+            return luaL_argerror(L, 2, lua_pushfstring(L, "shape: length %d is %s (accepted: integers >= 0)", d + 1,
+                                                       isint ? lua_pushfstring(L, "%I", len) : luaL_tolstring(L, -1, NULL)));
+        shape[d] = (size_t)len;
+        lua_pop(L, 1);
+    }
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    return push_view(L, u, gr_buffer_view(ctx, b, (int)nd, shape, &u->b), "shape", 2);
+}
+
+static int permuted(lua_State *L, gr_buffer *b, const int *perm) {
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    return push_view(L, u, gr_buffer_permute(ctx, b, perm, &u->b), "perm", 2);
+}
+
+/* b:permute{p1, ..., pn} -- new axis k is old axis p[k]; each axis once */
+static int b_permute(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    int nd = gr_buffer_ndim(b), perm[GR_MAX_DIMS], seen[GR_MAX_DIMS] = {0};
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "perm: expected a table of %d axes, got %s", nd,
+                                                   luaL_typename(L, 2)));
+    if ((lua_Integer)lua_rawlen(L, 2) != nd)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "perm: %I axes for a buffer of %d (accepted: a permutation "
+                                                   "of 1..%d)", (lua_Integer)lua_rawlen(L, 2), nd, nd));
+    for (int k = 0; k < nd; k++) {
+        lua_rawgeti(L, 2, k + 1);
+        int isint;
+        lua_Integer a = lua_tointegerx(L, -1, &isint);
+        lua_pop(L, 1);
+        if (!isint || a == 0 || a > nd || a < -nd)
+            return luaL_argerror(L, 2, lua_pushfstring(L, "perm: entry %d is not an axis of a buffer of %d (accepted: "
+                                                       "a permutation of 1..%d)", k + 1, nd, nd));
+        perm[k] = (int)(a > 0 ? a - 1 : nd + a);
+        if (seen[perm[k]]++)
+            return luaL_argerror(L, 2, lua_pushfstring(L, "perm: axis %d appears twice (accepted: a permutation of "
+                                                       "1..%d)", perm[k] + 1, nd));
+    }
+    return permuted(L, b, perm);
+}
+
+/* b:transpose() -- the axes reversed (a matrix's transpose) */
+static int b_transpose(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    int nd = gr_buffer_ndim(b), perm[GR_MAX_DIMS];
+    for (int k = 0; k < nd; k++) perm[k] = nd - 1 - k;
+    return permuted(L, b, perm);
+}
+
+/* b:narrow(axis, start, count = rest) -- positions start .. start + count - 1 (1-based) along axis */
+static int b_narrow(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    size_t shape[GR_MAX_DIMS];
+    gr_buffer_layout(b, shape, NULL);
+    int axis = check_axis(L, 2, gr_buffer_ndim(b), "axis");
+    lua_Integer len = (lua_Integer)shape[axis];
+    lua_Integer start = lgr_check_integer(L, 3, "start", 1, LUA_MAXINTEGER);
+    if (start > len + 1)
+        return luaL_argerror(L, 3, lua_pushfstring(L, "start %I is past the end of axis %d (length %I; accepted: 1 "
+                                                   "to %I)", start, axis + 1, len, len + 1));
+    lua_Integer room = len - start + 1;
+    lua_Integer count = lua_isnoneornil(L, 4) ? room : lgr_check_integer(L, 4, "count", 0, LUA_MAXINTEGER);
+    if (count > room)
+        return luaL_argerror(L, 4, lua_pushfstring(L, "count %I from %I does not fit axis %d (length %I; accepted: 0 "
+                                                   "to %I)", count, start, axis + 1, len, room));
+    gr_context *ctx = lgr_ctx(L);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    return push_view(L, u, gr_buffer_narrow(ctx, b, axis, (size_t)start - 1, (size_t)count, &u->b), "axis", 2);
+}
+
+/* b:contiguous() -- b itself when compact, else a compact copy of its shape on its side */
+static int b_contiguous(lua_State *L) {
+    lua_settop(L, 1);
+    lgr_check_compact_buffer(L, 1);
     return 1;
 }
 
@@ -432,8 +620,10 @@ int lgr_buffer_newindex(lua_State *L) {
 }
 
 const luaL_Reg lgr_buffer_methods[] = {
-    {"astype", b_astype}, {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill}, {"free", b_release}, {"get", b_get}, {"iota", b_iota},
-    {"random", b_random}, {"set", b_set}, {"size", b_size}, {"slice", b_slice}, {"tobytes", b_tobytes},
-    {"totable", b_totable}, {"where", b_where}, {NULL, NULL}};
+    {"astype", b_astype}, {"contiguous", b_contiguous}, {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill},
+    {"free", b_release}, {"get", b_get}, {"iota", b_iota}, {"narrow", b_narrow}, {"ndim", b_ndim},
+    {"permute", b_permute}, {"random", b_random}, {"set", b_set}, {"shape", b_shape}, {"size", b_size},
+    {"slice", b_slice}, {"strides", b_strides}, {"tobytes", b_tobytes}, {"totable", b_totable},
+    {"transpose", b_transpose}, {"view", b_view}, {"where", b_where}, {NULL, NULL}};
 const luaL_Reg lgr_buffer_meta[] = {
     {"__close", b_release}, {"__gc", b_release}, {"__len", b_size}, {"__tostring", b_tostring}, {NULL, NULL}};

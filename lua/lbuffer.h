@@ -13,6 +13,9 @@ typedef struct { gr_buffer *b; } lbuffer;
 
 /* The buffer at arg; raises for anything else or a freed one. */
 gr_buffer *lgr_check_buffer(lua_State *L, int arg);
+/* The buffer at arg, compact: a strided view is replaced at arg by its compact copy (a new userdata, so
+ * that whatever keeps arg alive keeps the copy), which the caller then reduces. */
+gr_buffer *lgr_check_compact_buffer(lua_State *L, int arg);
 /* A new Buffer userdata with no handle yet, on the top of the stack. */
 lbuffer *lgr_new_buffer_ud(lua_State *L);
 /* Host staging of a table or byte string of elements of dtype t; the caller frees *out. Returns the

@@ -65,7 +65,7 @@ static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, con
 
 /* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
 int lgr_bench(lua_State *L) {
-    gr_buffer *b = lgr_check_buffer(L, 1);
+    gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
     lgr_request x;
     lgr_request_read(L, 2, -1, 1, &x);
     lgr_request_prepare(L, &x, LGR_FOR_PLAN, &b, 1);

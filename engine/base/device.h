@@ -3,7 +3,7 @@
  * functions, so that no engine file includes a CUDA header.
  *
  * Implemented by cuda/runtime/runtime.cu (the runtime calls), cuda/runtime/generate.cu (fill, iota, random),
- * cuda/runtime/convert.cu (conversions between dtypes),
+ * cuda/runtime/convert.cu (conversions between dtypes), cuda/runtime/strided.cu (element access of strided views),
  * cuda/runtime/read_bandwidth.cu (the read ceiling), cuda/runtime/small_floats.cu (a testing hook's
  * conversions) and cuda/runtime/jit.cu (code compiled at run time) in a CUDA
  * build, and by engine/base/device_none.c in a CPU-only build. Every function returns 0 or a CUDA error
@@ -79,6 +79,17 @@ int gr_dev_random(void *p, size_t n, gr_dtype t, uint64_t seed, size_t first, gr
  * writes every converted element. The same bits as the host's gr_cpu_convert. Asynchronous. */
 int gr_dev_convert(void *dst, gr_dtype to, const void *src, gr_dtype from, size_t n, int mode,
                    unsigned long long *first_bad, void *stream);
+/* The layout of a view for the strided kernel (core/layout.c): shape and strides in elements, by value. */
+typedef struct gr_dev_layout {
+    int ndim;
+    size_t shape[GR_MAX_DIMS];
+    size_t strides[GR_MAX_DIMS];
+} gr_dev_layout;
+/* Element access of strided views (cuda/runtime/strided.cu): count elements of es bytes (1, 2, 4 or 8)
+ * of the view whose element 0 is at base, from its row-major index first, gathered into compact (gather
+ * = 1) or scattered from it (gather = 0); both device memory, not overlapping. Asynchronous. */
+int gr_dev_strided(void *base, gr_dev_layout layout, size_t es, size_t first, size_t count, void *compact,
+                   int gather, void *stream);
 /* A testing hook's kernel (cuda/runtime/small_floats.cu): the conversions of base/small_floats.h for
  * format number `format` (GR_SMALL_FLOAT_LIST's order) and CUDA's own, 4 words per element of in into
  * out: n doubles narrowed, or with `widen` n uint32 patterns widened (gr.h's gr_debug_float_device) */

@@ -54,6 +54,11 @@ int gr_dev_convert(void *dst, gr_dtype to, const void *src, gr_dtype from, size_
     (void)dst; (void)to; (void)src; (void)from; (void)n; (void)mode; (void)first_bad; (void)stream;
     return NO_DEVICE;
 }
+int gr_dev_strided(void *base, gr_dev_layout layout, size_t es, size_t first, size_t count, void *compact,
+                   int gather, void *stream) {
+    (void)base; (void)layout; (void)es; (void)first; (void)count; (void)compact; (void)gather; (void)stream;
+    return NO_DEVICE;
+}
 int gr_dev_small_floats(int format, int widen, const void *in, size_t n, uint64_t *out, void *stream) {
     (void)format; (void)widen; (void)in; (void)n; (void)out; (void)stream; return NO_DEVICE;
 }

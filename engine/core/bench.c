@@ -6,6 +6,7 @@
 #include "core/exec.h"
 #include "base/clock.h"
 #include "base/device.h"
+#include "core/buffer.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "core/pool.h"
@@ -89,6 +90,7 @@ static gr_status run_read(gr_context *ctx, void *arg) {
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
     if (ctx->base.backend != GR_BACKEND_CUDA) return gr_fail(ctx, GR_ENODEV, "bench_read: needs a CUDA device");
+    if (gr_buffer_check_compact(ctx, b, "b") != GR_OK) return GR_EINVAL;
     read_job j = {b, NULL};
     gr_status st = gr_slot_acquire(ctx, 0, 0, &j.slot);
     if (st != GR_OK) return st;
@@ -161,7 +163,8 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
                    gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
     reduce_job j = {.b = b, .o = o};
-    gr_status st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &j.run);
+    gr_status st = gr_buffer_check_compact(ctx, b, "b");
+    if (st == GR_OK) st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &j.run);
     if (st != GR_OK) return st;
     const gr_plan *plan = &j.run.plan;
     int device_timed = plan->npasses > 0 && !plan->pass[0].on_host;

@@ -6,6 +6,11 @@
  * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce). Also the
  * copies between buffers of one dtype (gr_buffer_copy_bytes, for gr_buffer_copy in core/convert.c),
  * overlapping views included.
+ *
+ * A strided view (core/layout.c) is read and written element by element in row-major order: on the
+ * host by layout.c's walk, on the device by the strided kernel (gr_dev_strided) between the view and a
+ * compact scratch buffer. The generators fill such a scratch as they would a compact buffer, which is
+ * then scattered into the view, so a view gets the values a compact buffer of its size would.
  */
 #include "core/buffer.h"
 #include "ops/cpu_backend.h"
@@ -14,6 +19,7 @@
 #include "core/context.h"
 #include "base/error.h"
 #include "base/memory.h"
+#include "core/layout.h"
 #include "core/pool.h"
 
 #include <stdio.h>
@@ -83,8 +89,8 @@ static gr_status handle_new(gr_context *ctx, gr_storage *st, size_t offset, size
     if (!b) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     b->st = st;
     b->offset = offset;
-    b->n = n;
     b->dtype = t;
+    gr_layout_compact(b, 1, &n);
     *out = b;
     return GR_OK;
 }
@@ -148,9 +154,19 @@ gr_status gr_buffer_slice(gr_context *ctx, gr_buffer *b, size_t offset, size_t c
     if (offset > b->n || count > b->n - offset)
         return gr_fail_arg(ctx, GR_EINVAL, "offset", "%zu elements from offset %zu are outside the buffer "
                            "(size %zu)", count, offset, b->n);
+    int whole = offset == 0 && count == b->n;
+    if (!whole && !gr_buffer_is_compact(b))
+        return gr_fail_arg(ctx, GR_EINVAL, "offset", "a strided view has no 1-D slices (narrow it, or slice "
+                           "its contiguous copy)");
     gr_status s = handle_new(ctx, b->st, b->offset + offset, count, b->dtype, out);
-    if (s == GR_OK) b->st->refs++;
-    return s;
+    if (s != GR_OK) return s;
+    b->st->refs++;
+    if (whole) {                /* the same view: its shape and strides too */
+        (*out)->ndim = b->ndim;
+        memcpy((*out)->shape, b->shape, sizeof b->shape);
+        memcpy((*out)->strides, b->strides, sizeof b->strides);
+    }
+    return GR_OK;
 }
 
 void gr_buffer_free(gr_context *ctx, gr_buffer *b) {
@@ -203,11 +219,51 @@ static gr_status check_range(gr_context *ctx, const gr_buffer *b, size_t offset,
     return GR_OK;
 }
 
+/* count elements of view b from its row-major index first, to (gather) or from compact memory on b's
+ * side: host memory where b is host-visible, else device memory of b's device. Waited for. */
+static gr_status move_view(gr_context *ctx, const gr_buffer *b, size_t first, size_t count, void *compact,
+                           int gather) {
+    char *base = gr_buffer_data(b);
+    if (count == 0) return GR_OK;
+    if (host_visible(ctx, b)) {
+        gr_layout_move_host(base, b, first, count, compact, gather);
+        return GR_OK;
+    }
+    int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
+    if (rc == 0)
+        rc = gr_dev_strided(base, gr_layout_for_device(b), gr_dtype_size(b->dtype), first, count, compact, gather,
+                            ctx->stream);
+    if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+    return rc ? gr_fail_dev(ctx, rc, gather ? "reading a strided view" : "writing a strided view") : GR_OK;
+}
+
+/* Host memory into (write) or out of a strided view on the device, through a compact device scratch. */
+static gr_status transfer_view(gr_context *ctx, gr_buffer *b, size_t offset, void *host, size_t n, int write) {
+    gr_buffer *tmp;
+    gr_status s = gr_buffer_new_unset(ctx, n, b->dtype, GR_DEVICE, &tmp);
+    if (s != GR_OK) return s;
+    size_t bytes = n * gr_dtype_size(b->dtype);
+    int rc = write ? gr_copy(ctx, gr_buffer_data(tmp), host, bytes, ctx->stream) : 0;
+    if (rc == 0 && write) rc = gr_dev_stream_sync(ctx->stream);
+    if (rc) s = gr_fail_dev(ctx, rc, "copy to the device");
+    if (s == GR_OK) s = move_view(ctx, b, offset, n, gr_buffer_data(tmp), !write);
+    if (s == GR_OK && !write) {
+        rc = gr_copy(ctx, host, gr_buffer_data(tmp), bytes, ctx->stream);
+        if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
+        if (rc) s = gr_fail_dev(ctx, rc, "copy from the device");
+    }
+    gr_buffer_free(ctx, tmp);
+    return s;
+}
+
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n) {
     ctx = gr_ctx_for(ctx, b);
     gr_status s = check_range(ctx, b, offset, n, "values");
     if (s != GR_OK || n == 0) return s;
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
+    if (!gr_buffer_is_compact(b))
+        return host_visible(ctx, b) ? move_view(ctx, b, offset, n, (void *)src, 0)
+                                    : transfer_view(ctx, b, offset, (void *)src, n, 1);
     size_t es = gr_dtype_size(b->dtype);
     char *dst = (char *)gr_buffer_data(b) + offset * es;
     if (host_visible(ctx, b)) {
@@ -223,6 +279,9 @@ gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, voi
     ctx = gr_ctx_for(ctx, b);
     gr_status s = check_range(ctx, b, offset, n, "count");
     if (s != GR_OK || n == 0) return s;
+    if (!gr_buffer_is_compact(b))
+        return host_visible(ctx, b) ? move_view(ctx, b, offset, n, dst, 1)
+                                    : transfer_view(ctx, (gr_buffer *)b, offset, dst, n, 0);
     size_t es = gr_dtype_size(b->dtype);
     const char *src = (const char *)gr_buffer_data(b) + offset * es;
     if (host_visible(ctx, b)) {
@@ -234,7 +293,50 @@ gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, voi
     return rc ? gr_fail_dev(ctx, rc, "copy from the device") : GR_OK;
 }
 
+/* Both on one side: host memory, or the memory of one device. */
+static gr_status check_pair(gr_context *ctx, const gr_buffer *view, const gr_buffer *compact) {
+    if (view->dtype != compact->dtype || view->n != compact->n || !gr_buffer_is_compact(compact) ||
+        host_visible(ctx, view) != host_visible(ctx, compact) ||
+        (!host_visible(ctx, view) && view->st->device != compact->st->device))
+        return gr_fail_arg(ctx, GR_EINVAL, "src", "a strided copy needs a compact buffer of the view's dtype "
+                           "and size on its side");
+    return GR_OK;
+}
+
+gr_status gr_buffer_gather(gr_context *ctx, gr_buffer *dst, const gr_buffer *view) {
+    ctx = gr_ctx_for(ctx, view);
+    gr_status s = check_pair(ctx, view, dst);
+    if (s == GR_OK) s = gr_storage_quiesce(ctx, dst->st);
+    return s == GR_OK ? move_view(ctx, view, 0, view->n, gr_buffer_data(dst), 1) : s;
+}
+
+gr_status gr_buffer_scatter(gr_context *ctx, gr_buffer *view, const gr_buffer *src) {
+    ctx = gr_ctx_for(ctx, view);
+    gr_status s = check_pair(ctx, view, src);
+    if (s == GR_OK) s = gr_storage_quiesce(ctx, view->st);
+    return s == GR_OK ? move_view(ctx, view, 0, view->n, gr_buffer_data(src), 0) : s;
+}
+
+gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const char *arg) {
+    if (!b || gr_buffer_is_compact(b)) return GR_OK;
+    return gr_fail_arg(ctx, GR_EINVAL, arg, "a strided view is reduced through its compact copy (b:contiguous())");
+}
+
 /* ---- generated contents -------------------------------------------------------------------------- */
+
+/* A compact scratch of strided view b's dtype and size on its side, which a generator fills before
+ * gr_buffer_scatter moves it into b. */
+static gr_status scratch_for(gr_context *ctx, const gr_buffer *b, gr_buffer **tmp) {
+    return gr_buffer_new_unset(ctx, b->n, b->dtype, b->st->where, tmp);
+}
+
+/* Ends a generator that ran on the scratch of view b: scattered into b when it succeeded; freed. */
+static gr_status scatter_scratch(gr_context *ctx, gr_buffer *b, gr_buffer *tmp, gr_status s) {
+    if (s == GR_OK) s = gr_buffer_scatter(ctx, b, tmp);
+    gr_buffer_free(ctx, tmp);
+    gr_ctx_for(ctx, b);
+    return s;
+}
 
 /* A scalar in the form the generators take: a double for float dtypes, 64 two's-complement bits for
  * integer dtypes (checked to fit the dtype). */
@@ -262,6 +364,11 @@ gr_status gr_buffer_fill(gr_context *ctx, gr_buffer *b, gr_scalar value) {
     gr_scalar v;
     gr_status s = normalize(ctx, value, b->dtype, "value", &v);
     if (s != GR_OK || b->n == 0) return s;
+    if (!gr_buffer_is_compact(b)) {
+        gr_buffer *tmp;
+        if ((s = scratch_for(ctx, b, &tmp)) != GR_OK) return s;
+        return scatter_scratch(ctx, b, tmp, gr_buffer_fill(ctx, tmp, value));
+    }
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
         union { uint64_t u; double f; } elem;
@@ -292,6 +399,11 @@ gr_status gr_buffer_iota_at(gr_context *ctx, gr_buffer *b, uint64_t first, gr_sc
         else s = normalize(ctx, step, GR_INT64, "step", &d);
     }
     if (s != GR_OK || b->n == 0) return s;
+    if (!gr_buffer_is_compact(b)) {
+        gr_buffer *tmp;
+        if ((s = scratch_for(ctx, b, &tmp)) != GR_OK) return s;
+        return scatter_scratch(ctx, b, tmp, gr_buffer_iota_at(ctx, tmp, first, start, step));
+    }
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
         gr_cpu_iota(gr_buffer_data(b), b->n, b->dtype, first, a, d);
@@ -322,6 +434,11 @@ gr_status gr_buffer_random_at(gr_context *ctx, gr_buffer *b, uint64_t first, uin
     if (bad)
         return gr_fail_arg(ctx, GR_EINVAL, "hi", "must be %s lo", is_float ? "greater than" : "at least");
     if (b->n == 0) return GR_OK;
+    if (!gr_buffer_is_compact(b)) {
+        gr_buffer *tmp;
+        if ((s = scratch_for(ctx, b, &tmp)) != GR_OK) return s;
+        return scatter_scratch(ctx, b, tmp, gr_buffer_random_at(ctx, tmp, first, seed, lo, hi));
+    }
     if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (host_visible(ctx, b)) {
         gr_cpu_random(gr_buffer_data(b), b->n, b->dtype, first, seed, l, h);
@@ -365,6 +482,9 @@ gr_status gr_buffer_copy_bytes(gr_context *ctx, gr_buffer *dst, const gr_buffer 
     if (dst->dtype != src->dtype || dst->n != src->n)
         return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (they must match)",
                            src->n, gr_dtype_name(src->dtype), dst->n, gr_dtype_name(dst->dtype));
+    if (!gr_buffer_is_compact(dst) || !gr_buffer_is_compact(src))   /* gr_buffer_copy takes strided views */
+        return gr_fail_arg(ctx, GR_EINVAL, "src", "a byte copy needs compact buffers (a strided view is "
+                           "copied by gr_buffer_copy)");
     gr_status st = gr_storage_quiesce(ctx, dst->st);
     if (st != GR_OK || dst->n == 0) return st;
     size_t bytes = dst->n * gr_dtype_size(dst->dtype);

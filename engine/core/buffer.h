@@ -25,4 +25,14 @@ gr_status gr_buffer_new_unset(gr_context *ctx, size_t n, gr_dtype t, gr_where wh
  * as memmove: gr_buffer_copy's work when the dtypes agree (core/convert.c). */
 gr_status gr_buffer_copy_bytes(gr_context *ctx, gr_buffer *dst, const gr_buffer *src);
 
+/* The elements of strided view `view` in row-major order into compact dst (gather), or compact src's into
+ * the view (scatter): the same dtype and size, on one side (host memory, or one device's memory), not
+ * overlapping. Waited for. */
+gr_status gr_buffer_gather(gr_context *ctx, gr_buffer *dst, const gr_buffer *view);
+gr_status gr_buffer_scatter(gr_context *ctx, gr_buffer *view, const gr_buffer *src);
+
+/* GR_EINVAL naming `arg` when b is a strided view: the reductions read compact buffers only (for now a
+ * caller reduces a strided view's compact copy, gr_buffer_contiguous). */
+gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const char *arg);
+
 #endif

@@ -9,7 +9,10 @@
  *   - across sides or devices, through a scratch buffer on a device: a device source is converted on its
  *     device into a scratch of the destination's dtype, which is then copied; a host source is copied as
  *     it is into a device scratch on the destination's device, then converted there;
- *   - views that overlap (one memory wrapped twice): through a converted scratch on the source's side.
+ *   - views that overlap (one memory wrapped twice): through a converted scratch on the source's side;
+ *   - strided views (core/layout.c): a strided source is first gathered into a compact copy on its side
+ *     (gr_buffer_contiguous), a strided destination is written through a compact scratch on its side
+ *     (gr_buffer_scatter); astype of a strided view converts its compact copy. Results keep the shape.
  *
  * A pair of dtypes that cannot fail (gr_convert_can_fail: float16 -> float32, int8 -> int32, anything
  * into float64 or bool) converts in one pass, unchecked. One that can fail leaves the destination as it
@@ -25,6 +28,7 @@
 #include "base/memory.h"
 #include "core/buffer.h"
 #include "core/context.h"
+#include "core/layout.h"
 #include "core/pool.h"
 #include "ops/convert_element.h"
 #include "ops/cpu_convert.h"
@@ -131,7 +135,34 @@ gr_status gr_buffer_astype(gr_context *ctx, const gr_buffer *src, gr_dtype dtype
     ctx = gr_ctx_for(ctx, src);
     if ((unsigned)dtype >= GR_DTYPE_COUNT)
         return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype (accepted: %s)", gr_dtype_names());
-    return astype(ctx, src, dtype, out);
+    gr_buffer *compact = NULL;
+    gr_status st = GR_OK;
+    if (!gr_buffer_is_compact(src)) st = gr_buffer_contiguous(ctx, (gr_buffer *)src, &compact);
+    if (st == GR_OK) st = astype(ctx, compact ? compact : src, dtype, out);
+    if (st == GR_OK) gr_layout_compact(*out, src->ndim, src->shape);
+    gr_buffer_free(ctx, compact);
+    gr_ctx_for(ctx, src);
+    return st;
+}
+
+/* gr_buffer_copy where either side is a strided view (see the top of this file). */
+static gr_status copy_views(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) {
+    gr_buffer *from = NULL, *into = NULL;
+    gr_status st = GR_OK;
+    if (!gr_buffer_is_compact(src)) st = gr_buffer_contiguous(ctx, (gr_buffer *)src, &from);
+    const gr_buffer *s = from ? from : src;
+    if (st == GR_OK && gr_buffer_is_compact(dst)) {
+        st = gr_buffer_copy(ctx, dst, s);
+    } else if (st == GR_OK) {
+        /* through a scratch of dst's dtype on dst's side: dst is unchanged when an element does not fit */
+        st = gr_buffer_new_unset(gr_ctx_for(ctx, dst), dst->n, dst->dtype, dst->st->where, &into);
+        if (st == GR_OK) st = gr_buffer_copy(ctx, into, s);
+        if (st == GR_OK) st = gr_buffer_scatter(ctx, dst, into);
+    }
+    gr_buffer_free(ctx, from);
+    gr_buffer_free(ctx, into);
+    gr_ctx_for(ctx, dst);
+    return st;
 }
 
 /* src into dst of another dtype through a scratch buffer (see the top of this file). */
@@ -160,6 +191,7 @@ gr_status gr_buffer_copy(gr_context *ctx, gr_buffer *dst, const gr_buffer *src) 
     if (dst->n != src->n)
         return gr_fail_arg(ctx, GR_EINVAL, "src", "source is %zu %s, destination %zu %s (the sizes must match)",
                            src->n, gr_dtype_name(src->dtype), dst->n, gr_dtype_name(dst->dtype));
+    if (dst->n && (!gr_buffer_is_compact(dst) || !gr_buffer_is_compact(src))) return copy_views(ctx, dst, src);
     if (dst->dtype == src->dtype) return gr_buffer_copy_bytes(ctx, dst, src);
     if (dst->n == 0) return GR_OK;
     if (same_side(ctx, dst, src) && !overlap(dst, src)) return convert_here(ctx, dst, src, 0);

@@ -30,9 +30,12 @@ typedef struct gr_storage {
 
 struct gr_buffer {
     gr_storage *st;
-    size_t offset;          /* in elements */
-    size_t n;
+    size_t offset;          /* in elements: where element 0 of the view is */
+    size_t n;               /* the element count, the product of shape */
     gr_dtype dtype;
+    int ndim;               /* 1..GR_MAX_DIMS (core/layout.c) */
+    size_t shape[GR_MAX_DIMS];
+    size_t strides[GR_MAX_DIMS];    /* in elements; never negative */
 };
 
 struct gr_stream {

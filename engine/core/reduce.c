@@ -81,6 +81,8 @@ static void *stream_of(gr_context *ctx, const gr_options *o) {
 
 gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_result *out) {
     ctx = gr_ctx_for(ctx, b);
+    gr_status cs = gr_buffer_check_compact(ctx, b, "b");
+    if (cs != GR_OK) return cs;
     if (gr_operator_cpu_takes(ctx, o, b)) return gr_operator_cpu_reduce(ctx, o, &b, 1, out);
     if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
     gr_run run;
@@ -99,6 +101,8 @@ gr_status gr_reduce(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_resul
 gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr_pending **out) {
     *out = NULL;
     ctx = gr_ctx_for(ctx, b);
+    gr_status cs = gr_buffer_check_compact(ctx, b, "b");
+    if (cs != GR_OK) return cs;
     if (gr_operator_cpu_takes(ctx, o, b))
         return gr_fail_arg(ctx, GR_EINVAL, "async", "a user operator's cpu functions run synchronously");
     if (o->stream && o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);

@@ -178,6 +178,8 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
                             gr_buffer *out[2], gr_seg_wait *w) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
+    gr_status cs = gr_buffer_check_compact(ctx, b, "b");
+    if (cs != GR_OK) return cs;
     int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     int by_cpu = gr_operator_cpu_takes(ctx, o, b);
     gr_run run;
@@ -326,6 +328,10 @@ static gr_status many(gr_context *ctx, gr_buffer *const *bufs, size_t count, con
 
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,
                          gr_result *results) {
+    for (size_t i = 0; i < count; i++)
+        if (bufs[i] && !gr_buffer_is_compact(bufs[i]))
+            return gr_fail_arg(ctx, GR_EINVAL, "bufs", "buffer %zu is a strided view (reduce its compact copy, "
+                               "b:contiguous())", i + 1);
     if (o->cpu && !o->user) return gr_operator_cpu_many(ctx, o, bufs, count, results);
     if (!o->cpu && !o->fold) return many(ctx, bufs, count, o, results);
     /* a user's functions run between the buffers' reductions and may free them: the engine's own handles */

@@ -16,6 +16,7 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "base/memory.h"
+#include "core/buffer.h"
 #include "core/context.h"
 #include "core/exec.h"
 #include "core/operator_cpu.h"
@@ -45,7 +46,8 @@ static gr_status check_source(gr_context *ctx, const gr_buffer *h, size_t chunk,
 gr_status gr_reduce_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, size_t chunk_bytes,
                              int streams, gr_result *out) {
     ctx = gr_ctx_for(ctx, h);
-    gr_status st = check_source(ctx, h, chunk_bytes, streams);
+    gr_status st = gr_buffer_check_compact(ctx, h, "b");
+    if (st == GR_OK) st = check_source(ctx, h, chunk_bytes, streams);
     if (st != GR_OK) return st;
     /* an operator's functions reduce host data where it is (its kernels, where prepared, stream it) */
     if (o->cpu && (!o->user || ctx->base.backend != GR_BACKEND_CUDA)) return gr_operator_cpu_reduce(ctx, o, &h, 1, out);

@@ -341,6 +341,7 @@ static gr_status queue(gr_context *ctx, gr_comm *c, void *p, size_t n, int dtype
 
 gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op) {
     gr_status st = usable(ctx, c);
+    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
     if (st != GR_OK) return st;
     if ((unsigned)op >= GR_COMM_OP_COUNT)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: sum, prod, min, max, avg)");
@@ -359,6 +360,7 @@ gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
 
 gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
     gr_status st = usable(ctx, c);
+    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
     if (st != GR_OK) return st;
     static const struct { gr_op op; gr_comm_op across; } table[] = {
         {GR_SUM, GR_COMM_SUM}, {GR_PROD, GR_COMM_PROD}, {GR_MIN, GR_COMM_MIN}, {GR_MAX, GR_COMM_MAX},
@@ -404,6 +406,7 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
                             double *seconds) {
     *seconds = 0;
     gr_status st = usable(ctx, c);
+    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
     if (st != GR_OK) return st;
     if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c) || reps < 1)
         return gr_fail_arg(ctx, GR_EINVAL, "b", "expected a device buffer of the communicator's device and reps >= 1");

@@ -37,9 +37,19 @@
 
 #define COMBINE_BLOCK 256       /* the one block that folds an operator's accumulators (at most 256) */
 
+/* The shards are read as one array: a strided view (gr_buffer_is_compact) is refused. */
+static gr_status shards_compact(gr_context *ctx, gr_buffer *const *shards, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (shards[i] && !gr_buffer_is_compact(shards[i]))
+            return gr_fail_arg(ctx, GR_EINVAL, "shards", "shard %zu is a strided view (shards are compact)", i + 1);
+    return GR_OK;
+}
+
 gr_status gr_shards_check(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o) {
     if (count == 0 || count > GR_MAX_SLOTS)
         return gr_fail_arg(ctx, GR_EINVAL, "shards", "expected 1 to %d shards (got %zu)", GR_MAX_SLOTS, count);
+    gr_status cs = shards_compact(ctx, shards, count);
+    if (cs != GR_OK) return cs;
     for (size_t i = 1; i < count; i++)
         if (shards[i]->dtype != shards[0]->dtype)
             return gr_fail_arg(ctx, GR_EINVAL, "shards", "shard %zu is %s, shard 1 %s (a sharded buffer has one "
@@ -229,6 +239,7 @@ int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t cou
 
 gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                            gr_result *out) {
+    if (count <= GR_MAX_SLOTS && shards_compact(ctx, shards, count) != GR_OK) return GR_EINVAL;
     if (gr_shards_by_cpu(ctx, shards, count, o)) return gr_operator_cpu_reduce(ctx, o, shards, count, out);
     gr_status st = gr_shards_check(ctx, shards, count, o);
     if (st != GR_OK) return st;

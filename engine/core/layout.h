@@ -1,0 +1,22 @@
+/*
+ * layout.h -- the shape and strides of a buffer handle (layout.c): compact layouts, the compactness
+ * test, and the host's walk over a strided view in row-major order. Data only: no memory is allocated,
+ * nothing is queued.
+ */
+#ifndef GR_LAYOUT_H
+#define GR_LAYOUT_H
+
+#include "core/handles.h"
+#include "base/device.h"
+
+/* b gets the compact (row-major) layout of shape[0..ndim); b->n is set to the product. */
+void gr_layout_compact(gr_buffer *b, int ndim, const size_t *shape);
+/* 1 when the element count of shape[0..ndim) is at most SIZE_MAX; *n gets it */
+int gr_layout_count(int ndim, const size_t *shape, size_t *n);
+/* b's layout as the device's strided kernel takes it */
+gr_dev_layout gr_layout_for_device(const gr_buffer *b);
+/* count elements of view b from its row-major index first, between base (b's element 0, host memory) and
+ * compact (host memory): gather copies into compact, else compact is scattered into the view. */
+void gr_layout_move_host(char *base, const gr_buffer *b, size_t first, size_t count, char *compact, int gather);
+
+#endif
