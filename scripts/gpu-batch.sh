@@ -2,6 +2,7 @@
 # One batch on an offline GPU host: Lua and busted from .debs/, a build for the local GPU, the specs,
 # the benchmarks, and (with SANITIZE=1) compute-sanitizer over every variant. Logs go under $OUT
 # (default results/gpu); a short summary is printed last.
+# test: the specs in SPEC_SHARDS processes (default 6: whole files dealt out, scripts/run-specs.sh).
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's);
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
@@ -62,11 +63,10 @@ for step in $steps; do
     t0=$(date +%s)
     case $step in
     test) if [ -n "${PREBUILT:-}" ]; then
-              SPEC_SHARDS=2 SPEC_SPLIT=$(sed -n 's/^SPEC_SPLIT *?= *//p' Makefile) \
-                  bash scripts/run-specs.sh $LUA $BUSTED -o spec/support/summary_output.lua --cpath="$PWD/build/?.so" \
+              SPEC_SHARDS=${SPEC_SHARDS:-6} bash scripts/run-specs.sh $LUA $BUSTED -o spec/support/summary_output.lua --cpath="$PWD/build/?.so" \
                   > "$OUT/test.log" 2>&1
           else
-              make test > "$OUT/test.log" 2>&1
+              SPEC_SHARDS=${SPEC_SHARDS:-6} make test > "$OUT/test.log" 2>&1
           fi; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     run) make run SWEEP_ARGS="--out $OUT/sweep" > "$OUT/run.log" 2>&1
          echo "run (default sweep): exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"

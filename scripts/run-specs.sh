@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run busted in SPEC_SHARDS processes side by side (1 or 2; default 2), for make test and check-asan.
+# Run busted in SPEC_SHARDS processes side by side (default 2), for make test and check-asan.
 #
 #   SPEC_SHARDS=2 SPEC_SPLIT=PATTERN scripts/run-specs.sh LUA BUSTED [busted options...]
 #
@@ -8,8 +8,9 @@
 # second one prints its progress live; the first one's output follows when both are done. Each busted
 # prints its own "N passed, N failed, N skipped" line, which CI adds up; a process that fails without
 # counting a failure (a crash, a sanitizer report) gets a "0 passed, 1 failed, 0 skipped" line of its
-# own. The last line is the total, worded so that CI does not count it twice. Exit status 1 when any
-# process failed.
+# own. With more than 2 (a GPU host: scripts/gpu-batch.sh), whole spec files are dealt out to the
+# processes instead, largest first. The last line is the total, worded so that CI does not count it
+# twice. Exit status 1 when any process failed.
 set -uo pipefail
 shards=${SPEC_SHARDS:-2}
 split=${SPEC_SPLIT:-}
@@ -29,7 +30,34 @@ report() {
     fi
 }
 
-if [ "$shards" = 1 ] || [ -z "$split" ]; then
+if [ "$shards" -gt 2 ]; then
+    # Whole spec files to SPEC_SHARDS processes (a GPU host's cores): the largest file first, each to the
+    # process with the fewest bytes of spec so far. Every file runs in exactly one process.
+    mapfile -t files < <(ls -S spec/*_spec.lua)
+    load=() lists=()
+    for ((k = 0; k < shards; k++)); do load[k]=0; lists[k]=""; done
+    for f in "${files[@]}"; do
+        best=0
+        for ((k = 1; k < shards; k++)); do [ "${load[k]}" -lt "${load[best]}" ] && best=$k; done
+        load[best]=$(( load[best] + $(stat -c %s "$f") ))
+        lists[best]="${lists[best]} $f"
+    done
+    pids=()
+    for ((k = 0; k < shards; k++)); do
+        # shellcheck disable=SC2086 -- the list is file names without spaces (spec/*_spec.lua)
+        "$@" ${lists[k]} > "$tmp/$k.log" 2>&1 &
+        pids[k]=$!
+    done
+    rc=0 logs=()
+    for ((k = 0; k < shards; k++)); do
+        wait "${pids[k]}"
+        r=$?
+        cat "$tmp/$k.log"
+        report "$tmp/$k.log" "$r"
+        [ "$r" -eq 0 ] || rc=1
+        logs+=("$tmp/$k.log")
+    done
+elif [ "$shards" = 1 ] || [ -z "$split" ]; then
     "$@" 2>&1 | tee "$tmp/1.log"
     rc=${PIPESTATUS[0]}
     report "$tmp/1.log" "$rc"
