@@ -22,10 +22,7 @@ local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local timing = require "lab.timing"
 
-if gr.backend() ~= "cuda" then
-  io.stderr:write("bench: no CUDA device (backend is cpu): these benchmarks need a GPU\n")
-  os.exit(1)
-end
+timing.need_gpu(gr, "bench")
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
 -- BENCH_ONLY: the tables to print, comma-separated, of "large", "exact", "small", "streamed", "ops", "many",

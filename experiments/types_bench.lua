@@ -15,10 +15,7 @@ local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local timing = require "lab.timing"
 
-if gr.backend() ~= "cuda" then
-  io.stderr:write("types_bench: no CUDA device (backend is cpu): these benchmarks need a GPU\n")
-  os.exit(1)
-end
+timing.need_gpu(gr, "types_bench")
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 30
 local log2n = tonumber(os.getenv("TYPES_LOG2N") or "") or 28

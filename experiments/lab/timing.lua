@@ -1,6 +1,14 @@
---- Timing helpers of the benchmarks (experiments/bench.lua, experiments/types_bench.lua): medians and wall
+--- What the benchmarks share (experiments/bench.lua, experiments/types_bench.lua): the GPU check, medians and wall
 -- time per call from a Lua loop, on gpureduce's monotonic clock.
 local M = {}
+
+--- Exits with a message naming the script unless gr runs on a GPU (the benchmarks time device work).
+function M.need_gpu(gr, script)
+  if gr.backend() ~= "cuda" then
+    io.stderr:write(script .. ": no CUDA device (backend is cpu): these benchmarks need a GPU\n")
+    os.exit(1)
+  end
+end
 
 --- The median of the numbers in t (sorts t: t[1] is then the minimum).
 function M.median(t)
