@@ -18,11 +18,11 @@
 -- the checked ones. Times: medians of BENCH_REPS (default 50) after 5 warm-ups, device events for
 -- device work, the monotonic clock for wall times.
 local gr = require "gpureduce"
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local timing = require "lab.timing"
 
-if gr.backend() ~= "cuda" then
-  io.stderr:write("bench: no CUDA device (backend is cpu): these benchmarks need a GPU\n")
-  os.exit(1)
-end
+timing.need_gpu(gr, "bench")
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 50
 -- BENCH_ONLY: the tables to print, comma-separated, of "large", "exact", "small", "streamed", "ops", "many",
@@ -53,25 +53,8 @@ local function valid(b, op, opts)
   return ok
 end
 
-local function median(t)
-  table.sort(t)
-  local k = #t
-  return k % 2 == 1 and t[(k + 1) // 2] or 0.5 * (t[k // 2] + t[k // 2 + 1])
-end
-
---- Wall time per call of f from a Lua loop, in us: 500 calls to warm up, then `batches` batches of 200
--- calls; the median and the minimum of the batches' means.
-local function per_call_us(f, batches)
-  for _ = 1, 500 do f() end
-  local t = {}
-  for i = 1, batches do
-    local t0 = gr.clock()
-    for _ = 1, 200 do f() end
-    t[i] = (gr.clock() - t0) / 200 * 1e6
-  end
-  local med = median(t)                   -- sorts t: t[1] is the minimum
-  return med, t[1]
-end
+local median = timing.median
+local function per_call_us(f, batches) return timing.per_call_us(gr, f, batches) end
 
 --- Paired wall times of fa and fb from a Lua loop, in us per call: after 500 warm-up calls of each,
 -- `rounds` rounds of one batch of 200 calls of each, the order alternating between rounds so that drift

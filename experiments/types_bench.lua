@@ -11,11 +11,11 @@
 -- device events, medians of BENCH_REPS (default 30) after 5 warm-ups; wall times: the monotonic clock.
 -- A dtype or an op this build does not have is left out with a line that says so.
 local gr = require "gpureduce"
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+local timing = require "lab.timing"
 
-if gr.backend() ~= "cuda" then
-  io.stderr:write("types_bench: no CUDA device (backend is cpu): these benchmarks need a GPU\n")
-  os.exit(1)
-end
+timing.need_gpu(gr, "types_bench")
 
 local reps = tonumber(os.getenv("BENCH_REPS") or "") or 30
 local log2n = tonumber(os.getenv("TYPES_LOG2N") or "") or 28
@@ -28,11 +28,7 @@ local have_dtype, have_op = {}, {}
 for _, d in ipairs(gr.dtypes()) do have_dtype[d] = true end
 for _, o in ipairs(gr.ops()) do have_op[o] = true end
 
-local function median(t)
-  table.sort(t)
-  local k = #t
-  return k % 2 == 1 and t[(k + 1) // 2] or 0.5 * (t[k // 2] + t[k // 2 + 1])
-end
+local median = timing.median
 
 -- PyTorch's times: torch[dtype][op] = ms, or a string saying why there is none.
 local torch = {}
@@ -79,18 +75,7 @@ local cases = {
   { "float32", { "sum", "max", "absmax" } },
 }
 
---- Wall time per call of f from a Lua loop, in us: 300 calls to warm up, then the median of 31 batches of
--- 200 calls' means.
-local function per_call_us(f)
-  for _ = 1, 300 do f() end
-  local t = {}
-  for i = 1, 31 do
-    local t0 = gr.clock()
-    for _ = 1, 200 do f() end
-    t[i] = (gr.clock() - t0) / 200 * 1e6
-  end
-  return median(t)
-end
+local function per_call_us(f) return (timing.per_call_us(gr, f, 31)) end
 
 -- Each table runs in its own protected call: one that fails says why and the others still run.
 local function large_table()

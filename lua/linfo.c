@@ -195,6 +195,20 @@ int lgr_debug_float_device(lua_State *L) {
     return 0;
 }
 
+/* A list of the names of 0 .. count-1 whose bit is set in mask (~0u: all of them). */
+static int push_names(lua_State *L, int count, unsigned mask, const char *(*name)(int)) {
+    lua_createtable(L, count, 0);
+    for (int i = 0, k = 0; i < count; i++)
+        if (mask & (1u << i)) {
+            lua_pushstring(L, name(i));
+            lua_rawseti(L, -2, ++k);
+        }
+    return 1;
+}
+static const char *dtype_at(int i) { return gr_dtype_name((gr_dtype)i); }
+static const char *op_at(int i) { return gr_op_name((gr_op)i); }
+static const char *finish_at(int i) { return gr_finish_name((gr_finish)i); }
+
 void lgr_push_variant(lua_State *L, int i) {
     gr_context *ctx = lgr_ctx(L);
     const gr_variant *v = gr_variant_get(i);
@@ -204,12 +218,7 @@ void lgr_push_variant(lua_State *L, int i) {
         lgr_set_int(L, "ordinal", v->ordinal);
         lgr_set_str(L, "origin", v->origin);
         lgr_set_str(L, "summary", v->summary);
-        lua_newtable(L);
-        for (int f = 1, k = 0; f < GR_FINISH_COUNT; f++)
-            if (v->finishes & (1u << f)) {
-                lua_pushstring(L, gr_finish_name((gr_finish)f));
-                lua_rawseti(L, -2, ++k);
-            }
+        push_names(L, GR_FINISH_COUNT, v->finishes & ~(1u << GR_FINISH_AUTO), finish_at);
         lua_setfield(L, -2, "finishes");
         lgr_set_str(L, "default_finish", gr_finish_name(v->default_finish));
         lgr_set_str(L, "determinism", gr_determinism_name(v->determinism));
@@ -224,19 +233,9 @@ void lgr_push_variant(lua_State *L, int i) {
         if (v->needs & GR_NEEDS_POW2_BLOCK) { lua_pushstring(L, "power-of-two block"); lua_rawseti(L, -2, ++k); }
         lua_setfield(L, -2, "needs");
         lgr_set_bool(L, "available", !(v->needs & GR_NEEDS_CUDA) || gr_context_backend(ctx) == GR_BACKEND_CUDA);
-        lua_newtable(L);
-        for (int op = 0, k = 0; op < GR_OP_COUNT; op++)
-            if (v->ops & GR_OP_BIT(op)) {
-                lua_pushstring(L, gr_op_name((gr_op)op));
-                lua_rawseti(L, -2, ++k);
-            }
+        push_names(L, GR_OP_COUNT, v->ops, op_at);
         lua_setfield(L, -2, "ops");
-        lua_newtable(L);
-        for (int t = 0, k = 0; t < GR_DTYPE_COUNT; t++)
-            if (v->dtypes & GR_DTYPE_BIT(t)) {
-                lua_pushstring(L, gr_dtype_name((gr_dtype)t));
-                lua_rawseti(L, -2, ++k);
-            }
+        push_names(L, GR_DTYPE_COUNT, v->dtypes, dtype_at);
         lua_setfield(L, -2, "dtypes");
         lgr_set_bool(L, "user", v->user);
     }
@@ -310,20 +309,9 @@ int lgr_devices(lua_State *L) {
     return 1;
 }
 
-static int push_names(lua_State *L, int count, const char *(*name)(int)) {
-    lua_createtable(L, count, 0);
-    for (int i = 0; i < count; i++) {
-        lua_pushstring(L, name(i));
-        lua_rawseti(L, -2, i + 1);
-    }
-    return 1;
-}
-static const char *dtype_at(int i) { return gr_dtype_name((gr_dtype)i); }
-static const char *op_at(int i) { return gr_op_name((gr_op)i); }
-static const char *finish_at(int i) { return gr_finish_name((gr_finish)i); }
-int lgr_dtypes(lua_State *L) { return push_names(L, GR_DTYPE_COUNT, dtype_at); }
-int lgr_ops(lua_State *L) { return push_names(L, GR_OP_COUNT, op_at); }
-int lgr_finishes(lua_State *L) { return push_names(L, GR_FINISH_COUNT, finish_at); }
+int lgr_dtypes(lua_State *L) { return push_names(L, GR_DTYPE_COUNT, ~0u, dtype_at); }
+int lgr_ops(lua_State *L) { return push_names(L, GR_OP_COUNT, ~0u, op_at); }
+int lgr_finishes(lua_State *L) { return push_names(L, GR_FINISH_COUNT, ~0u, finish_at); }
 
 /* A monotonic clock in seconds, for wall-time measurements in scripts (os.clock is CPU time). */
 int lgr_clock(lua_State *L) {

@@ -107,20 +107,14 @@ end
 
 local GPU = gr.backend() == "cuda"
 
--- the variants of a list that take a dtype (the registry's v.dtypes), made once per list and dtype: for
--- the dtypes every variant takes the list is the same, and so are the draws from it
-local taking_cache = setmetatable({}, { __mode = "k" })
+-- the variants of a list that take a dtype (the registry's v.dtypes): for a dtype every variant takes,
+-- the same variants in the same order, so the same draws as before the registry said
 local function taking(list, dtype)
-  local per = taking_cache[list] or {}
-  taking_cache[list] = per
-  if not per[dtype] then
-    local out = {}
-    for _, v in ipairs(list) do
-      if contains(v.dtypes, dtype) then out[#out + 1] = v end
-    end
-    per[dtype] = out
+  local out = {}
+  for _, v in ipairs(list) do
+    if contains(v.dtypes, dtype) then out[#out + 1] = v end
   end
-  return per[dtype]
+  return out
 end
 
 local streams = {}

@@ -157,10 +157,7 @@ template <class Acc, class T> GR_HOSTDEV Acc magnitude(T x) {
 template <class Acc> struct AbsMax {
     using acc_t = Acc;
     static constexpr bool kIndexed = false;
-    static GR_HOSTDEV Acc identity() {
-        if constexpr (is_small_float_v<Acc>) return Acc::of_bits(0);     /* +0: a small float is its bits */
-        else return Acc(0);
-    }
+    static GR_HOSTDEV Acc identity() { return Acc(0); }
     template <class T> static GR_HOSTDEV Acc load(T x) { return magnitude<Acc>(x); }
     static GR_HOSTDEV Acc combine(Acc a, Acc b) { return GR_EXTREME(a, b, a != a, b != b, b > a); }
 };

@@ -115,15 +115,6 @@ template <SmallFormat F> struct limits<SmallFloat<F>> {
 template <class T> constexpr bool is_small_float_v = false;
 template <SmallFormat F> constexpr bool is_small_float_v<SmallFloat<F>> = true;
 
-/* A double rounded once to nearest even in format F: the pattern with GR_SF_NOFIT where it does not
- * fit (small_floats.h's narrowing, the host's text). */
-template <SmallFormat F> GR_HOSTDEV unsigned small_from_double(double x) {
-    if constexpr (F == kFloat16) return gr_f16_from_double(x);
-    else if constexpr (F == kBfloat16) return gr_bf16_from_double(x);
-    else if constexpr (F == kE4M3) return gr_e4m3_from_double(x);
-    else return gr_e5m2_from_double(x);
-}
-
 /* The float type a float element accumulates in by default (lists.h's float_acc): its own, or float32
  * for a small float. */
 template <class T> struct float_acc { using type = T; };

@@ -4,9 +4,10 @@
  * random() uses the same counter-based hash as the CPU backend (engine/ops/gen_element.h): the same seed
  * gives the same bits on every backend and for every launch shape. float16, bfloat16 and FP8 elements
  * (cuda/device/small_float.cuh) are written as patterns by the host's code: fill's value and iota's
- * start + i * step narrowed once to nearest even by engine/base/small_floats.h, keeping the pattern's low
- * bits where the value does not fit (the infinity, as the host's unchecked writer gr_scalar_put does), and
- * random's by gen_element.h's gr_random_f16 / gr_random_bf16, the code of gr_cpu_random.
+ * start + i * step narrowed once to nearest even by the element's constructor (small_floats.h's
+ * narrowing), keeping the pattern's low bits where the value does not fit (the infinity, as the host's
+ * unchecked writer gr_scalar_put does), and random's by gen_element.h's gr_random_f16 / gr_random_bf16,
+ * the code of gr_cpu_random.
  */
 #include <cuda_runtime.h>
 #include <type_traits>
@@ -24,9 +25,6 @@ unsigned blocks_for(size_t n) {
     return unsigned(b < 65535u * 8 ? (b ? b : 1) : 65535u * 8);   /* grid-stride past that */
 }
 
-/* The pattern of x rounded once in a small float format, its low bits kept (gr_scalar_put's rule). */
-template <class T> __host__ __device__ T narrow_small(double x) { return T::of_bits(gr::small_from_double<T::kFormat>(x)); }
-
 template <class T> __global__ void fill_kernel(T *p, size_t n, T v) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
         p[i] = v;
@@ -37,8 +35,8 @@ template <class T> __global__ void fill_kernel(T *p, size_t n, T v) {
 template <class T> __global__ void iota_kernel(T *p, size_t n, size_t first, double fstart, double fstep,
                                                uint64_t istart, uint64_t istep) {
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-        if constexpr (gr::is_small_float_v<T>) p[i] = narrow_small<T>(gr_iota_real(fstart, first + i, fstep));
-        else if constexpr (std::is_floating_point_v<T>) p[i] = T(gr_iota_real(fstart, first + i, fstep));
+        if constexpr (std::is_floating_point_v<T> || gr::is_small_float_v<T>)
+            p[i] = T(gr_iota_real(fstart, first + i, fstep));
         else p[i] = T(istart + uint64_t(first + i) * istep);
     }
 }
@@ -75,9 +73,8 @@ template <class F> cudaError_t by_dtype(gr_dtype t, F &&f) {
 extern "C" int gr_dev_fill(void *p, size_t n, gr_dtype t, gr_scalar v, void *stream) {
     return by_dtype(t, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        T value;
-        if constexpr (gr::is_small_float_v<T>) value = narrow_small<T>(v.v.f);
-        else value = std::is_floating_point_v<T> ? T(v.v.f) : T(v.v.u);
+        /* a small float: its constructor rounds once, keeping the pattern's low bits (gr_scalar_put's rule) */
+        const T value = std::is_floating_point_v<T> || gr::is_small_float_v<T> ? T(v.v.f) : T(v.v.u);
         fill_kernel<T><<<blocks_for(n), kBlock, 0, (cudaStream_t)stream>>>((T *)p, n, value);
         return cudaGetLastError();
     });

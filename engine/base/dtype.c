@@ -70,11 +70,18 @@ void gr_format_float(char *v, size_t len, double d) {
     if (!strpbrk(v, ".eni")) strncat(v, ".0", len - strlen(v) - 1);
 }
 
+void gr_format_scalar(char *v, size_t len, gr_scalar s) {
+    switch (s.kind) {
+    case GR_SCALAR_FLOAT: gr_format_float(v, len, s.v.f); break;
+    case GR_SCALAR_UINT: snprintf(v, len, "%llu", (unsigned long long)s.v.u); break;
+    case GR_SCALAR_INT: snprintf(v, len, "%lld", (long long)s.v.i); break;
+    case GR_SCALAR_BOOL: snprintf(v, len, "%s", s.v.b ? "true" : "false"); break;
+    }
+}
+
 static gr_status out_of_range(gr_context *ctx, const char *what, gr_scalar s, gr_dtype t) {
     char v[64];
-    if (s.kind == GR_SCALAR_FLOAT) gr_format_float(v, sizeof v, s.v.f);
-    else if (s.kind == GR_SCALAR_UINT) snprintf(v, sizeof v, "%llu", (unsigned long long)s.v.u);
-    else snprintf(v, sizeof v, "%lld", (long long)s.v.i);
+    gr_format_scalar(v, sizeof v, s);
     return gr_fail_arg(ctx, GR_EINVAL, what, "%s does not fit in %s%s", v, gr_dtype_name(t),
                        gr_dtype_is_bool(t) ? " (it takes true, false, 0 or 1)" : "");
 }

@@ -18,6 +18,9 @@ int gr_dtype_is_bool(gr_dtype t);
 /* The shortest decimal form that reads back as the same double, marked as a float ("-1.0", "1e+39"):
  * how a value that does not fit a dtype is named in the message ("1e+39 does not fit in float32"). */
 void gr_format_float(char *v, size_t len, double d);
+/* A scalar of any kind as the messages name it: a float as gr_format_float, integers in decimal, a bool
+ * as true or false. */
+void gr_format_scalar(char *v, size_t len, gr_scalar s);
 
 /* The engine's own writer of an element, gr_scalar_load's counterpart without gr_scalar_store's checks:
  * for the values the engine makes itself (accumulators, generated contents). The scalar is taken to t's

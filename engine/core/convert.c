@@ -33,7 +33,6 @@
 #include "ops/convert_element.h"
 #include "ops/cpu_convert.h"
 
-#include <stdio.h>
 
 static int on_gpu(const gr_context *ctx) { return ctx->base.backend == GR_BACKEND_CUDA; }
 
@@ -60,12 +59,7 @@ static gr_status not_fit(gr_context *ctx, const gr_buffer *src, size_t i, gr_dty
     if (st != GR_OK) return st;
     gr_scalar s = gr_scalar_load(e, src->dtype);
     char v[64];
-    switch (s.kind) {
-    case GR_SCALAR_FLOAT: gr_format_float(v, sizeof v, s.v.f); break;
-    case GR_SCALAR_UINT: snprintf(v, sizeof v, "%llu", (unsigned long long)s.v.u); break;
-    case GR_SCALAR_INT: snprintf(v, sizeof v, "%lld", (long long)s.v.i); break;
-    case GR_SCALAR_BOOL: snprintf(v, sizeof v, "%s", s.v.b ? "true" : "false"); break;
-    }
+    gr_format_scalar(v, sizeof v, s);
     return gr_fail_arg(ctx, GR_EINVAL, "src", "element %zu (%s %s) does not fit in %s", i + 1,
                        gr_dtype_name(src->dtype), v, gr_dtype_name(to));
 }

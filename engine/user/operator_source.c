@@ -86,10 +86,11 @@ static void put_fields(gr_text *t, const gr_operator *op, gr_dtype in) {
      * only by its explicit rounding constructor: each field's value goes through it. */
     const int small_acc = op->acc_dtype >= 0 && gr_dtype_is_float((gr_dtype)op->acc_dtype) &&
                           gr_dtype_size((gr_dtype)op->acc_dtype) < 4;
-    const char *open = small_acc ? "gr_op_acc(\n" : "\n", *close = small_acc ? "        );\n" : "        ;\n";
-    gr_text_put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =%s", fn, open);
+    const char *value_open = small_acc ? "gr_op_acc(\n" : "\n";
+    const char *value_close = small_acc ? "        );\n" : "        ;\n";
+    gr_text_put(t, "%s gr_op_acc gr_op_identity() {\n    const gr_op_acc gr_value =%s", fn, value_open);
     gr_text_field(t, "identity", op->spec.identity);
-    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", value_close);
 
     /* x: the element as the accumulator's type, or as its own type when the accumulator is a struct --
      * but a small float's element (a bit pattern in a struct) as the float it widens to exactly */
@@ -97,14 +98,14 @@ static void put_fields(gr_text *t, const gr_operator *op, gr_dtype in) {
                        : gr_dtype_is_float(in) && gr_dtype_size(in) < 4 ? "float" : "gr_op_in";
     gr_text_put(t, "using gr_op_x = %s;\n", x_type);
     gr_text_put(t, "%s gr_op_acc gr_op_map(const gr_op_x x%s) {\n    const gr_op_acc gr_value =%s", fn,
-        op->indexed ? ", const unsigned long long i" : "", open);
+        op->indexed ? ", const unsigned long long i" : "", value_open);
     gr_text_field(t, "map", op->spec.map);
-    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", value_close);
 
     gr_text_put(t, "%s gr_op_acc gr_op_reduce(const gr_op_acc a, const gr_op_acc b) {\n    const gr_op_acc gr_value =%s",
-        fn, open);
+        fn, value_open);
     gr_text_field(t, "reduce", op->spec.reduce);
-    gr_text_put(t, "%s    return gr_value;\n}\n\n", close);
+    gr_text_put(t, "%s    return gr_value;\n}\n\n", value_close);
 
     gr_text_put(t, "// The result from the combined accumulator a and the element count n.\n");
     gr_text_put(t, "%s auto gr_op_post_value(const gr_op_acc a, const unsigned long long n) {\n    return (\n", fn);
