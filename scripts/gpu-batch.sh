@@ -73,7 +73,13 @@ for step in $steps; do
          # the catalogue's table: every variant at block 512, float32 sum, n = 2^24
          $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
              > "$OUT/sweep512.log" 2>&1 ;;
-    types) make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
+    types) if [ -n "${PREBUILT:-}" ]; then        # make bench-types would build all first
+               python3 experiments/peers/torch_types.py > "$OUT/torch_types.txt" 2>&1
+               LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
+                   TORCH_TIMES="$OUT/torch_types.txt" $LUA experiments/types_bench.lua > "$OUT/types.log" 2>&1
+           else
+               make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
+           fi
            echo "types: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
