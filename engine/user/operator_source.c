@@ -11,6 +11,8 @@
 #include "ops/user_op.h"
 #include "base/error.h"
 #include "jit/source_text.h"
+#include "core/policy.h"
+#include "core/registry.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -146,10 +148,10 @@ static void put_functor(gr_text *t, const gr_operator *op) {
 
 /* The operator's own gr_op_main and gr_op_partials (operator.h says what each does). */
 static void put_main_kernels(gr_text *t, gr_dtype in) {
-    /* 1-byte elements take pipelined's shape (a ring of cp.async copies in dynamic shared memory,
-     * gr_kernel.smem gives its size), the others warp_shuffle's: what auto gives the built-in ops, and
-     * what plan.c plans an operator with (plan_user) */
-    if (gr_dtype_size(in) == 1)
+    /* pipelined's shape (a ring of cp.async copies in dynamic shared memory, gr_kernel.smem gives its
+     * size) or warp_shuffle's, as the policy says (what plan.c plans an operator with) */
+    static int pipelined = -1;
+    if (gr_policy_operator_variant(in) == gr_catalogue_index("pipelined", &pipelined))
         gr_text_put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
                "gr_op_main(const gr_op_in *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
                "           gr_op_acc *final_out, unsigned long long first) {\n"
