@@ -60,6 +60,10 @@ template <SmallFormat F> struct alignas(sizeof(typename SmallStorage<F>::type)) 
     GR_HOSTDEV float widen() const;
     GR_HOSTDEV explicit operator float() const { return widen(); }
     GR_HOSTDEV explicit operator double() const { return double(widen()); }
+    /* to an integer (an operator's integer accumulator over float16 data): the value truncated toward
+     * zero, as a float converts */
+    template <class I, class = typename enable_if<is_arithmetic_v<I> && !limits<I>::is_float>::type>
+    GR_HOSTDEV explicit operator I() const { return I(widen()); }
     GR_HOSTDEV SmallFloat operator-() const { return of_bits(bits ^ kSign); }     /* exact: the sign bit */
 };
 
