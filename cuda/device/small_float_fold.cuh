@@ -1,0 +1,245 @@
+/*
+ * small_float_fold.cuh -- a thread's 16-byte vectors of float16, bfloat16 and FP8 elements folded at
+ * memory speed (thread_load.cuh's ThreadAcc and fold_vec take these forms for the small floats).
+ * Included by thread_load.cuh, between its Vec16 and its fold_vec. NVRTC-clean (core.cuh, small_float.cuh).
+ *
+ * Widening an element at a time (small_float.cuh) costs too many instructions where a 16-byte load holds
+ * eight or sixteen elements: on an H100 at 2^28, bfloat16 max, absmax and argmax ran at 65% of the read
+ * kernel, float8_e4m3 absmax at 19% and its sum at 42% (make bench-types). Here a vector is taken a
+ * 32-bit word at a time:
+ *   - widen_vec: every element to float, exactly -- bfloat16 by a shift, float16 by cvt.f32.f16, FP8
+ *     through float16 pairs: float8_e5m2 is float16's top byte (one PRMT makes a pair), float8_e4m3
+ *     pairs are the hardware's cvt.rn.f16x2.e4m3x2 (sm_89 and up; small_floats.h's integer widening
+ *     elsewhere). What the float-accumulating ops (sum, mean, var, asum, nansum, ...) load.
+ *   - PackedExtreme: min and max, and their NaN-skipping forms, in two 16-bit lanes of a word with the
+ *     hardware's min/max of f16x2 or bf16x2 pairs (the FP8 formats widened exactly to float16 pairs):
+ *     one instruction per two elements; the lanes meet once, at the end.
+ *   - PackedAbsMax: absmax on the patterns' magnitudes as unsigned integers. In these sign-magnitude
+ *     formats a larger magnitude pattern is a larger |x|, and the NaN patterns are the largest of all,
+ *     so the integer maximum is absmax with NaN winning.
+ *   - SmallNorm: norm with the vector's largest magnitude (the integer maximum above) deciding whether
+ *     every square of the vector lies in Blue's middle band, whose sum needs no scaling.
+ * A NaN these forms produce is the hardware's (or the format's) quiet NaN, not the element's own bits.
+ */
+#pragma once
+
+#include "core.cuh"
+#include "ops.cuh"
+#include "small_float.cuh"
+
+namespace gr {
+
+/* ---- pairs of elements in a word ------------------------------------------------------------------- */
+
+GR_DEV unsigned permute(unsigned w, unsigned selector) {
+    unsigned r;
+    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "r"(selector));
+    return r;
+}
+
+/* The two float16 halves of a word, widened exactly. */
+GR_DEV void widen_f16x2(unsigned w, float &lo, float &hi) {
+    asm("{\n\t.reg .f16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+        : "=f"(lo), "=f"(hi) : "r"(w));
+}
+
+/* Two float8_e4m3 patterns (the low 16 bits of w) as a float16 pair, exactly: the byte at bits 8..15
+ * becomes the high half. A NaN becomes float16's NaN. */
+GR_DEV unsigned e4m3x2_to_f16x2(unsigned w) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned r;
+    asm("{\n\t.reg .b16 p;\n\tcvt.u16.u32 p, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, p;\n\t}" : "=r"(r) : "r"(w));
+    return r;
+#else
+    const unsigned lo = gr_f16_from_float(gr_e4m3_to_float(w & 0xffu)) & 0xffffu;   /* exact: no rounding */
+    const unsigned hi = gr_f16_from_float(gr_e4m3_to_float((w >> 8) & 0xffu)) & 0xffffu;
+    return lo | hi << 16;
+#endif
+}
+
+/* A float16 pattern whose value is a float8_e4m3 value (an element, or a NaN) back to that pattern. */
+GR_DEV unsigned f16_to_e4m3(unsigned h) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    unsigned short r;
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(h & 0xffffu));
+    return r & 0xffu;
+#else
+    return gr_e4m3_from_float(gr_f16_to_float(h)) & 0xffu;
+#endif
+}
+
+/* Word k of a vector of elements of 1 or 2 bytes as pairs in 16-bit lanes: the word itself for the
+ * 2-byte formats; for the FP8 formats, `half` 0 or 1 of it, widened exactly to a float16 pair. */
+template <SmallFormat F> GR_DEV unsigned lane_pair(unsigned w, int half) {
+    if constexpr (F == kFloat16 || F == kBfloat16) return w;
+    else if constexpr (F == kE5M2) return permute(w, half ? 0x3424u : 0x1404u);   /* bytes to the top */
+    else return e4m3x2_to_f16x2(half ? w >> 16 : w);
+}
+
+/* The lane format a format's pairs are compared in: bfloat16 its own, the others float16. */
+template <SmallFormat F> constexpr bool bf16_lanes_v = F == kBfloat16;
+
+/* An element as a lane (its pattern, or the float16 pattern of its value), and back. */
+template <SmallFormat F> GR_DEV unsigned to_lane(SmallFloat<F> x) {
+    if constexpr (F == kFloat16 || F == kBfloat16) return x.bits;
+    else if constexpr (F == kE5M2) return unsigned(x.bits) << 8;
+    else return e4m3x2_to_f16x2(x.bits) & 0xffffu;
+}
+template <SmallFormat F> GR_DEV SmallFloat<F> from_lane(unsigned h) {
+    if constexpr (F == kFloat16 || F == kBfloat16) return SmallFloat<F>::of_bits(h & 0xffffu);
+    else if constexpr (F == kE5M2) return SmallFloat<F>::of_bits((h >> 8) & 0xffu);   /* a value of the format */
+    else return SmallFloat<F>::of_bits(f16_to_e4m3(h));
+}
+
+/* ---- every element to float -------------------------------------------------------------------- */
+
+template <SmallFormat F> GR_DEV void widen_vec(const Vec16<SmallFloat<F>> &r, float (&out)[Vec16<SmallFloat<F>>::kCount]) {
+    const unsigned *w = reinterpret_cast<const unsigned *>(r.v);
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if constexpr (F == kBfloat16) {
+            out[2 * k] = __uint_as_float(w[k] << 16);        /* a NaN stays a NaN: its quiet bit aside */
+            out[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+        } else if constexpr (F == kFloat16) {
+            widen_f16x2(w[k], out[2 * k], out[2 * k + 1]);
+        } else {
+            widen_f16x2(lane_pair<F>(w[k], 0), out[4 * k], out[4 * k + 1]);
+            widen_f16x2(lane_pair<F>(w[k], 1), out[4 * k + 2], out[4 * k + 3]);
+        }
+    }
+}
+
+/* The ops whose load takes an element's value as a float (or double) and does the same with the
+ * widened float: they may take widen_vec's floats instead of the elements. */
+template <class Op> constexpr bool widened_load_v = false;
+template <class A> constexpr bool float_acc_v = is_same_v<A, float> || is_same_v<A, double>;
+template <class A> constexpr bool widened_load_v<Sum<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<Prod<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<SumSq<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<NanSum<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<AbsSum<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<NanMean<A>> = float_acc_v<A>;
+template <class A> constexpr bool widened_load_v<Norm<A>> = float_acc_v<A>;
+template <> constexpr bool widened_load_v<And> = true;
+template <> constexpr bool widened_load_v<Or> = true;
+template <> constexpr bool widened_load_v<Count> = true;
+
+/* ---- min and max in packed lanes ------------------------------------------------------------------ */
+
+/* The lane-wise min or max of a and b (f16x2 or bf16x2), NaN winning (kNan) or NaN skipped (a lane
+ * NaN in both stays NaN). */
+template <bool kBf16, bool kMin, bool kNan> GR_DEV unsigned lane_extreme(unsigned a, unsigned b) {
+    unsigned r;
+    if constexpr (kBf16) {
+        if constexpr (kMin && kNan) asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (kMin) asm("min.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (kNan) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    } else {
+        if constexpr (kMin && kNan) asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (kMin) asm("min.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else if constexpr (kNan) asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+        else asm("max.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    }
+    return r;
+}
+
+/* Min, Max (NaN wins) and NanExtreme (NaN skipped) of a small float format, in two lanes. */
+template <class Op, SmallFormat F, bool kMin, bool kNan> struct PackedExtreme {
+    using E = SmallFloat<F>;
+    using type = unsigned;
+    static GR_DEV unsigned both(E x) { return to_lane<F>(x) * 0x00010001u; }
+    static GR_DEV unsigned m(unsigned a, unsigned b) { return lane_extreme<bf16_lanes_v<F>, kMin, kNan>(a, b); }
+    static GR_DEV type init() { return both(Op::identity()); }
+    static GR_DEV type fold(type a, const Vec16<E> &r, u64) {
+        const unsigned *w = reinterpret_cast<const unsigned *>(r.v);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if constexpr (sizeof(E) == 2) a = m(a, lane_pair<F>(w[k], 0));
+            else a = m(m(a, lane_pair<F>(w[k], 0)), lane_pair<F>(w[k], 1));
+        }
+        return a;
+    }
+    static GR_DEV type fold1(type a, E x, u64) { return m(a, both(x)); }
+    static GR_DEV type merge(type a, type b) { return m(a, b); }
+    static GR_DEV E value(type a) { return from_lane<F>(m(a, a >> 16 | a << 16)); }
+};
+template <SmallFormat F> struct ThreadAcc<Min<SmallFloat<F>>, SmallFloat<F>>
+    : PackedExtreme<Min<SmallFloat<F>>, F, true, true> {};
+template <SmallFormat F> struct ThreadAcc<Max<SmallFloat<F>>, SmallFloat<F>>
+    : PackedExtreme<Max<SmallFloat<F>>, F, false, true> {};
+template <SmallFormat F, bool kMin> struct ThreadAcc<NanExtreme<SmallFloat<F>, kMin>, SmallFloat<F>>
+    : PackedExtreme<NanExtreme<SmallFloat<F>, kMin>, F, kMin, false> {};
+
+/* ---- magnitudes as unsigned integers ---------------------------------------------------------------- */
+
+/* The largest magnitude pattern of a vector's elements in two 16-bit lanes (their sign bits cleared;
+ * FP8 bytes spread one to a lane). */
+template <SmallFormat F> GR_DEV unsigned magnitude_lanes(unsigned a, const Vec16<SmallFloat<F>> &r) {
+    const unsigned *w = reinterpret_cast<const unsigned *>(r.v);
+    if constexpr (sizeof(SmallFloat<F>) == 2) {
+        a = __vimax3_u16x2(a, w[0] & 0x7fff7fffu, w[1] & 0x7fff7fffu);
+        return __vimax3_u16x2(a, w[2] & 0x7fff7fffu, w[3] & 0x7fff7fffu);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const unsigned m = w[k] & 0x7f7f7f7fu;
+            a = __vimax3_u16x2(a, permute(m, 0x4240u), permute(m, 0x4341u));   /* even bytes, odd bytes */
+        }
+        return a;
+    }
+}
+GR_DEV unsigned larger_lane(unsigned a) { return (a & 0xffffu) > (a >> 16) ? a & 0xffffu : a >> 16; }
+
+template <SmallFormat F> struct PackedAbsMax {
+    using E = SmallFloat<F>;
+    using type = unsigned;
+    static GR_DEV type init() { return 0u; }      /* |x| >= 0: AbsMax's identity */
+    static GR_DEV type fold(type a, const Vec16<E> &r, u64) { return magnitude_lanes<F>(a, r); }
+    static GR_DEV type fold1(type a, E x, u64) { return __vmaxu2(a, (unsigned(x.bits) & (E::kSign - 1u)) * 0x00010001u); }
+    static GR_DEV type merge(type a, type b) { return __vmaxu2(a, b); }
+    static GR_DEV E value(type a) { return E::of_bits(larger_lane(a)); }
+};
+template <SmallFormat F> struct ThreadAcc<AbsMax<SmallFloat<F>>, SmallFloat<F>> : PackedAbsMax<F> {};
+
+/* ---- norm ------------------------------------------------------------------------------------------ */
+
+/* The largest magnitude pattern of a format whose value is finite and at most Blue's tbig for the
+ * accumulator F, and the smallest one whose square makes the others' squares negligible beside it
+ * (below it every element might belong to Blue's small band). Every finite float16 and FP8 value, and
+ * every bfloat16 value in the float64 accumulator, lies in the middle band; bfloat16 in float32 needs
+ * both bounds: 2^52 (tbig) and 2^-20 (2^-40 as a square, where squares below 2^-126 weigh less than
+ * 2^-80 of it). */
+template <SmallFormat F, class A> struct MiddleBand {
+    static constexpr unsigned hi = F == kFloat16 ? 0x7bffu : F == kE4M3 ? 0x7eu : F == kE5M2 ? 0x7bu
+                                 : is_same_v<A, float> ? 0x5980u : 0x7f7fu;
+    static constexpr unsigned lo = F == kBfloat16 && is_same_v<A, float> ? 0x3580u : 0u;
+};
+
+template <class A, SmallFormat F> struct SmallNorm {
+    using Op = Norm<A>;
+    using E = SmallFloat<F>;
+    using type = typename Op::acc_t;
+    static GR_DEV type init() { return Op::identity(); }
+    static GR_DEV type fold(type a, const Vec16<E> &r, u64 i) {
+        const unsigned top = larger_lane(magnitude_lanes<F>(0u, r));
+        if (top - MiddleBand<F, A>::lo <= MiddleBand<F, A>::hi - MiddleBand<F, A>::lo) {   /* lo <= top <= hi */
+            float f[Vec16<E>::kCount];
+            widen_vec<F>(r, f);
+            A s = a.medium;
+#pragma unroll
+            for (int k = 0; k < Vec16<E>::kCount; k++) s += A(f[k]) * A(f[k]);
+            a.medium = s;
+            return a;
+        }
+#pragma unroll
+        for (int k = 0; k < Vec16<E>::kCount; k++) a = Op::combine(a, Op::load(r.v[k]));
+        return a;
+    }
+    static GR_DEV type fold1(type a, E x, u64) { return Op::combine(a, Op::load(x)); }
+    static GR_DEV type merge(type a, type b) { return Op::combine(a, b); }
+    static GR_DEV type value(type a) { return a; }
+};
+template <class A, SmallFormat F> struct ThreadAcc<Norm<A>, SmallFloat<F>> : SmallNorm<A, F> {};
+
+}  // namespace gr
