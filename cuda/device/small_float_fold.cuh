@@ -14,6 +14,7 @@
  *   - PackedExtreme: min and max, and their NaN-skipping forms, in two 16-bit lanes of a word with the
  *     hardware's min/max of f16x2 or bf16x2 pairs (the FP8 formats widened exactly to float16 pairs):
  *     one instruction per two elements; the lanes meet once, at the end.
+ *   - SmallArg: argmin and argmax, each vector's extreme in those lanes before any index is looked at.
  *   - PackedAbsMax: absmax on the patterns' magnitudes as unsigned integers. In these sign-magnitude
  *     formats a larger magnitude pattern is a larger |x|, and the NaN patterns are the largest of all,
  *     so the integer maximum is absmax with NaN winning.
@@ -170,6 +171,85 @@ template <SmallFormat F> struct ThreadAcc<Max<SmallFloat<F>>, SmallFloat<F>>
     : PackedExtreme<Max<SmallFloat<F>>, F, false, true> {};
 template <SmallFormat F, bool kMin> struct ThreadAcc<NanExtreme<SmallFloat<F>, kMin>, SmallFloat<F>>
     : PackedExtreme<NanExtreme<SmallFloat<F>, kMin>, F, kMin, false> {};
+
+/* argmin / argmax: each vector's extreme first (the lanes above, NaN winning), and only a vector whose
+ * extreme beats the thread's best is kept -- its words and its first element's index; the position in
+ * it is found once, at the end (thread_load.cuh's ByteArg does the same for bytes). A thread sees its
+ * elements in increasing index order, so only a strictly better value (or a first NaN) replaces the
+ * best, and the first element equal to the best in the kept vector is the first occurrence. An
+ * accumulator still at the identity (index 2^64 - 1) takes the first element it meets. */
+template <SmallFormat F, bool kMin> struct SmallArg {
+    using E = SmallFloat<F>;
+    using Op = ArgExtreme<E, kMin>;
+    using P = PackedExtreme<conditional_t<kMin, Min<E>, Max<E>>, F, kMin, true>;
+    struct type {
+        u64 base;               /* the kept vector's first index (vec), or the best element's (!vec) */
+        unsigned w[4];
+        unsigned best;          /* the best value as a lane (low 16 bits) */
+        unsigned elem;          /* the best element's pattern (!vec) */
+        int vec;
+    };
+    static GR_DEV float lane_value(unsigned h) {
+        if constexpr (F == kBfloat16) return __uint_as_float(h << 16);
+        float lo, hi;
+        widen_f16x2(h, lo, hi);
+        return lo;
+    }
+    static GR_DEV bool takes(const type &a, unsigned m) {
+        if (a.base == ~0ull) return true;
+        const float x = lane_value(m), b = lane_value(a.best);
+        return b == b && (x != x || (kMin ? x < b : x > b));
+    }
+    static GR_DEV type init() {
+        const E e = Op::identity().value;
+        return {~0ull, {0u, 0u, 0u, 0u}, to_lane<F>(e), e.bits, 0};
+    }
+    static GR_DEV type fold(type a, const Vec16<E> &r, u64 i) {
+        const unsigned v = P::fold(P::init(), r, i);
+        const unsigned m = P::m(v, v >> 16 | v << 16) & 0xffffu;
+        if (takes(a, m)) {
+            a.base = i;
+            a.best = m;
+            a.vec = 1;
+#pragma unroll
+            for (int k = 0; k < 4; k++) a.w[k] = reinterpret_cast<const unsigned *>(r.v)[k];
+        }
+        return a;
+    }
+    static GR_DEV type fold1(type a, E x, u64 i) {
+        const unsigned m = to_lane<F>(x);
+        if (takes(a, m)) {
+            a.base = i;
+            a.best = m;
+            a.elem = x.bits;
+            a.vec = 0;
+        }
+        return a;
+    }
+    static GR_DEV typename Op::acc_t value(const type &a) {
+        if (!a.vec) return {a.base, E::of_bits(a.elem)};
+        constexpr int kCount = Vec16<E>::kCount, kPer = 4 / int(sizeof(E));
+        const float b = lane_value(a.best);
+        int k = kCount - 1;
+        unsigned bits = 0;
+#pragma unroll
+        for (int j = kCount - 1; j >= 0; j--) {
+            const unsigned p = (a.w[j / kPer] >> (8 * sizeof(E) * (j % kPer))) & (sizeof(E) == 2 ? 0xffffu : 0xffu);
+            const float x = lane_value(to_lane<F>(E::of_bits(p)));
+            if (x == b || (b != b && x != x)) {
+                k = j;
+                bits = p;
+            }
+        }
+        return {a.base + u64(k), E::of_bits(bits)};
+    }
+    static GR_DEV type merge(const type &a, const type &b) {
+        const typename Op::acc_t c = Op::combine(value(a), value(b));
+        return {c.index, {0u, 0u, 0u, 0u}, to_lane<F>(c.value), c.value.bits, 0};
+    }
+};
+template <SmallFormat F> struct ThreadAcc<ArgExtreme<SmallFloat<F>, true>, SmallFloat<F>> : SmallArg<F, true> {};
+template <SmallFormat F> struct ThreadAcc<ArgExtreme<SmallFloat<F>, false>, SmallFloat<F>> : SmallArg<F, false> {};
 
 /* ---- magnitudes as unsigned integers ---------------------------------------------------------------- */
 
