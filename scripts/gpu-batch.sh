@@ -12,7 +12,8 @@
 #     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
 #     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
 #   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
-#     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt);
+#     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt); with PREBUILT, TYPES_BASELINE=DIR
+#     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -75,8 +76,24 @@ for step in $steps; do
              > "$OUT/sweep512.log" 2>&1 ;;
     types) if [ -n "${PREBUILT:-}" ]; then        # make bench-types would build all first
                python3 experiments/peers/torch_types.py > "$OUT/torch_types.txt" 2>&1
-               LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
-                   TORCH_TIMES="$OUT/torch_types.txt" $LUA experiments/types_bench.lua > "$OUT/types.log" 2>&1
+               # TYPES_BASELINE=DIR: DIR/gpureduce/core.so.xz, the module before a change, measured too,
+               # A B A B (types-A1.log, types-B1.log, ...; B is this tree)
+               rounds=1; [ -n "${TYPES_BASELINE:-}" ] && rounds=2
+               if [ -n "${TYPES_BASELINE:-}" ]; then
+                   mkdir -p /tmp/types-baseline/gpureduce
+                   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
+                       "$TYPES_BASELINE/gpureduce/core.so.xz" /tmp/types-baseline/gpureduce/core.so
+               fi
+               for i in $(seq $rounds); do
+                   for side in A B; do
+                       dir=build; log="$OUT/types.log"
+                       if [ -n "${TYPES_BASELINE:-}" ]; then
+                           log="$OUT/types-$side$i.log"; [ $side = A ] && dir=/tmp/types-baseline
+                       elif [ $side = A ]; then continue; fi
+                       LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="$dir/?.so;${LUA_CPATH:-;}" \
+                           TORCH_TIMES="$OUT/torch_types.txt" $LUA experiments/types_bench.lua > "$log" 2>&1
+                   done
+               done
            else
                make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
            fi
