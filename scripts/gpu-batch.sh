@@ -108,7 +108,7 @@ for step in $steps; do
            GPUREDUCE_SHARD_N=${MULTI_SHARD_N:-} $LUA experiments/multi_gpu/bench.lua > "$OUT/multi-bench.md" 2>&1
            echo "multi bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
-    fuzz) GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+    fuzz) env GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1
           echo "fuzz: $(grep -E '^fuzz:' "$OUT/fuzz.log" | tail -1); $(tail -1 "$OUT/fuzz.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     memcheck-specs)
