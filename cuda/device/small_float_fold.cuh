@@ -152,14 +152,18 @@ template <class Op, SmallFormat F, bool kMin, bool kNan> struct PackedExtreme {
     static GR_DEV unsigned both(E x) { return to_lane<F>(x) * 0x00010001u; }
     static GR_DEV unsigned m(unsigned a, unsigned b) { return lane_extreme<bf16_lanes_v<F>, kMin, kNan>(a, b); }
     static GR_DEV type init() { return both(Op::identity()); }
+    /* a tree over the vector's pairs, then one step into the running value: a chain of eight dependent
+     * min/max per FP8 vector held float8_e4m3 max at 93% of the read kernel on an H100 */
     static GR_DEV type fold(type a, const Vec16<E> &r, u64) {
         const unsigned *w = reinterpret_cast<const unsigned *>(r.v);
+        if constexpr (sizeof(E) == 2) {
+            return m(a, m(m(w[0], w[1]), m(w[2], w[3])));
+        } else {
+            unsigned p[4];
 #pragma unroll
-        for (int k = 0; k < 4; k++) {
-            if constexpr (sizeof(E) == 2) a = m(a, lane_pair<F>(w[k], 0));
-            else a = m(m(a, lane_pair<F>(w[k], 0)), lane_pair<F>(w[k], 1));
+            for (int k = 0; k < 4; k++) p[k] = m(lane_pair<F>(w[k], 0), lane_pair<F>(w[k], 1));
+            return m(a, m(m(p[0], p[1]), m(p[2], p[3])));
         }
-        return a;
     }
     static GR_DEV type fold1(type a, E x, u64) { return m(a, both(x)); }
     static GR_DEV type merge(type a, type b) { return m(a, b); }
@@ -261,12 +265,13 @@ template <SmallFormat F> GR_DEV unsigned magnitude_lanes(unsigned a, const Vec16
         a = __vimax3_u16x2(a, w[0] & 0x7fff7fffu, w[1] & 0x7fff7fffu);
         return __vimax3_u16x2(a, w[2] & 0x7fff7fffu, w[3] & 0x7fff7fffu);
     } else {
-#pragma unroll
-        for (int k = 0; k < 4; k++) {
-            const unsigned m = w[k] & 0x7f7f7f7fu;
-            a = __vimax3_u16x2(a, permute(m, 0x4240u), permute(m, 0x4341u));   /* even bytes, odd bytes */
-        }
-        return a;
+        /* the bytes' magnitudes in the high and the low byte of each lane, masked apart rather than
+         * spread (no PRMT), and a tree of three-way maxima, two deep (a chain of four held float8_e4m3
+         * absmax at 93% of the read kernel on an H100); the high bytes' lane maxima are >> 8 at the end */
+        const unsigned hi = __vimax3_u16x2(w[0] & 0x7f007f00u, w[1] & 0x7f007f00u, w[2] & 0x7f007f00u);
+        const unsigned lo = __vimax3_u16x2(w[0] & 0x007f007fu, w[1] & 0x007f007fu, w[2] & 0x007f007fu);
+        const unsigned h = __vimax3_u16x2(hi, w[3] & 0x7f007f00u, 0u) >> 8 & 0x00ff00ffu;
+        return __vimax3_u16x2(a, h, __vimax3_u16x2(lo, w[3] & 0x007f007fu, 0u));
     }
 }
 GR_DEV unsigned larger_lane(unsigned a) { return (a & 0xffffu) > (a >> 16) ? a & 0xffffu : a >> 16; }
