@@ -21,9 +21,10 @@ int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op o
 }
 
 /* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
- * or a dtype that pipelined does not take (GR_OPS_PIPELINED; its row's dtypes: not the FP8 formats,
- * whose 1-byte elements are small_float.cuh's structs) runs on warp_shuffle, which takes every op and
- * every dtype. bool is a byte of 0 or 1, which pipelined takes as uint8. */
+ * or a dtype that pipelined does not take (GR_OPS_PIPELINED; its row's dtypes, GR_DTYPES_PIPELINED)
+ * runs on warp_shuffle, which takes every op and every dtype. bool is a byte of 0 or 1, which pipelined
+ * takes as uint8; the FP8 formats take it since their folds went word-at-a-time (small_float_fold.cuh):
+ * on an H200 warp_shuffle held them at 81-91% of the read kernel at 2^28. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
     static int pipelined = -1, warp_shuffle = -1;
     int p = gr_catalogue_index("pipelined", &pipelined);
@@ -33,8 +34,8 @@ int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
 }
 
 /* A user operator's generated kernels (engine/user/operator_source.c) take pipelined's shape for the
- * 1-byte dtypes its row takes (int8, uint8, bool), warp_shuffle's for the others (the FP8 formats
- * included): what auto gives the built-in ops, so an operator equal to sum adds in the same order. */
+ * 1-byte dtypes its row takes (int8, uint8, bool and the FP8 formats), warp_shuffle's for the others:
+ * what auto gives the built-in sum, so an operator equal to sum adds in the same order. */
 int gr_policy_operator_variant(gr_dtype t) {
     static int pipelined = -1, warp_shuffle = -1;
     int p = gr_catalogue_index("pipelined", &pipelined);
