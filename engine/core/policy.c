@@ -33,15 +33,10 @@ int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
     return bytes ? p : gr_catalogue_index("warp_shuffle", &warp_shuffle);
 }
 
-/* A user operator's generated kernels (engine/user/operator_source.c) take pipelined's shape for the
- * 1-byte dtypes its row takes (int8, uint8, bool and the FP8 formats), warp_shuffle's for the others:
- * what auto gives the built-in sum, so an operator equal to sum adds in the same order. */
-int gr_policy_operator_variant(gr_dtype t) {
-    static int pipelined = -1, warp_shuffle = -1;
-    int p = gr_catalogue_index("pipelined", &pipelined);
-    int bytes = gr_dtype_size(t) == 1 && (gr_variant_row_get(p)->dtypes & GR_DTYPE_BIT(t));
-    return bytes ? p : gr_catalogue_index("warp_shuffle", &warp_shuffle);
-}
+/* A user operator's generated kernels (engine/user/operator_source.c) take the shape auto gives the
+ * built-in sum (pipelined's for the 1-byte dtypes, warp_shuffle's for the others), so an operator equal
+ * to sum adds in the same order. */
+int gr_policy_operator_variant(gr_dtype t) { return gr_policy_streamed_variant(t, GR_SUM); }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every
  * dtype at 2^28 on an H200, and 4-6% better for 1-byte types, whose 256 MiB leave fixed costs more
