@@ -36,6 +36,11 @@ mkdir -p "$OUT"
 steps=${*:-test bench}
 
 . scripts/offline-env.sh .debs /tmp/gpureduce-prefix >/dev/null || exit 1
+
+# unxz_to SRC DST: an xz file (a carried module, xz -k) unpacked with Python's lzma (the host has no xz)
+unxz_to() {
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 start=$(date +%s)
 if [ -n "${PREBUILT:-}" ]; then
@@ -45,8 +50,7 @@ if [ -n "${PREBUILT:-}" ]; then
     # (c_api_host, ...) find no programs.
     mkdir -p build/gpureduce
     if [ -f "$PREBUILT/gpureduce/core.so.xz" ]; then        # xz -k: 42 MB of fat binary carry as 8
-        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-            "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
+        unxz_to "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
     else
         cp "$PREBUILT/gpureduce/core.so" build/gpureduce/ || exit 1
     fi
@@ -81,8 +85,7 @@ for step in $steps; do
                rounds=1; [ -n "${TYPES_BASELINE:-}" ] && rounds=2
                if [ -n "${TYPES_BASELINE:-}" ]; then
                    mkdir -p /tmp/types-baseline/gpureduce
-                   python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-                       "$TYPES_BASELINE/gpureduce/core.so.xz" /tmp/types-baseline/gpureduce/core.so
+                   unxz_to "$TYPES_BASELINE/gpureduce/core.so.xz" /tmp/types-baseline/gpureduce/core.so
                fi
                for i in $(seq $rounds); do
                    for side in A B; do
