@@ -125,10 +125,12 @@ struct DevicePool {
 };
 DevicePool pools[kMaxDevices];
 
-/* The current device's pool, set up on first use: every freed byte kept (release threshold 2^64 - 1). */
-DevicePool *current_pool(cudaError_t *e) {
+/* The current device's pool (its number in *dev), set up on first use: every freed byte kept (release
+ * threshold 2^64 - 1). */
+DevicePool *current_pool(cudaError_t *e, int *dev_out) {
     int dev = 0;
     if ((*e = cudaGetDevice(&dev)) != cudaSuccess) return nullptr;
+    *dev_out = dev;
     if (dev < 0 || dev >= kMaxDevices) return nullptr;
     DevicePool *d = &pools[dev];
     std::call_once(d->once, [d, dev] {
@@ -153,7 +155,8 @@ cudaError_t pool_alloc(DevicePool *d, void **p, size_t bytes) {
  * allocates with cudaMalloc. */
 extern "C" int gr_dev_malloc(void **p, size_t bytes) {
     cudaError_t e;
-    DevicePool *d = current_pool(&e);
+    int dev;
+    DevicePool *d = current_pool(&e, &dev);
     if (!d) {
         cudaGetLastError();
         e = cudaMalloc(p, bytes);
@@ -171,9 +174,8 @@ extern "C" int gr_dev_free(void *p) {
     cudaError_t e;
     int dev = -1;
     cudaPointerAttributes at;
-    DevicePool *d = current_pool(&e);
-    if (d && cudaGetDevice(&dev) == cudaSuccess && cudaPointerGetAttributes(&at, p) == cudaSuccess &&
-        at.type == cudaMemoryTypeDevice && at.device == dev) {
+    DevicePool *d = current_pool(&e, &dev);
+    if (d && cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeDevice && at.device == dev) {
         if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
         return cudaFreeAsync(p, d->stream);
     }
