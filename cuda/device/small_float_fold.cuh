@@ -44,20 +44,6 @@ GR_DEV void widen_f16x2(unsigned w, float &lo, float &hi) {
         : "=f"(lo), "=f"(hi) : "r"(w));
 }
 
-/* Two float8_e4m3 patterns (the low 16 bits of w) as a float16 pair, exactly: the byte at bits 8..15
- * becomes the high half. A NaN becomes float16's NaN. */
-GR_DEV unsigned e4m3x2_to_f16x2(unsigned w) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-    unsigned r;
-    asm("{\n\t.reg .b16 p;\n\tcvt.u16.u32 p, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, p;\n\t}" : "=r"(r) : "r"(w));
-    return r;
-#else
-    const unsigned lo = gr_f16_from_float(gr_e4m3_to_float(w & 0xffu)) & 0xffffu;   /* exact: no rounding */
-    const unsigned hi = gr_f16_from_float(gr_e4m3_to_float((w >> 8) & 0xffu)) & 0xffffu;
-    return lo | hi << 16;
-#endif
-}
-
 /* A float16 pattern whose value is a float8_e4m3 value (an element, or a NaN) back to that pattern. */
 GR_DEV unsigned f16_to_e4m3(unsigned h) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
@@ -195,9 +181,7 @@ template <SmallFormat F, bool kMin> struct SmallArg {
     };
     static GR_DEV float lane_value(unsigned h) {
         if constexpr (F == kBfloat16) return __uint_as_float(h << 16);
-        float lo, hi;
-        widen_f16x2(h, lo, hi);
-        return lo;
+        else return f16::of_bits(h & 0xffffu).widen();
     }
     static GR_DEV bool takes(const type &a, unsigned m) {
         if (a.base == ~0ull) return true;
