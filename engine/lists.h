@@ -60,6 +60,9 @@
 #define GR_DTYPES_SMALL_FLOAT (0u GR_DTYPE_LIST(GR_DTYPE_SMALL_BIT_))
 #define GR_DTYPES_ALL ((1u << GR_DTYPE_COUNT) - 1u)
 #define GR_DTYPES_ARITHMETIC (GR_DTYPES_ALL & ~GR_DTYPES_SMALL_FLOAT)
+/* pipelined's: every dtype but the 2-byte small floats (its ring pays for itself on 1-byte elements,
+ * whose folds stall the loads; the 2-byte floats go to warp_shuffle) */
+#define GR_DTYPES_PIPELINED (GR_DTYPES_ARITHMETIC | GR_DTYPE_BIT(GR_FLOAT8_E4M3) | GR_DTYPE_BIT(GR_FLOAT8_E5M2))
 
 /* The built-in ops, written once: X(ENUM, name). What each one does -- its accumulator, identity,
  * combine and result -- is its descriptor (engine/ops/ops.c) and its device functor (cuda/device/ops.cuh). The
@@ -77,8 +80,10 @@
                         GR_OP_BIT(GR_AND) | GR_OP_BIT(GR_OR))
 #define GR_OPS_ALL ((1u << GR_OP_COUNT) - 1u)
 /* The ops whose folds are dear on 1-byte data, which the pipelined variant takes (cuda/variants/v14_pipelined.cu)
- * and auto sends there for int8 and uint8: the classic ones, count, and the extremes. */
+ * and auto sends there for the 1-byte dtypes: the classic ones, count, the extremes, and absmax and asum
+ * (FP8 scaling's). */
 #define GR_OPS_PIPELINED (GR_OPS_CLASSIC | GR_OP_BIT(GR_COUNT) | GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_ARGMAX) | \
-                          GR_OP_BIT(GR_MINMAX) | GR_OP_BIT(GR_NANMIN) | GR_OP_BIT(GR_NANMAX))
+                          GR_OP_BIT(GR_MINMAX) | GR_OP_BIT(GR_NANMIN) | GR_OP_BIT(GR_NANMAX) |                  \
+                          GR_OP_BIT(GR_ABSMAX) | GR_OP_BIT(GR_ASUM))
 
 #endif

@@ -132,8 +132,8 @@ if show_progress == nil then show_progress = Progress.stderr_is_tty() end
 local progress = Progress.new(totals, steps, show_progress, gr.clock)
 
 print("# " .. header.describe(h))
-print(string.format("# %d configurations (%d skipped: %d unsupported op/block/finish, %d host variant above "
-  .. "--host-max %s); reps %d after %d warm-up, %s", counts.configs, counts.unsupported + counts.host_capped,
+print(string.format("# %d configurations (%d skipped: %d unsupported op/dtype/block/finish, %d host variant "
+  .. "above --host-max %s); reps %d after %d warm-up, %s", counts.configs, counts.unsupported + counts.host_capped,
   counts.unsupported, counts.host_capped, sizes.format(s.host_max), s.reps, s.warmup,
   h.backend == "cuda" and "device events" or "wall clock (CPU backend)"))
 if s.inject then

@@ -12,7 +12,8 @@
 #     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
 #     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
 #   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
-#     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt);
+#     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt); with PREBUILT, TYPES_BASELINE=DIR
+#     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -35,6 +36,11 @@ mkdir -p "$OUT"
 steps=${*:-test bench}
 
 . scripts/offline-env.sh .debs /tmp/gpureduce-prefix >/dev/null || exit 1
+
+# unxz_to SRC DST: an xz file (a carried module, xz -k) unpacked with Python's lzma (the host has no xz)
+unxz_to() {
+    python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 start=$(date +%s)
 if [ -n "${PREBUILT:-}" ]; then
@@ -44,8 +50,7 @@ if [ -n "${PREBUILT:-}" ]; then
     # (c_api_host, ...) find no programs.
     mkdir -p build/gpureduce
     if [ -f "$PREBUILT/gpureduce/core.so.xz" ]; then        # xz -k: 42 MB of fat binary carry as 8
-        python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' \
-            "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
+        unxz_to "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
     else
         cp "$PREBUILT/gpureduce/core.so" build/gpureduce/ || exit 1
     fi
@@ -73,7 +78,28 @@ for step in $steps; do
          # the catalogue's table: every variant at block 512, float32 sum, n = 2^24
          $LUA experiments/sweep.lua --sizes 2^24 --blocks 512 --no-progress --out "$OUT/sweep512" \
              > "$OUT/sweep512.log" 2>&1 ;;
-    types) make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
+    types) if [ -n "${PREBUILT:-}" ]; then        # make bench-types would build all first
+               python3 experiments/peers/torch_types.py > "$OUT/torch_types.txt" 2>&1
+               # TYPES_BASELINE=DIR: DIR/gpureduce/core.so.xz, the module before a change, measured too,
+               # A B A B (types-A1.log, types-B1.log, ...; B is this tree)
+               rounds=1; [ -n "${TYPES_BASELINE:-}" ] && rounds=2
+               if [ -n "${TYPES_BASELINE:-}" ]; then
+                   mkdir -p /tmp/types-baseline/gpureduce
+                   unxz_to "$TYPES_BASELINE/gpureduce/core.so.xz" /tmp/types-baseline/gpureduce/core.so
+               fi
+               for i in $(seq $rounds); do
+                   for side in A B; do
+                       dir=build; log="$OUT/types.log"
+                       if [ -n "${TYPES_BASELINE:-}" ]; then
+                           log="$OUT/types-$side$i.log"; [ $side = A ] && dir=/tmp/types-baseline
+                       elif [ $side = A ]; then continue; fi
+                       LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="$dir/?.so;${LUA_CPATH:-;}" \
+                           TORCH_TIMES="$OUT/torch_types.txt" $LUA experiments/types_bench.lua > "$log" 2>&1
+                   done
+               done
+           else
+               make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
+           fi
            echo "types: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
@@ -85,7 +111,7 @@ for step in $steps; do
            GPUREDUCE_SHARD_N=${MULTI_SHARD_N:-} $LUA experiments/multi_gpu/bench.lua > "$OUT/multi-bench.md" 2>&1
            echo "multi bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
-    fuzz) GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+    fuzz) env GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1
           echo "fuzz: $(grep -E '^fuzz:' "$OUT/fuzz.log" | tail -1); $(tail -1 "$OUT/fuzz.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     memcheck-specs)

@@ -995,7 +995,8 @@ describe("the registry", function()
 
   it("says which ops each variant takes", function()
     local all = gr.ops()
-    local pipelined = { "sum", "prod", "min", "max", "and", "or", "count", "argmin", "argmax", "minmax", "nanmin", "nanmax" }
+    local pipelined = { "sum", "prod", "min", "max", "and", "or", "count", "argmin", "argmax", "minmax", "nanmin", "nanmax",
+      "absmax", "asum" }
     for _, v in ipairs(H.variants()) do
       assert.is_table(v.ops, v.name .. ".ops")
       local want = CLASSIC

@@ -169,6 +169,28 @@ describe("sweep configurations", function()
     assert.is_true(matrix.takes(host, "var"))                   -- a row without a list takes every op
     assert.is_false(matrix.takes(classic, "var"))
   end)
+
+  -- On an H100 `--ops all --dtypes all` ran atomic_shared over float16, which it refuses, and counted the
+  -- refusal as a failure: a dtype the row does not list is skipped and counted like an op.
+  it("skip and count the dtypes a variant does not take", function()
+    local narrow = { name = "a", ordinal = 5, finishes = { "device" }, default_finish = "device",
+      block = { min = 32, max = 1024, default = 256 }, needs = { "cuda" }, ops = { "sum" },
+      dtypes = { "float32", "int32" } }
+    local s = { variants = { "a", "h" }, blocks = { "default" }, finishes = { "default" },
+      dtypes = { "float32", "float16" }, ops = { "sum" }, sizes = { 1024 }, host_max = 1 << 24 }
+    local groups, counts = matrix.build({ host, narrow }, s)
+    assert.equal(2, #groups)
+    assert.equal("float32", groups[1].dtype)
+    assert.equal(2, #groups[1].configs)                         -- float32: both
+    assert.equal("float16", groups[2].dtype)
+    assert.equal(1, #groups[2].configs)                         -- float16: the host variant only
+    assert.equal("h", groups[2].configs[1].variant.name)
+    assert.equal(3, counts.configs)
+    assert.equal(1, counts.unsupported)
+    assert.is_true(matrix.takes(narrow, "sum", "int32"))
+    assert.is_false(matrix.takes(narrow, "sum", "float16"))
+    assert.is_true(matrix.takes(host, "sum", "float16"))        -- a row without a list takes every dtype
+  end)
 end)
 
 describe("sweep result files", function()
@@ -205,9 +227,15 @@ describe("sweep validation", function()
     assert.equal(0, code, out .. stderr)
     doc = decode(dir .. "/sweep.json")
     assert.equal(0, doc.header.failed)
-    local taken = 0                 -- each variant over the ops it takes (the classic kernels take six)
-    for _, name in ipairs(doc.header.options.variants) do taken = taken + #gr.variant(name).ops end
-    assert.equal(taken * #gr.dtypes() * 2, #doc.results)
+    -- each variant over the ops and the dtypes it takes (the classic kernels take six ops, atomic_shared
+    -- no float16), at two sizes
+    local taken = 0
+    for _, name in ipairs(doc.header.options.variants) do
+      local v = gr.variant(name)
+      taken = taken + #v.ops * #v.dtypes
+    end
+    assert.equal(taken * 2, #doc.results)
+    assert.equal(#doc.results, doc.header.configs)
     for _, r in ipairs(doc.results) do
       local label = r.variant .. " " .. r.dtype .. " " .. r.op
       if type(r.value) == "boolean" or math.type(r.value) == "integer" then assert.equal(0, r.bound, label) end

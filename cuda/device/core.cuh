@@ -40,6 +40,9 @@ template <bool C, class A, class B> using conditional_t = typename conditional<C
 
 template <class T, T v> struct constant { static constexpr T value = v; };
 
+template <bool C, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { using type = T; };
+
 /* Infinity on the host and the device under nvcc (CUB and Thrust take identities on the host); NVRTC
  * compiles device code only and has no compiler builtins for it. */
 #if defined(__CUDACC_RTC__)

@@ -20,13 +20,31 @@ template <class T> struct alignas(16) Vec16 {
 /* Whether a thread's share of In can travel in 16-byte vectors (elements that divide 16 bytes). */
 template <class In> constexpr bool vectorizable_v = sizeof(In) <= 16 && 16 % sizeof(In) == 0;
 
+/* A thread's running value over its share of the input (defined below; small_float_fold.cuh gives the
+ * small floats' forms). */
+template <class Op, class In> struct ThreadAcc;
+
+}  // namespace gr
+
+#include "small_float_fold.cuh"
+
+namespace gr {
+
 /* Folds one 16-byte vector, whose first element has the 0-based index `i`, into the accumulator. The
- * generic form loads element by element; the overloads below do 1-byte sums and logic four bytes at a
- * time, where the per-element instructions would otherwise outrun memory (they take no index). */
+ * generic form loads element by element -- the small floats widened a word at a time first, for the ops
+ * that load their float value (small_float_fold.cuh); the overloads below do 1-byte sums and logic four
+ * bytes at a time, where the per-element instructions would otherwise outrun memory (they take no index). */
 template <class Op, class In>
 GR_DEV typename Op::acc_t fold_vec(typename Op::acc_t acc, const Vec16<In> &r, u64 i) {
+    if constexpr (is_small_float_v<In> && widened_load_v<Op>) {
+        float f[Vec16<In>::kCount];
+        widen_vec(r, f);
 #pragma unroll
-    for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, load_at<Op>(r.v[k], i + k));
+        for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, Op::load(f[k]));
+    } else {
+#pragma unroll
+        for (int k = 0; k < Vec16<In>::kCount; k++) acc = Op::combine(acc, load_at<Op>(r.v[k], i + k));
+    }
     return acc;
 }
 
@@ -225,14 +243,24 @@ template <class F, class In> struct ThreadAcc<Welford<F>, In> {
     static GR_DEV type init() { return Op::identity(); }
     static GR_DEV type fold(type a, const Vec16<In> &r, u64) {
         constexpr int k = Vec16<In>::kCount;
+        F x[k];
+        if constexpr (is_small_float_v<In>) {       /* widened a word at a time (small_float_fold.cuh) */
+            float f[k];
+            widen_vec(r, f);
+#pragma unroll
+            for (int j = 0; j < k; j++) x[j] = F(f[j]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < k; j++) x[j] = F(r.v[j]);
+        }
         F sum = F(0);
 #pragma unroll
-        for (int j = 0; j < k; j++) sum += F(r.v[j]);
+        for (int j = 0; j < k; j++) sum += x[j];
         const F mean = sum * (F(1) / F(k));          /* k is a power of two: exact */
         F m2 = F(0);
 #pragma unroll
         for (int j = 0; j < k; j++) {
-            const F d = F(r.v[j]) - mean;
+            const F d = x[j] - mean;
             m2 += d * d;
         }
         return Op::combine(a, {u64(k), mean, m2});

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <mutex>
+
 #include "../../engine/base/device.h"
 #include "../../engine/base/launch.h"
 #include "../host/driver.cuh"
@@ -105,14 +107,81 @@ extern "C" int gr_dev_error_is_sticky(int code) {
     }
 }
 
+/* Device memory comes from each device's stream-ordered pool (cudaMallocAsync), which keeps what is
+ * freed for the next allocation instead of giving it back to the driver: a cudaMalloc and cudaFree of
+ * 512 MiB cost about 0.4 ms on an H100, most of b:astype's time for 2^28 float32 into bfloat16. Like
+ * PyTorch's caching allocator, the pool then holds freed memory for this process; when an allocation
+ * finds the device full, what the pool holds unused is given back and the allocation tried once more.
+ * Each device's allocations run on a stream of their own, which nothing else uses, synchronised at once,
+ * so the memory is ready for every stream when gr_dev_malloc returns; gr_dev_free first waits for the
+ * device, as cudaFree does, so no kernel still reads memory that the pool hands out again. */
+namespace {
+constexpr int kMaxDevices = 64;
+struct DevicePool {
+    std::once_flag once;
+    cudaStream_t stream = nullptr;
+    cudaMemPool_t pool = nullptr;
+    cudaError_t status = cudaSuccess;
+};
+DevicePool pools[kMaxDevices];
+
+/* The current device's pool (its number in *dev), set up on first use: every freed byte kept (release
+ * threshold 2^64 - 1). */
+DevicePool *current_pool(cudaError_t *e, int *dev_out) {
+    int dev = 0;
+    if ((*e = cudaGetDevice(&dev)) != cudaSuccess) return nullptr;
+    *dev_out = dev;
+    if (dev < 0 || dev >= kMaxDevices) return nullptr;
+    DevicePool *d = &pools[dev];
+    std::call_once(d->once, [d, dev] {
+        unsigned long long keep = ~0ull;
+        d->status = cudaDeviceGetDefaultMemPool(&d->pool, dev);
+        if (d->status == cudaSuccess) d->status = cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+        if (d->status == cudaSuccess) d->status = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    });
+    *e = d->status;
+    return d->status == cudaSuccess ? d : nullptr;
+}
+
+cudaError_t pool_alloc(DevicePool *d, void **p, size_t bytes) {
+    cudaError_t e = cudaMallocAsync(p, bytes, d->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+    return e;
+}
+}  // namespace
+
 /* A failed allocation leaves an error that the next cudaGetLastError() would report against an
- * innocent launch: clear it here. */
+ * innocent launch: clear it here. A device without memory pools (or more devices than the table holds)
+ * allocates with cudaMalloc. */
 extern "C" int gr_dev_malloc(void **p, size_t bytes) {
-    cudaError_t e = cudaMalloc(p, bytes);
+    cudaError_t e;
+    int dev;
+    DevicePool *d = current_pool(&e, &dev);
+    if (!d) {
+        cudaGetLastError();
+        e = cudaMalloc(p, bytes);
+    } else if ((e = pool_alloc(d, p, bytes)) == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        if (cudaDeviceSynchronize() == cudaSuccess && cudaMemPoolTrimTo(d->pool, 0) == cudaSuccess)
+            e = pool_alloc(d, p, bytes);
+    }
     if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }
     return e;
 }
-extern "C" int gr_dev_free(void *p) { return cudaFree(p); }
+/* Memory of another device than the current one (or from cudaMalloc) goes back through cudaFree,
+ * which takes pool memory too. */
+extern "C" int gr_dev_free(void *p) {
+    cudaError_t e;
+    int dev = -1;
+    cudaPointerAttributes at;
+    DevicePool *d = current_pool(&e, &dev);
+    if (d && cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeDevice && at.device == dev) {
+        if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
+        return cudaFreeAsync(p, d->stream);
+    }
+    cudaGetLastError();
+    return cudaFree(p);
+}
 extern "C" int gr_dev_host_alloc(void **p, size_t bytes) {
     cudaError_t e = cudaHostAlloc(p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }

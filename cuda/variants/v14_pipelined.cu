@@ -66,7 +66,7 @@ static size_t grid(size_t n, int block, size_t elem_bytes, const gr_launch_devic
 
 static int launch(gr_launch *L) {
     if (!gr::grid_fits(L->grid)) return cudaErrorInvalidConfiguration;
-    return gr::dispatch<GR_OPS_PIPELINED, GR_DTYPES_ARITHMETIC>(L, [&](auto op, auto in_tag) {
+    return gr::dispatch<GR_OPS_PIPELINED, GR_DTYPES_PIPELINED>(L, [&](auto op, auto in_tag) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         using Acc = typename Op::acc_t;

@@ -12,6 +12,7 @@
 #include "core/exact_pass.h"
 #include "core/image.h"
 #include "core/op_pass.h"
+#include "core/policy.h"
 #include "core/registry.h"
 #include "ops/ops.h"
 #include "ops/user_op.h"
@@ -181,16 +182,13 @@ static gr_status plan_exact(gr_context *ctx, size_t n, gr_dtype t, gr_where wher
 }
 
 /* A user operator (o->user): the shape its generated kernel has (engine/user/operator_source.c) --
- * pipelined's for 1-byte elements, warp_shuffle's for the others, as auto gives the built-in ops -- or
+ * pipelined's or warp_shuffle's, as policy.c's gr_policy_operator_variant says -- or
  * a user kernel's that takes every op (run with the operator: o->kernel), on device buffers, with the
  * finishes that end on the device. An empty buffer still runs one block, whose epilogue writes the
  * identity (and post then sees it). */
 static gr_status plan_operator(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o,
                                gr_run *run) {
-    static int warp_shuffle = -1, pipelined = -1;
-    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant
-           : gr_dtype_size(t) == 1 ? gr_catalogue_index("pipelined", &pipelined)
-                                   : gr_catalogue_index("warp_shuffle", &warp_shuffle);
+    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant : gr_policy_operator_variant(t);
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->base.backend != GR_BACKEND_CUDA || !row->kernel)

@@ -21,9 +21,10 @@ int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op o
 }
 
 /* Each chunk of streamed data is device memory reduced in one kernel: the same choice as above. An op
- * or a dtype that pipelined does not take (GR_OPS_PIPELINED; its row's dtypes: not the FP8 formats,
- * whose 1-byte elements are small_float.cuh's structs) runs on warp_shuffle, which takes every op and
- * every dtype. bool is a byte of 0 or 1, which pipelined takes as uint8. */
+ * or a dtype that pipelined does not take (GR_OPS_PIPELINED; its row's dtypes, GR_DTYPES_PIPELINED)
+ * runs on warp_shuffle, which takes every op and every dtype. bool is a byte of 0 or 1, which pipelined
+ * takes as uint8; the FP8 formats take it since their folds went word-at-a-time (small_float_fold.cuh):
+ * on an H200 warp_shuffle held them at 81-91% of the read kernel at 2^28. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
     static int pipelined = -1, warp_shuffle = -1;
     int p = gr_catalogue_index("pipelined", &pipelined);
@@ -31,6 +32,11 @@ int gr_policy_streamed_variant(gr_dtype t, gr_op op) {
                 (gr_variant_row_get(p)->dtypes & GR_DTYPE_BIT(t));
     return bytes ? p : gr_catalogue_index("warp_shuffle", &warp_shuffle);
 }
+
+/* A user operator's generated kernels (engine/user/operator_source.c) take the shape auto gives the
+ * built-in sum (pipelined's for the 1-byte dtypes, warp_shuffle's for the others), so an operator equal
+ * to sum adds in the same order. */
+int gr_policy_operator_variant(gr_dtype t) { return gr_policy_streamed_variant(t, GR_SUM); }
 
 /* auto on a buffer of 64 MiB or more: 1024-thread blocks (two per SM) measured best or level for every
  * dtype at 2^28 on an H200, and 4-6% better for 1-byte types, whose 256 MiB leave fixed costs more

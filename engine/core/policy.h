@@ -9,6 +9,8 @@
 
 /* The variant auto runs for n elements of dtype t in memory of kind `where`, for op. */
 int gr_policy_variant(const gr_context *ctx, gr_where where, gr_dtype t, gr_op op, size_t n);
+/* The variant whose kernel shape a user operator's generated kernels take for elements of dtype t. */
+int gr_policy_operator_variant(gr_dtype t);
 /* The variant that reduces each chunk of streamed host data once it is on the device. */
 int gr_policy_streamed_variant(gr_dtype t, gr_op op);
 /* Threads per block: `requested` if the caller gave one, else the variant's default, or more for a

@@ -98,7 +98,7 @@ static const gr_variant_row rows[] = {
      GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 32, 1024, 256, GPU_POW2, GR_OPS_CLASSIC, NOT_GUARANTEED, DEVICE(grid_stride_atomic, ARITH)},
     {"pipelined", 14, "v12 with its loads copied ahead into a shared-memory ring (cp.async, 3 stages)",
      "v12's kernel; each thread's loads go through its own cp.async ring, so they stay in flight while it folds",
-     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, RUN_TO_RUN, DEVICE(pipelined, ARITH)},
+     CLASSIC, GR_FINISH_DEVICE, 32, 1024, 256, GPU_POW2, GR_OPS_PIPELINED, RUN_TO_RUN, DEVICE(pipelined, GR_DTYPES_PIPELINED)},
     {"cub", 15, "NVIDIA CUB cub::DeviceReduce (the yardstick)",
      "DeviceReduce::Sum for float sums in the input's own type, else TransformReduce with our functors",
      GR_SHAPE_ONE_VALUE, GR_FINISH_SINGLE, 1, 1, 1, GR_NEEDS_CUDA, GR_OPS_CLASSIC, RUN_TO_RUN, DEVICE(cub, ARITH)},

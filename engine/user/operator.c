@@ -13,6 +13,7 @@
  */
 #include "user/operator.h"
 #include "base/device.h"
+#include "base/dtype.h"
 #include "base/error.h"
 #include "core/context.h"
 #include "core/image.h"
@@ -183,12 +184,6 @@ gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache
     return prepare_part(ctx, cache, op, in, 1, out);
 }
 
-static void format_scalar(char *buf, size_t len, gr_scalar v) {
-    if (v.kind == GR_SCALAR_FLOAT) snprintf(buf, len, "%.9g", v.v.f);
-    else if (v.kind == GR_SCALAR_UINT) snprintf(buf, len, "%llu", (unsigned long long)v.v.u);
-    else snprintf(buf, len, "%lld", (long long)v.v.i);
-}
-
 gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in) {
     ctx = gr_ctx_enter(ctx);
     gr_device_info info;
@@ -215,7 +210,7 @@ gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operat
     for (int v = 0; v < count; v++) {
         if (!got[v]) continue;
         char x[48];
-        format_scalar(x, sizeof x, values[v]);
+        gr_format_scalar(x, sizeof x, values[v]);
         return gr_fail_arg(ctx, GR_EINVAL, "identity", "%s is not neutral for reduce: %s differs from map(x) "
                            "byte for byte for the %s element x = %s", op->spec.identity,
                            got[v] & 1 ? "reduce(identity, map(x))" : "reduce(map(x), identity)",

@@ -11,6 +11,8 @@
 #include "ops/user_op.h"
 #include "base/error.h"
 #include "jit/source_text.h"
+#include "core/policy.h"
+#include "core/registry.h"
 
 #include <ctype.h>
 #include <float.h>
@@ -27,14 +29,19 @@ int gr_operator_is_blank(const char *s) {
 
 /* ---- the values of the identity check ---------------------------------------------------------------- */
 
-/* The device's spelling of each value and its count per kind: the first five for integers, all seven
- * for floats. gr_operator_check_values gives the same values on the host. */
+/* The device's spelling of each value and its count per kind: the first two for bool (its only
+ * values), the first five for integers, all seven for floats. gr_operator_check_values gives the same
+ * values on the host. */
 static const char *const check_exprs[] = {"gr_op_in(0)", "gr_op_in(1)", "gr_op_in(2)", "gr_op_in(3)",
                                           "gr::limits<gr_op_in>::max()", "gr_op_in(-1.5)", "gr_op_in(1e-3)"};
-enum { CHECK_INTS = 5, CHECK_FLOATS = 7 };
+enum { CHECK_BOOLS = 2, CHECK_INTS = 5, CHECK_FLOATS = 7 };
+
+static int check_count(gr_dtype t) {
+    return gr_dtype_is_float(t) ? CHECK_FLOATS : gr_dtype_is_bool(t) ? CHECK_BOOLS : CHECK_INTS;
+}
 
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]) {
-    int is_float = gr_dtype_is_float(t), count = is_float ? CHECK_FLOATS : CHECK_INTS;
+    int is_float = gr_dtype_is_float(t), count = check_count(t);
     unsigned bits = 8u * (unsigned)gr_dtype_size(t);
     for (int k = 0; k < count; k++) {
         gr_scalar *v = &values[k];
@@ -146,10 +153,10 @@ static void put_functor(gr_text *t, const gr_operator *op) {
 
 /* The operator's own gr_op_main and gr_op_partials (operator.h says what each does). */
 static void put_main_kernels(gr_text *t, gr_dtype in) {
-    /* 1-byte elements take pipelined's shape (a ring of cp.async copies in dynamic shared memory,
-     * gr_kernel.smem gives its size), the others warp_shuffle's: what auto gives the built-in ops, and
-     * what plan.c plans an operator with (plan_user) */
-    if (gr_dtype_size(in) == 1)
+    /* pipelined's shape (a ring of cp.async copies in dynamic shared memory, gr_kernel.smem gives its
+     * size) or warp_shuffle's, as the policy says (what plan.c plans an operator with) */
+    static int pipelined = -1;
+    if (gr_policy_operator_variant(in) == gr_catalogue_index("pipelined", &pipelined))
         gr_text_put(t, "extern \"C\" __global__ void __launch_bounds__(1024)\n"
                "gr_op_main(const gr_op_in *__restrict__ in, size_t n, gr_op_acc *partials, unsigned *counter,\n"
                "           gr_op_acc *final_out, unsigned long long first) {\n"
@@ -223,7 +230,7 @@ void gr_operator_source_tail(gr_text *t, gr_dtype in) {
            "        if (bx[k] != by[k]) return false;\n"
            "    return true;\n"
            "}\n\n");
-    int count = gr_dtype_is_float(in) ? CHECK_FLOATS : CHECK_INTS;
+    int count = check_count(in);
     gr_text_put(t, "// flags[k]: bit 0 when reduce(identity, map(v)) != map(v) for value k, bit 1 when reduce(map(v),\n"
            "// identity) != map(v), byte for byte. One block of 32 threads, one value each.\n"
            "extern \"C\" __global__ void gr_op_check(unsigned *flags) {\n"

@@ -1,6 +1,7 @@
 --- The sweep's configurations: variants x block sizes x finishing modes, crossed with dtypes x ops x
--- sizes. What a variant cannot run (an op it does not take, a finish it lacks, a block outside its range
--- or not a power of two where it needs one) is skipped and counted, as are host variants above --host-max.
+-- sizes. What a variant cannot run (an op or a dtype it does not take, a finish it lacks, a block outside
+-- its range or not a power of two where it needs one) is skipped and counted, as are host variants above
+-- --host-max.
 local M = {}
 
 local function has(list, x)
@@ -38,9 +39,11 @@ function M.variant_configs(v, blocks, finishes)
   return out, skipped
 end
 
---- Whether variant v takes op (its registry row lists the ops it takes; a row without the list, such
--- as the operators' pseudo-variant, takes what it is given).
-function M.takes(v, op) return v.ops == nil or has(v.ops, op) end
+--- Whether variant v takes op over dtype (its registry row lists the ops and the dtypes it takes; a row
+-- without a list, such as the operators' pseudo-variant, takes what it is given; dtype nil: any dtype).
+function M.takes(v, op, dtype)
+  return (v.ops == nil or has(v.ops, op)) and (dtype == nil or v.dtypes == nil or has(v.dtypes, dtype))
+end
 
 --- Groups of configurations sharing one buffer: {dtype=, op=, n=, configs={...}} in the order tables
 -- are printed (dtype, op, n), and counts {configs=, unsupported=, host_capped=}.
@@ -66,7 +69,7 @@ function M.build(registry, s)
       for _, n in ipairs(s.sizes) do
         local g = { dtype = dtype, op = op, n = n, configs = {} }
         for i, list in ipairs(per_variant) do
-          if not M.takes(chosen[i], op) then
+          if not M.takes(chosen[i], op, dtype) then
             counts.unsupported = counts.unsupported + #list
           else
             for _, c in ipairs(list) do

@@ -644,8 +644,14 @@ R.OPS = {
 }
 R.OP_ORDER = { "sum", "prod", "min", "max", "and", "or" }
 
---- The expectation of op over values; info = { dtype =, acc =, exact_scale =, ddof = }.
+--- The expectation of op over values; info = { dtype =, acc =, exact_scale =, ddof = }. Over bool data
+-- the values may be what a bool buffer's totable gives (Lua booleans): the references see a copy made of
+-- the numbers 0 and 1, as the fuzz's own data is, so every caller may pass the buffer's values as read.
 function R.expect(op, values, info)
+  local d = R.DTYPES[info.dtype or ""]
+  if d and d.bool then
+    values = R.boolify(info.dtype, table.move(values, 1, #values, 1, {}))
+  end
   local e = R.OPS[op].reference(values, info)
   e.op = op
   e.in_dtype = info.dtype
