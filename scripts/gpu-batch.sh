@@ -27,8 +27,8 @@
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
-#   carry limit is 64 MiB), carried with the call, instead of building on the host (204 s of device time
-#   with float16 and bfloat16).
+#   carry limit is 64 MiB), carried with the call, instead of building on the host (234 s of device time
+#   with every dtype); scripts/pack-prebuilt.sh packs a local build so, with the host programs.
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
@@ -54,6 +54,13 @@ if [ -n "${PREBUILT:-}" ]; then
     else
         cp "$PREBUILT/gpureduce/core.so" build/gpureduce/ || exit 1
     fi
+    # the host programs and the C library (hosts.tar.xz, made by scripts/pack-prebuilt.sh), which the
+    # host programs' specs (host_spec, environment_spec, user_text_spec) run
+    if [ -f "$PREBUILT/hosts.tar.xz" ]; then
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+            "$PREBUILT/hosts.tar.xz" build || exit 1
+    fi
+    export GPUREDUCE_PREBUILT=$PREBUILT       # host_spec's check of the objects' layers has no objects
     echo "build: prebuilt module from $PREBUILT" > "$OUT/summary.txt"
 elif ! make -j"$(nproc)" CUDA_ARCH="${CUDA_ARCH:-90}" all $(command -v nvcc >/dev/null && echo build/cub_yardsticks) \
         > "$OUT/build.log" 2>&1; then

@@ -50,6 +50,12 @@ describe("host applications", function()
   end)
 
   it("keep the engine's layers free of circles, and the kernels to their contract", function()
+    -- the check reads the objects' symbols: a GPU run of a module built elsewhere (gpu-batch.sh PREBUILT)
+    -- has none, and the build that made it ran this check
+    if os.getenv("GPUREDUCE_PREBUILT") and not io.open(build .. "/obj/engine") then
+      pending("a prebuilt module: no objects under " .. build .. "/obj (the build that made it checked them)")
+      return
+    end
     local ok, out = run(H.interpreter() .. " scripts/check_layers.lua " .. build)
     assert(ok, out)
     assert.matches("layers: ok", out)
