@@ -171,7 +171,7 @@ LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
 
 .PHONY: all module lib run demo test check-asan check-valgrind bench bench-types bench-cpu accuracy clean deps readme \
-        install install-lua install-lib dist rock
+        install install-lua install-lib dist rock bench-shapes
 HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module lib $(HOST_PROGRAMS)
@@ -358,6 +358,13 @@ TORCH_TIMES ?= $(BUILD)/torch_types.txt
 bench-types: deps all
 	-python3 experiments/peers/torch_types.py > $(TORCH_TIMES) 2>&1
 	$(LUA_ENV) TORCH_TIMES=$(TORCH_TIMES) $(LUA) experiments/types_bench.lua
+
+# Issue 23's table: reductions along axes against the read ceiling and PyTorch; SHAPES_ARGS go to both
+SHAPES_TORCH ?= $(BUILD)/torch_shapes.txt
+SHAPES_ARGS  ?= --ops sum,max,argmax,var
+bench-shapes: deps all
+	-python3 experiments/peers/torch_shapes.py $(SHAPES_ARGS) > $(SHAPES_TORCH) 2>&1
+	$(LUA_ENV) $(LUA) experiments/shapes.lua $(SHAPES_ARGS) --torch $(SHAPES_TORCH)
 
 readme: $(MODULE)
 	$(LUA_ENV) $(LUA) scripts/update_readme.lua README.md

@@ -73,6 +73,7 @@ typedef struct gr_pending gr_pending;
 const char *gr_dtype_name(gr_dtype t);
 size_t gr_dtype_size(gr_dtype t);
 int gr_dtype_is_float(gr_dtype t);
+int gr_dtype_is_bool(gr_dtype t);
 int gr_dtype_is_signed(gr_dtype t);
 int gr_dtype_from_name(const char *name);        /* -1 when unknown */
 const char *gr_op_name(gr_op op);
@@ -298,6 +299,13 @@ gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtyp
  * are 1-based within their segment, 0 for an empty one. */
 gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                              gr_buffer *out[2]);
+/* Reduces view b along the axes in the bit mask `axes` (bit d: 0-based axis d; at least one, all below
+ * b's ndim): out[0] (and out[1] for argmin, argmax, minmax) get one result per element of the kept axes,
+ * in their row-major order, of the dtypes gr_segment_result_dtypes gives -- compact buffers of that many
+ * elements on b's side. Each result is that of the segment of the elements it covers (row-major over the
+ * reduced axes; an index is 1-based there; an empty reduced axis gives an empty segment's result). A
+ * result's bits do not depend on how many other results the call has, nor on where it sits. */
+gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2]);
 /* The number of segments seg describes over b (checked: size divides n; offsets an int64 buffer of at
  * least one boundary). */
 gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);

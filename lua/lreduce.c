@@ -6,6 +6,7 @@
  * while the work is in flight; collecting an unfinished Pending waits for it.
  */
 #include "lreduce.h"
+#include "laxes.h"
 #include "lbuffer.h"
 #include "lrequest.h"
 #include "lsharded.h"
@@ -66,6 +67,13 @@ static int reduce_with(lua_State *L, int op) {
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
+    if (r.naxes) {                                  /* along axes: the view as it is, strided or not */
+        gr_buffer *v = lgr_check_buffer(L, 1);
+        if (r.dtype >= 0)
+            luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+        lgr_request_prepare(L, &r, LGR_FOR_RUN, &v, 1);
+        return lgr_reduce_axes(L, v, &r);
+    }
     gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");

@@ -86,6 +86,35 @@ static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     *(int *)field = 1;
 }
 
+/* opts.axis: an axis (an integer) or a list of up to GR_MAX_DIMS of them; laxes.c checks them against
+ * the buffer's axes. */
+static void read_axis(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    lgr_request *r = (lgr_request *)((char *)field - offsetof(lgr_request, naxes));
+    int isnum;
+    if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+        int at = lua_gettop(L);
+        lua_Integer n = lgr_list_len(L, at, "opts.axis: ");
+        if (n < 1 || n > GR_MAX_DIMS)
+            luaL_argerror(L, arg, lua_pushfstring(L, "opts.axis: a list of 1 to %d axes (got %d)", GR_MAX_DIMS, (int)n));
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_geti(L, at, i);
+            r->axes[i - 1] = lua_tointegerx(L, -1, &isnum);
+            if (!isnum)
+                luaL_argerror(L, arg, lua_pushfstring(L, "opts.axis[%d]: expected an integer axis, got %s", (int)i,
+                                                      luaL_typename(L, -1)));
+            lua_pop(L, 1);
+        }
+        r->naxes = (int)n;
+        return;
+    }
+    r->axes[0] = lua_tointegerx(L, -1, &isnum);
+    if (!isnum)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.axis: expected an axis (an integer) or a list of them, got %s",
+                                              luaL_typename(L, -1)));
+    r->naxes = 1;
+}
+
 #define R(field) offsetof(lgr_request, field)
 #define ANY_SIZE 1, LUA_MAXINTEGER
 
@@ -93,6 +122,7 @@ static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
 static const lgr_opt reduce_specs[] = {
     {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
     {"async", lgr_read_bool, R(async), 0, 0, NULL},
+    {"axis", read_axis, R(naxes), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
@@ -100,6 +130,7 @@ static const lgr_opt reduce_specs[] = {
     {"dtype", lgr_read_dtype, R(dtype), 0, 0, NULL},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"keepdims", lgr_read_bool, R(keepdims), 0, 0, NULL},
     {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
     {"out", read_out, R(has_out), 0, 0, NULL},
@@ -113,12 +144,14 @@ static const lgr_opt reduce_specs[] = {
 
 static const lgr_opt bench_specs[] = {
     {"acc", lgr_read_dtype, R(o.acc), 0, 0, NULL},
+    {"axis", read_axis, R(naxes), 0, 0, NULL},
     {"block", lgr_read_int, R(o.block), 1, INT_MAX, NULL},
     {"chunk", lgr_read_size, R(chunk), ANY_SIZE, NULL},
     {"ddof", lgr_read_int, R(o.ddof), 0, INT_MAX, NULL},
     {"determinism", lgr_read_choice, R(o.determinism), 0, 0, gr_determinism_names},
     {"finish", read_finish, R(o.finish), 0, 0, NULL},
     {"grid", lgr_read_size, R(o.grid), ANY_SIZE, NULL},
+    {"keepdims", lgr_read_bool, R(keepdims), 0, 0, NULL},
     {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
     {"reps", lgr_read_int, R(reps), 1, INT_MAX, NULL},
@@ -153,9 +186,16 @@ void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) 
     if ((r->segment || r->offsets) && (r->streamed || r->async))
         luaL_argerror(L, arg, r->streamed ? "opts.streamed: segmented reductions take device or host buffers, not "
                                             "streamed data" : "opts.async: segmented reductions are synchronous");
-    if (r->has_out && !r->segment && !r->offsets)
-        luaL_argerror(L, arg, "opts.out goes with opts.segment or opts.offsets (results of one value come back as "
-                              "values)");
+    if (r->naxes && (r->segment || r->offsets))
+        luaL_argerror(L, arg, "opts.axis: reduces a view's axes; it does not go with opts.segment or opts.offsets "
+                              "(segments are for 1-D buffers)");
+    if (r->naxes && (r->streamed || r->async))
+        luaL_argerror(L, arg, r->streamed ? "opts.axis: reductions along axes take buffers, not streamed data"
+                                          : "opts.async: reductions along axes are synchronous (for now)");
+    if (r->keepdims && !r->naxes) luaL_argerror(L, arg, "opts.keepdims goes with opts.axis");
+    if (r->has_out && !r->segment && !r->offsets && !r->naxes)
+        luaL_argerror(L, arg, "opts.out goes with opts.segment, opts.offsets or opts.axis (results of one value come "
+                              "back as values)");
 }
 
 /* ---- what a request needs prepared ------------------------------------------------------------- */
@@ -237,7 +277,7 @@ static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
 }
 
 void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count) {
-    int segments = r->segment || r->offsets;
+    int segments = r->segment || r->offsets || r->naxes;      /* axes reduce rows through the segments' kernels */
     if (r->user_op && why == LGR_FOR_PLAN) {
         operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
     } else if (r->user_op) {

@@ -19,6 +19,9 @@ typedef struct lgr_request {
     size_t segment;             /* fixed segment size (0: none) */
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
+    int naxes;                  /* opts.axis: how many axes it names (0: not given) */
+    lua_Integer axes[GR_MAX_DIMS];  /* as given: 1-based, negative from the end (laxes.c resolves them) */
+    int keepdims;               /* opts.keepdims */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
     int op_given;               /* opts.op was given (gr.reduce needs it) */
     lgr_operator_cpu cpu;       /* opts.op's cpu functions, where the request runs them (o.cpu, o.fold) */

@@ -11,6 +11,8 @@
 #     and bench.lua's large, small, streamed and 2^28 wall tables (COMPARE_ONLY to choose, e.g. with ops) run
 #     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
 #     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
+#   shapes: issue 23's table, experiments/shapes.lua (SHAPES_ARGS, default --ops sum,max,argmax,var) beside
+#     experiments/peers/torch_shapes.py's times;
 #   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
 #     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt); with PREBUILT, TYPES_BASELINE=DIR
 #     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
@@ -80,6 +82,12 @@ for step in $steps; do
           else
               SPEC_SHARDS=${SPEC_SHARDS:-6} make test > "$OUT/test.log" 2>&1
           fi; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    shapes) # issue 23's table (experiments/shapes.lua) with PyTorch's times; SHAPES_ARGS go to both scripts
+            python3 experiments/peers/torch_shapes.py ${SHAPES_ARGS:---ops sum,max,argmax,var} > "$OUT/torch_shapes.txt" 2>&1
+            LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
+                $LUA experiments/shapes.lua ${SHAPES_ARGS:---ops sum,max,argmax,var} --torch "$OUT/torch_shapes.txt" \
+                > "$OUT/shapes.log" 2>&1
+            echo "shapes: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     run) make run SWEEP_ARGS="--out $OUT/sweep" > "$OUT/run.log" 2>&1
          echo "run (default sweep): exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
          # the catalogue's table: every variant at block 512, float32 sum, n = 2^24

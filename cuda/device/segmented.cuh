@@ -32,6 +32,7 @@ struct SegArgs {
     const SegItem *items;
     void *out0, *out1;
     int ddof;
+    u64 pitch;          /* with size: segment s starts at element s * pitch (0: s * size) */
 };
 
 /* Where segment s lies: its first element and its length. */
@@ -41,8 +42,9 @@ template <class In> struct Span {
 };
 
 template <class In>
-GR_DEV Span<In> segment_span(const In *in, u64 size, const long long *offsets, const SegItem *items, u64 s) {
-    if (size) return {in + s * size, size};
+GR_DEV Span<In> segment_span(const In *in, u64 size, u64 pitch, const long long *offsets, const SegItem *items,
+                             u64 s) {
+    if (size) return {in + s * (pitch ? pitch : size), size};
     if (offsets) {
         const long long lo = offsets[s], hi = offsets[s + 1];
         return {in + lo, u64(hi - lo)};
@@ -93,8 +95,8 @@ GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes,
  *             the shuffles (a group past the last segment takes part with the identity);
  *   g == 0    a block per segment, the blocks walking the segments (splits == 1), or `splits` blocks per
  *             segment: block b takes part b % splits of segment b / splits, and the last block of a
- *             segment to finish combines the parts in order (so the result does not depend on which
- *             came last), leaving the segment's counter zero again.
+ *             segment to finish combines the parts in a fixed order (so the result does not depend on
+ *             which came last), leaving the segment's counter zero again.
  * The kernel around it takes blocks of up to 1024 threads (the policy's largest). */
 template <class W, class Op, class In>
 GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
@@ -109,7 +111,7 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
             Acc v = Op::identity();
             Span<In> sp = {in, 0};
             if (s < a.k) {
-                sp = segment_span(in, a.size, a.offsets, a.items, s);
+                sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
                 v = lane_share<Op>(sp, lane, unsigned(g));
             }
             for (unsigned d = unsigned(g) / 2; d > 0; d >>= 1) v = Op::combine(v, shfl_xor(v, d));
@@ -119,7 +121,7 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
     }
     if (splits <= 1) {
         for (u64 s = blockIdx.x; s < a.k; s += gridDim.x) {
-            const Span<In> sp = segment_span(in, a.size, a.offsets, a.items, s);
+            const Span<In> sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
             Acc v = block_reduce<Op>(lane_share<Op>(sp, threadIdx.x, blockDim.x));
             if (threadIdx.x == 0) W::write(v, sp.n, a.ddof, a.out0, a.out1, s);
         }
@@ -127,7 +129,7 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
     }
     __shared__ bool is_last;
     const u64 s = blockIdx.x / unsigned(splits), part = blockIdx.x % unsigned(splits);
-    const Span<In> sp = segment_span(in, a.size, a.offsets, a.items, s);
+    const Span<In> sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
     /* whole 16-byte runs per part keep every part's start aligned like the segment's */
     const u64 unit = vectorizable_v<In> ? 16 / sizeof(In) : 1;
     const u64 units = (sp.n + unit - 1) / unit;          /* a part run short at the end is covered too */
@@ -140,14 +142,19 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
         is_last = atomicAdd(&counters[s], 1u) == unsigned(splits) - 1;
     }
     __syncthreads();
-    if (!is_last || threadIdx.x != 0) return;
+    if (!is_last) return;
+    /* the whole last block combines the parts: thread t folds parts t, t + blockDim.x, ... in order, then
+     * the block's tree (an axis reduction's row may have hundreds of parts; the order still depends only
+     * on splits and the block) */
     __threadfence();
     Acc t = Op::identity();
-    for (int i = 0; i < splits; i++) {
+    for (unsigned i = threadIdx.x; i < unsigned(splits); i += blockDim.x) {
         Acc p;
         memcpy(&p, const_cast<const Acc *>(partials + s * unsigned(splits) + i), sizeof p);
         t = Op::combine(t, p);
     }
+    t = block_reduce<Op>(t);
+    if (threadIdx.x != 0) return;
     W::write(t, sp.n, a.ddof, a.out0, a.out1, s);
     counters[s] = 0;
 }

@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(1024) segmented_kernel(gr::SegArgs a, int g, i
 
 template <int Kind, class Op, class In, bool kBool> int launch_for(gr_seg_launch *L) {
     const gr::SegArgs a = {L->in->at[0].data, L->k, L->size, (const long long *)L->offsets,
-                           (const gr::SegItem *)L->items, L->out[0], L->out[1], L->ddof};
+                           (const gr::SegItem *)L->items, L->out[0], L->out[1], L->ddof, L->pitch};
     /* only the results of the input's dtype differ for bool: sums, counts and means share uint8's kernels */
     constexpr bool as_bool = kBool && gr::bool_valued_v<typename Op::acc_t>;
     segmented_kernel<Kind, Op, In, as_bool><<<unsigned(L->grid), unsigned(L->block), 0, (cudaStream_t)L->stream>>>(

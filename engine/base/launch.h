@@ -115,6 +115,7 @@ typedef struct gr_seg_launch {
     int ddof;
     size_t k;
     size_t size;
+    size_t pitch;           /* with size: segment s starts at s * pitch (0: at s * size) -- rows of a view */
     const int64_t *offsets;
     const gr_seg_item *items;
     void *out[2];
@@ -132,6 +133,37 @@ typedef struct gr_seg_kernel {
      * decreases and none passes n; otherwise 1 + the index of the first boundary at fault */
     int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream);
 } gr_seg_kernel;
+
+/* ---- reductions along an outer axis (cuda/kernels/columns.cu) ----------------------------------------- */
+
+/* The input as A x R x C: element (a, r, c) at in + a * sa + r * sr + c elements (C contiguous); output
+ * (a, c) reduces its column's R elements, written as element a * oa + c * oc of out[0] (and out[1]) in
+ * the dtypes of a segmented reduction's results. `pack` columns a thread (1, or 16 bytes of them, 8 for
+ * 1-byte types, or C when a vector holds several rows: see cuda/device/columns.cuh) and `tile` packs side
+ * by side in a block (a power of two up to 32). Passes after the first reduce the groups' accumulators in
+ * `scratch` (gr_columns_scratch bytes), at most `grid` blocks each. */
+typedef struct gr_col_launch {
+    const void *in;
+    gr_dtype in_dtype, acc;
+    gr_op op;
+    int ddof;
+    size_t A, R, C;
+    int64_t sa, sr;
+    void *out[2];
+    int64_t oa, oc;
+    int pack, tile;
+    size_t grid;
+    void *scratch;
+    void *stream;
+    const char *site;
+} gr_col_launch;
+
+typedef struct gr_col_kernel {
+    int (*launch)(gr_col_launch *L);
+} gr_col_kernel;
+
+/* The rows one pass of the column kernel folds into one value per column (its R shrinks by this much). */
+#define GR_COLUMN_GROUP_ROWS 256
 
 /* ---- the exact sums of opts.determinism = "gpu_to_gpu" (cuda/kernels/exact.cu) ------------------------------ */
 

@@ -108,7 +108,8 @@ int gr_image_launch_segments(gr_seg_launch *L, const gr_image *img) {
         const void *offsets, *items;
         void *out0, *out1;
         int ddof;
-    } a = {L->in->at[0].data, L->k, L->size, L->offsets, L->items, L->out[0], L->out[1], L->ddof};
+        unsigned long long pitch;
+    } a = {L->in->at[0].data, L->k, L->size, L->offsets, L->items, L->out[0], L->out[1], L->ddof, L->pitch};
     int g = L->group, splits = L->splits;
     void *partials = L->partials;
     unsigned *counters = L->counters;

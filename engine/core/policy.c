@@ -113,6 +113,42 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
     return s;
 }
 
+/* Rows of an axis reduction (one segment per output): the same ways of sharing, but every choice that
+ * shapes a row's order of combination -- lanes per row, threads per block, blocks per row -- taken from
+ * the row's length alone, never from how many rows there are, so that a row's bits do not depend on the
+ * batch it comes in (issue 23's batch invariance). Blocks of 256 threads up to 256 KiB rows, 1024 above,
+ * and a block for every 2 MiB of a longer row; only the grid (which block walks which rows) follows k. */
+#define AXIS_BLOCK_BYTES ((size_t)256 << 10)
+#define AXIS_SPLIT_BYTES ((size_t)2 << 20)
+
+gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, size_t es) {
+    gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
+    int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
+    size_t bytes = row * es, fill = (size_t)sms * SEG_THREADS_PER_SM;
+    if (bytes <= SEG_WARP_BYTES) {
+        int g = 1;
+        while (g < 32 && (size_t)g * 16 < bytes) g *= 2;
+        s.group = g;
+        size_t groups_per_block = SEG_BLOCK / (size_t)g, want = (k + groups_per_block - 1) / groups_per_block;
+        s.grid = want < fill / SEG_BLOCK ? (want ? want : 1) : fill / SEG_BLOCK;
+        return s;
+    }
+    if (bytes > AXIS_BLOCK_BYTES) s.block = SEG_BLOCK_MAX;
+    size_t parts = (bytes + AXIS_SPLIT_BYTES - 1) / AXIS_SPLIT_BYTES;
+    s.splits = parts > 1 ? (int)(parts < 65536 ? parts : 65536) : 1;
+    size_t slots = fill / (size_t)s.block;
+    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < slots * 4 ? k : slots * 4);
+    if (s.grid < 1) s.grid = 1;
+    return s;
+}
+
+/* Columns of an axis reduction (cuda/kernels/columns.cu): at most this many resident blocks of 256 threads
+ * walk the (batch, group, column tile) blocks: 8 per SM, a full wave. */
+size_t gr_policy_column_grid(const gr_context *ctx) {
+    int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
+    return (size_t)sms * (SEG_THREADS_PER_SM / 256);
+}
+
 /* In reduce_many's one launch each buffer is one block's (or a few lanes'): past a few MiB one block
  * (~10-20 GB/s) takes longer than a reduction of its own (a few µs of launch, then the whole GPU). */
 size_t gr_policy_many_item_bytes(void) { return (size_t)4 << 20; }

@@ -30,6 +30,11 @@ typedef struct gr_seg_shape {
 } gr_seg_shape;
 /* The shape for k segments of n elements in all (their mean size n / k) of es bytes each. */
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
+/* The shape for k rows of `row` elements of es bytes of an axis reduction: lanes, block and splits from
+ * the row's length alone (batch invariance), the grid from k. */
+gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, size_t es);
+/* The most blocks of one launch of the column kernel. */
+size_t gr_policy_column_grid(const gr_context *ctx);
 /* reduce_many: a buffer of more bytes than this is reduced on its own, not as one block's item. */
 size_t gr_policy_many_item_bytes(void);
 

@@ -174,11 +174,14 @@ gr_status gr_segments_wait(gr_seg_wait *w) {
     return rc ? gr_fail_dev_at(ctx, rc, w->what, w->site) : GR_OK;
 }
 
-gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
-                            gr_buffer *out[2], gr_seg_wait *w) {
+/* gr_segments_queue, and the rows of an axis reduction (pitch: row s starts at element s * pitch of b's
+ * data, which need not be compact then; 0: compact segments): axis_rows takes the launch shape from the
+ * row's length alone (gr_policy_axis_rows). */
+static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t pitch,
+                       int axis_rows, gr_buffer *out[2], gr_seg_wait *w) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
-    gr_status cs = gr_buffer_check_compact(ctx, b, "b");
+    gr_status cs = pitch ? GR_OK : gr_buffer_check_compact(ctx, b, "b");
     if (cs != GR_OK) return cs;
     int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     int by_cpu = gr_operator_cpu_takes(ctx, o, b);
@@ -198,6 +201,8 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     if (!on_device && !by_cpu && !run.kernel->segments_host)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's kernels reduce the segments of device buffers "
                            "(give the operator cpu functions for host data and the cpu backend)");
+    if ((!on_device || by_cpu) && pitch && pitch != seg->size)
+        return gr_fail(ctx, GR_EINVAL, "rows with a pitch are reduced on the device only (an engine bug)");
     if (!on_device || by_cpu) {
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
@@ -211,7 +216,8 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
         return gr_fail(ctx, GR_ENODEV, "segmented reductions need the CUDA kernels (this build has none)");
     if (!seg->size && (st = check_offsets(ctx, b, seg->offsets, NULL)) != GR_OK) return st;
 
-    gr_seg_shape shape = run.kernel->shape(ctx, &run, gr_buffer_size(b), k);
+    gr_seg_shape shape = axis_rows ? gr_policy_axis_rows(ctx, seg->size, k, gr_dtype_size(gr_buffer_dtype(b)))
+                                   : run.kernel->shape(ctx, &run, gr_buffer_size(b), k);
     size_t as = run.plan.acc_size;
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
     size_t counters = shape.splits > 1 ? k * sizeof(unsigned) : 0;
@@ -223,7 +229,8 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     gr_inputs_one(&in, gr_buffer_data(b), gr_buffer_dtype(b), gr_buffer_size(b));
     gr_seg_launch L = {
         .in = &in, .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
-        .k = k, .size = seg->size, .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
+        .k = k, .size = seg->size, .pitch = seg->size ? pitch : 0,
+        .offsets = seg->size ? NULL : gr_buffer_data(seg->offsets), .items = NULL,
         .out = {gr_buffer_data(out[0]), run.results > 1 ? gr_buffer_data(out[1]) : NULL},
         .group = shape.group, .block = shape.block, .splits = shape.splits, .grid = shape.grid,
         .partials = slot->dev, .counters = (unsigned *)((char *)slot->dev + partials), .stream = ctx->stream,
@@ -232,6 +239,20 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     if (rc == 0) rc = run.kernel->segments(ctx, &run, &L);
     *w = (gr_seg_wait){ctx, slot, rc, "segmented reduction", L.site};    /* a failure too: drained first */
     return GR_OK;
+}
+
+gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            gr_buffer *out[2], gr_seg_wait *w) {
+    return queue(ctx, b, o, seg, 0, 0, out, w);
+}
+
+gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
+                           const gr_buffer *offsets, gr_buffer *out[2]) {
+    gr_segments seg = {row, offsets};
+    gr_seg_wait w;
+    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w);
+    gr_status done = gr_segments_wait(&w);
+    return st != GR_OK ? st : done;
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {

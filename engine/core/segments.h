@@ -26,6 +26,12 @@ typedef struct gr_seg_wait {
  * leaving nothing in flight). After GR_OK the caller must call gr_segments_wait. */
 gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], gr_seg_wait *w);
+/* The rows of an axis reduction (core/axes.c), synchronously: k = #b / row rows of `row` elements, row s
+ * at element s * pitch of b's data (b may be a strided view then: only its data, dtype and size are
+ * read; pitch is honoured on the device only), or, with row 0, the segments between `offsets`; the
+ * launch shaped by the row's length alone (gr_policy_axis_rows), so a row's bits do not depend on k. */
+gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
+                           const gr_buffer *offsets, gr_buffer *out[2]);
 /* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
  * kernel's failure, if any. Does nothing for a record with nothing in flight. */
 gr_status gr_segments_wait(gr_seg_wait *w);

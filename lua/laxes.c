@@ -1,0 +1,109 @@
+/*
+ * laxes.c -- reductions along axes from Lua: opts.axis resolved against the view (1-based, negative from
+ * the end, each axis once), the result shape (the kept axes, with keepdims the reduced ones as length 1;
+ * {1} when every axis goes), the result buffers -- opts.out's, checked against that shape, or new ones
+ * of it on the input's side -- and the engine's gr_reduce_axes.
+ */
+#include "laxes.h"
+#include "lbuffer.h"
+
+#include <stdio.h>
+
+/* The axes as a mask of 0-based bits; a bad one raises naming opts.axis. */
+static unsigned axes_mask(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    int nd = gr_buffer_ndim(b);
+    unsigned mask = 0;
+    for (int i = 0; i < r->naxes; i++) {
+        lua_Integer a = r->axes[i], d = a > 0 ? a - 1 : nd + a;
+        if (a == 0 || d < 0 || d >= nd)
+            luaL_argerror(L, 2, lua_pushfstring(L, "opts.axis: %I is not an axis of this %d-axis buffer (accepted: 1 "
+                                                   "to %d, or -%d to -1 from the end)", a, nd, nd, nd));
+        if (mask >> d & 1)
+            luaL_argerror(L, 2, lua_pushfstring(L, "opts.axis: axis %d is named twice (each axis once)", (int)d + 1));
+        mask |= 1u << d;
+    }
+    return mask;
+}
+
+static int result_shape(gr_buffer *b, unsigned mask, int keepdims, size_t *shape) {
+    size_t in[GR_MAX_DIMS];
+    gr_buffer_layout(b, in, NULL);
+    int m = 0;
+    for (int d = 0; d < gr_buffer_ndim(b); d++)
+        if (!(mask >> d & 1)) shape[m++] = in[d];
+        else if (keepdims) shape[m++] = 1;
+    if (m == 0) shape[m++] = 1;
+    return m;
+}
+
+static const char *shape_text(char *text, size_t cap, int nd, const size_t *shape) {
+    size_t at = 0;
+    for (int d = 0; d < nd && at < cap; d++)
+        at += (size_t)snprintf(text + at, cap - at, "%s%zu", d ? ", " : "{", shape[d]);
+    if (at < cap) snprintf(text + at, cap - at, "}");
+    return text;
+}
+
+/* opts.out's buffer(s), pushed in order, each of the result shape (the dtype and side are the engine's
+ * to check). */
+static void given_outs(lua_State *L, const lgr_request *r, int count, int nd, const size_t *shape, gr_buffer *out[2]) {
+    int base = lua_gettop(L);
+    lua_getfield(L, 2, "out");
+    if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
+        if (lgr_list_len(L, base + 1, "opts.out: ") != count)
+            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op), count,
+                                                count > 1 ? "s" : "", count > 1 ? "a table of two buffers" : "one buffer"));
+        for (int i = 0; i < count; i++) lua_geti(L, base + 1, i + 1);
+        lua_remove(L, base + 1);
+    } else if (count > 1) {
+        luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two buffers",
+                                            gr_op_name(r->o.op)));
+    }
+    for (int i = 0; i < count; i++) {
+        lbuffer *u = luaL_testudata(L, base + 1 + i, BUFFER_MT);
+        if (!u || !u->b)
+            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out%s: expected a gpureduce.Buffer", count > 1 ? (i ? "[2]" : "[1]") : ""));
+        size_t got[GR_MAX_DIMS];
+        int gnd = gr_buffer_ndim(u->b), same = gnd == nd;
+        gr_buffer_layout(u->b, got, NULL);
+        for (int d = 0; d < nd && same; d++) same = got[d] == shape[d];
+        if (!same) {
+            char want[200], have[200];
+            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out%s: must have the result's shape %s (got %s)",
+                                                count > 1 ? (i ? "[2]" : "[1]") : "", shape_text(want, sizeof want, nd, shape),
+                                                shape_text(have, sizeof have, gnd, got)));
+        }
+        out[i] = u->b;
+    }
+}
+
+int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    gr_context *ctx = lgr_ctx(L);
+    unsigned mask = axes_mask(L, b, r);
+    size_t shape[GR_MAX_DIMS], k = 1;
+    int nd = result_shape(b, mask, r->keepdims, shape);
+    for (int d = 0; d < nd; d++) k *= shape[d];
+    gr_dtype dt[2];
+    int count = 1;
+    gr_status st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    gr_buffer *out[2] = {NULL, NULL};
+    if (r->has_out) {
+        given_outs(L, r, count, nd, shape, out);
+    } else {
+        for (int i = 0; i < count; i++) {
+            lbuffer *u = lgr_new_buffer_ud(L);
+            LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], gr_buffer_where(b), gr_buffer_device(b), &u->b));
+            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+            lgr_track(L, k * gr_dtype_size(dt[i]));
+            gr_buffer *shaped;
+            if ((st = gr_buffer_view(ctx, u->b, nd, shape, &shaped)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+            gr_buffer_free(ctx, u->b);
+            u->b = shaped;
+            out[i] = shaped;
+        }
+    }
+    LGR_RETRY(L, st, gr_reduce_axes(ctx, b, &r->o, mask, out));
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    return count;
+}

@@ -1,0 +1,13 @@
+/*
+ * laxes.h -- reductions along axes from Lua (opts.axis, laxes.c).
+ */
+#ifndef LGR_LAXES_H
+#define LGR_LAXES_H
+
+#include "lrequest.h"
+
+/* gr.reduce(b, {axis = ...}) and the op functions': the results pushed (one buffer, or two for argmin,
+ * argmax and minmax), opts.out's or new ones of the result shape; returns how many. */
+int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r);
+
+#endif
