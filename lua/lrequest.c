@@ -100,7 +100,7 @@ static void read_axis(lua_State *L, int arg, const lgr_opt *opt, void *field) {
         for (lua_Integer i = 1; i <= n; i++) {
             lua_geti(L, at, i);
             r->axes[i - 1] = lua_tointegerx(L, -1, &isnum);
-            if (!isnum)
+            if (!isnum || lua_type(L, -1) != LUA_TNUMBER)     /* "2" is a string, not an axis */
                 luaL_argerror(L, arg, lua_pushfstring(L, "opts.axis[%d]: expected an integer axis, got %s", (int)i,
                                                       luaL_typename(L, -1)));
             lua_pop(L, 1);
@@ -109,7 +109,7 @@ static void read_axis(lua_State *L, int arg, const lgr_opt *opt, void *field) {
         return;
     }
     r->axes[0] = lua_tointegerx(L, -1, &isnum);
-    if (!isnum)
+    if (!isnum || lua_type(L, -1) != LUA_TNUMBER)
         luaL_argerror(L, arg, lua_pushfstring(L, "opts.axis: expected an axis (an integer) or a list of them, got %s",
                                               luaL_typename(L, -1)));
     r->naxes = 1;
