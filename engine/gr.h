@@ -715,6 +715,10 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
  * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
 
+/* Times a reduction along axes into out (as gr_reduce_axes): device events around each call on device
+ * data, the clock otherwise. */
+gr_status gr_bench_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                        int warmup, int reps, gr_bench_result *result);
 /* Times a segmented reduction into out (as gr_reduce_segments) with device events around each call. */
 gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], int warmup, int reps, gr_bench_result *result);

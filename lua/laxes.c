@@ -78,6 +78,16 @@ static void given_outs(lua_State *L, const lgr_request *r, int count, int nd, co
 }
 
 int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    unsigned mask;
+    gr_buffer *out[2];
+    int count = lgr_axes_outs(L, b, r, &mask, out);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_axes(lgr_ctx(L), b, &r->o, mask, out));
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    return count;
+}
+
+int lgr_axes_outs(lua_State *L, gr_buffer *b, const lgr_request *r, unsigned *axes, gr_buffer *out[2]) {
     gr_context *ctx = lgr_ctx(L);
     unsigned mask = axes_mask(L, b, r);
     size_t shape[GR_MAX_DIMS], k = 1;
@@ -87,7 +97,7 @@ int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r) {
     int count = 1;
     gr_status st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    gr_buffer *out[2] = {NULL, NULL};
+    out[0] = out[1] = NULL;
     if (r->has_out) {
         given_outs(L, r, count, nd, shape, out);
     } else {
@@ -103,7 +113,6 @@ int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r) {
             out[i] = shaped;
         }
     }
-    LGR_RETRY(L, st, gr_reduce_axes(ctx, b, &r->o, mask, out));
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    *axes = mask;
     return count;
 }

@@ -3,6 +3,7 @@
  * the pool's statistics, the names of dtypes, ops and finishing modes, and the testing hooks.
  */
 #include "linfo.h"
+#include "laxes.h"
 #include "lbuffer.h"
 #include "lopts.h"
 #include "lrequest.h"
@@ -65,9 +66,22 @@ static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, con
 
 /* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
 int lgr_bench(lua_State *L) {
-    gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
     lgr_request x;
     lgr_request_read(L, 2, -1, 1, &x);
+    if (x.naxes) {                                  /* along axes: the view as it is */
+        gr_buffer *v = lgr_check_buffer(L, 1);
+        lgr_request_prepare(L, &x, LGR_FOR_RUN, &v, 1);
+        unsigned axes;
+        gr_buffer *out[2];
+        lgr_axes_outs(L, v, &x, &axes, out);
+        gr_bench_result r;
+        gr_status st = gr_bench_axes(lgr_ctx(L), v, &x.o, axes, out, x.warmup, x.reps, &r);
+        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+        int device = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA && gr_buffer_where(v) == GR_DEVICE;
+        push_bench(L, &r, v, device ? "events" : "clock");
+        return 1;
+    }
+    gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
     lgr_request_prepare(L, &x, LGR_FOR_PLAN, &b, 1);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;

@@ -36,7 +36,7 @@ describe("errors", function()
   end)
 
   it("name a misspelt option", function()
-    expect("unknown option 'varaint' (accepted: acc, async, block", gr.sum, b, { varaint = "cpu" })
+    expect("unknown option 'varaint' (accepted: acc, async, axis, block", gr.sum, b, { varaint = "cpu" })
   end)
 
   it("name wrong argument types", function()

@@ -417,7 +417,7 @@ describe("segmented reductions: opts.out", function()
       { { op = "sum", segment = 2, out = b:slice(1, 4) }, "out.*shares memory with the input" },
       { { op = "sum", segment = 2, out = 5 }, "opts.out: expected" },
       { { op = "sum", segment = 2, out = { gr.buffer(4, "float32"), gr.buffer(4, "float32") } }, "sum has 1 result" },
-      { { op = "sum", out = gr.buffer(1, "float32") }, "opts.out goes with opts.segment or opts.offsets" },
+      { { op = "sum", out = gr.buffer(1, "float32") }, "opts.out goes with opts.segment, opts.offsets or opts.axis" },
     }
     local before = b:tobytes()
     for _, c in ipairs(cases) do

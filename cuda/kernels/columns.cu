@@ -31,10 +31,11 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
     const u64 g1 = groups_of(L->R);
     /* the two halves of the scratch: the first pass's groups, then the second's */
     char *half[2] = {(char *)L->scratch, (char *)L->scratch + (L->A * g1 * L->C * sizeof(Acc) + 255) / 256 * 256};
-    gr::ColArgs a = {L->in, L->A, L->R, L->C, (long long)L->sa, (long long)L->sr, L->R, L->out[0], L->out[1],
-                     (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, L->tile};
+    gr::ColArgs a = {L->in, L->A, L->R, L->C, (long long)L->sa, (long long)L->sr, (long long)L->sc, L->R, L->out[0],
+                     L->out[1], (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, L->tile};
     auto grid_for = [&](const gr::ColArgs &x) {
-        const u64 packs = (x.C + u64(x.pack) - 1) / u64(x.pack), tiles = (packs + u64(x.tile) - 1) / u64(x.tile);
+        const u64 cols = x.pack > 1 ? u64(x.pack) : 1;
+        const u64 packs = (x.C + cols - 1) / cols, tiles = (packs + u64(x.tile) - 1) / u64(x.tile);
         const u64 per_block = gr::kColThreads / (u64(x.tile) * gr::kColTree);
         const u64 blocks = x.A * ((groups_of(x.R) + per_block - 1) / per_block) * tiles;
         return unsigned(blocks < L->grid ? (blocks ? blocks : 1) : L->grid);
@@ -48,6 +49,7 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
         a.R = groups;
         a.sa = (long long)(groups * C);
         a.sr = (long long)C;
+        a.sc = 1;
         a.pack = 1;
         a.tile = 1;
         while (a.tile < 32 && u64(a.tile) < C) a.tile *= 2;

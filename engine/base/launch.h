@@ -136,11 +136,11 @@ typedef struct gr_seg_kernel {
 
 /* ---- reductions along an outer axis (cuda/kernels/columns.cu) ----------------------------------------- */
 
-/* The input as A x R x C: element (a, r, c) at in + a * sa + r * sr + c elements (C contiguous); output
- * (a, c) reduces its column's R elements, written as element a * oa + c * oc of out[0] (and out[1]) in
- * the dtypes of a segmented reduction's results. `pack` columns a thread (1, or 16 bytes of them, 8 for
- * 1-byte types, or C when a vector holds several rows: see cuda/device/columns.cuh) and `tile` packs side
- * by side in a block (a power of two up to 32). Passes after the first reduce the groups' accumulators in
+/* The input as A x R x C: element (a, r, c) at in + a * sa + r * sr + c * sc elements; output (a, c)
+ * reduces its column's R elements, written as element a * oa + c * oc of out[0] (and out[1]) in the
+ * dtypes of a segmented reduction's results. `pack` columns a thread (1; 16 bytes of them, 8 for 1-byte
+ * types, or C when a vector holds several rows, with sc == 1; 0: one column with sr == 1, read along
+ * it: see cuda/device/columns.cuh) and `tile` packs side by side in a block (a power of two up to 32). Passes after the first reduce the groups' accumulators in
  * `scratch` (gr_columns_scratch bytes), at most `grid` blocks each. */
 typedef struct gr_col_launch {
     const void *in;
@@ -148,7 +148,7 @@ typedef struct gr_col_launch {
     gr_op op;
     int ddof;
     size_t A, R, C;
-    int64_t sa, sr;
+    int64_t sa, sr, sc;
     void *out[2];
     int64_t oa, oc;
     int pack, tile;

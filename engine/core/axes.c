@@ -3,18 +3,17 @@
  *
  * The view's axes split into kept ones (the outputs, in their order) and reduced ones (each output's
  * elements, row-major over them); each side is coalesced, axes that walk memory as one merged and
- * length-1 axes dropped. Then, as CUB's segmented dispatch and PyTorch's Reduce.cuh choose by layout:
- *   rows     an output's elements are one contiguous run (reduced axes innermost): the segmented kernel,
- *            one row per output, rows `pitch` elements apart (a narrowed view's rows too, on the device);
- *   columns  the reduced axis is an outer one and the outputs of one batch are contiguous (a kept axis
- *            of stride 1): the column kernel (cuda/kernels/columns.cu), adjacent threads on adjacent
- *            outputs, for the built-in ops on device data at the default determinism levels;
- *   gather   anything else (several reduced runs, host data that is not rows, user operators and
- *            gpu_to_gpu off the rows): the view regrouped as kept axes then reduced axes into a compact
- *            copy, whose rows the segmented path reduces.
- * Rows and columns fix every choice that orders an output's combination from the reduced length alone
- * (gr_policy_axis_rows; the column kernel's groups), so an output's bits do not depend on how many
- * others the call has or where it sits.
+ * length-1 axes dropped. Then:
+ *   columns  the built-in ops on device data (not gpu_to_gpu): the column kernel (cuda/kernels/columns.cu)
+ *            over A x R x C -- one reduced axis of any stride, up to two kept ones -- reading 16 bytes of
+ *            adjacent columns where the outputs are adjacent, or 16 bytes along a row where the reduced
+ *            axis is contiguous; its order of combination depends on R alone, so a result has the same
+ *            bits whatever the layout, the number of other results or its place among them;
+ *   rows     user operators and gpu_to_gpu on the device, and host data: the segmented kernel or loop,
+ *            one row per output (rows a pitch apart on the device), shaped by gr_policy_axis_rows from
+ *            the row's length alone;
+ *   gather   anything else: the view regrouped as kept axes then reduced axes into a compact copy, whose
+ *            rows one of the above reduces.
  */
 #include "gr.h"
 #include "base/device.h"
@@ -70,15 +69,16 @@ static gr_status empty_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, 
 }
 
 /* The column kernel over A x R x C (see gr_col_launch), synchronously. */
-static gr_status columns(gr_context *ctx, gr_buffer *b, const gr_run *run, const gr_options *o, size_t A, size_t R,
-                         size_t C, size_t sa, size_t sr, int64_t oa, int64_t oc, gr_buffer *out[2]) {
-    size_t es = gr_dtype_size(gr_buffer_dtype(b)), lb = es == 1 ? 8 : 16, kv = lb / es;
-    const char *data = gr_buffer_data(b);
+static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr_run *run, const gr_options *o,
+                         size_t A, size_t R, size_t C, size_t sa, size_t sr, size_t sc, int64_t oa, int64_t oc,
+                         gr_buffer *out[2]) {
+    size_t es = gr_dtype_size(t), lb = es == 1 ? 8 : 16, kv = lb / es;
     int aligned = (uintptr_t)data % lb == 0 && (sa * es) % lb == 0;
     int pack = 1;
-    if (aligned && kv >= 2 && C % kv == 0 && (sr * es) % lb == 0) pack = (int)kv;           /* whole vectors of a row */
-    else if (aligned && C < kv && kv % C == 0 && sr == C) pack = (int)C;                /* several rows a vector */
-    size_t packs = (C + (size_t)pack - 1) / (size_t)pack;
+    if (sr == 1 && es <= 8) pack = 0;                                                       /* along a row */
+    else if (sc == 1 && aligned && kv >= 2 && C % kv == 0 && (sr * es) % lb == 0) pack = (int)kv;   /* a row's vectors */
+    else if (sc == 1 && aligned && C < kv && kv % C == 0 && sr == C) pack = (int)C;         /* several rows a vector */
+    size_t cols = pack > 1 ? (size_t)pack : 1, packs = (C + cols - 1) / cols;
     int tile = 1;
     while (tile < 32 && (size_t)tile < packs) tile *= 2;
     size_t as = run->plan.acc_size, g1 = (R + GR_COLUMN_GROUP_ROWS - 1) / GR_COLUMN_GROUP_ROWS;
@@ -88,8 +88,8 @@ static gr_status columns(gr_context *ctx, gr_buffer *b, const gr_run *run, const
     gr_status st = gr_slot_acquire(ctx, scratch, 0, &slot);
     if (st != GR_OK) return st;
     gr_col_launch L = {
-        .in = data, .in_dtype = gr_buffer_dtype(b), .acc = run->plan.acc, .op = o->op, .ddof = o->ddof,
-        .A = A, .R = R, .C = C, .sa = (int64_t)sa, .sr = (int64_t)sr,
+        .in = data, .in_dtype = t, .acc = run->plan.acc, .op = o->op, .ddof = o->ddof,
+        .A = A, .R = R, .C = C, .sa = (int64_t)sa, .sr = (int64_t)sr, .sc = (int64_t)sc,
         .out = {gr_buffer_data(out[0]), run->results > 1 ? gr_buffer_data(out[1]) : NULL}, .oa = oa, .oc = oc,
         .pack = pack, .tile = tile, .grid = gr_policy_column_grid(ctx), .scratch = slot->dev, .stream = ctx->stream,
     };
@@ -98,7 +98,19 @@ static gr_status columns(gr_context *ctx, gr_buffer *b, const gr_run *run, const
     int sync = gr_dev_stream_sync(ctx->stream);
     if (rc == 0) rc = sync;
     gr_slot_release(ctx, slot);
-    return rc ? gr_fail_dev_at(ctx, rc, "column reduction", L.site) : GR_OK;
+    return rc ? gr_fail_dev_at(ctx, rc, "axis reduction", L.site) : GR_OK;
+}
+
+/* The kept axes (nkc <= 2, coalesced) and one reduced axis through the column kernel: C the kept axis of
+ * the smaller stride, A the other; the results compact over the kept axes in their order. */
+static gr_status by_columns(gr_context *ctx, const char *data, gr_dtype t, const gr_run *run, const gr_options *o,
+                            const axis_walk *kept, int nkc, const axis_walk *red, gr_buffer *out[2]) {
+    if (nkc == 0) return columns(ctx, data, t, run, o, 1, red->len, 1, 0, red->stride, 0, 0, 0, out);
+    int ci = nkc == 2 && kept[1].stride < kept[0].stride ? 1 : 0;
+    const axis_walk *c = &kept[ci], *a = nkc == 2 ? &kept[1 - ci] : NULL;
+    int64_t out_stride[2] = {nkc == 2 ? (int64_t)kept[1].len : 1, 1};
+    return columns(ctx, data, t, run, o, a ? a->len : 1, red->len, c->len, a ? a->stride : 0, red->stride, c->stride,
+                   a ? out_stride[1 - ci] : 0, out_stride[ci], out);
 }
 
 gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2]) {
@@ -134,30 +146,29 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     if (R == 0) return empty_rows(ctx, b, o, K, out);
 
     int nkc = coalesce(kept, nk), nrc = coalesce(red, nr);
+    /* the built-in ops on device data: the column kernel, whose order depends on R alone whatever the
+     * layout -- over the view itself where one reduced axis and at most two kept ones remain, else over
+     * a regrouped compact copy read along its rows */
+    int columns_take = on_device && !by_cpu && run.kernel == &gr_op_pass && &gr_columns && gr_columns.launch;
+    if (columns_take && nrc == 1 && nkc <= 2)
+        return by_columns(ctx, gr_buffer_data(b), gr_buffer_dtype(b), &run, o, kept, nkc, red, out);
     /* rows: each output's elements one run; a pitch other than the row's on the device, where the
-     * built-in and the operators' segmented kernels take it (not the exact one) */
-    if (nrc == 1 && red[0].stride == 1 && nkc <= 1) {
+     * operators' segmented kernels take it (not the exact one) */
+    if (!columns_take && nrc == 1 && red[0].stride == 1 && nkc <= 1) {
         size_t pitch = nkc ? kept[0].stride : R;
         if (pitch == R || (on_device && !by_cpu && run.kernel != &gr_exact_pass))
             return gr_segments_rows(ctx, b, o, R, pitch, NULL, out);
-    }
-    /* columns: one reduced axis, outputs contiguous within a batch */
-    if (on_device && !by_cpu && run.kernel == &gr_op_pass && &gr_columns && gr_columns.launch && nrc == 1 &&
-        red[0].stride != 1 && (nkc == 1 || nkc == 2)) {
-        int ci = kept[0].stride == 1 ? 0 : nkc == 2 && kept[1].stride == 1 ? 1 : -1;
-        if (ci >= 0) {
-            const axis_walk *c = &kept[ci], *a = nkc == 2 ? &kept[1 - ci] : NULL;
-            /* the outputs are compact over the kept axes in their order */
-            int64_t oc = nkc == 2 && ci == 0 ? (int64_t)kept[1].len : 1;
-            int64_t oa = a ? (ci == 1 ? (int64_t)c->len : 1) : 0;
-            return columns(ctx, b, &run, o, a ? a->len : 1, R, c->len, a ? a->stride : 0, red[0].stride, oa, oc, out);
-        }
     }
     /* gather: kept axes, then reduced axes, copied compact; its rows are the outputs' runs */
     gr_buffer *regrouped = NULL, *flat = NULL;
     st = gr_buffer_permute(ctx, b, perm, &regrouped);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, regrouped, &flat);
-    if (st == GR_OK) st = gr_segments_rows(ctx, flat, o, R, R, NULL, out);
+    if (st == GR_OK && columns_take) {
+        axis_walk rows = {K, R}, run_of = {R, 1};
+        st = by_columns(ctx, gr_buffer_data(flat), gr_buffer_dtype(flat), &run, o, &rows, 1, &run_of, out);
+    } else if (st == GR_OK) {
+        st = gr_segments_rows(ctx, flat, o, R, R, NULL, out);
+    }
     gr_buffer_free(ctx, flat);
     gr_buffer_free(ctx, regrouped);
     return st;

@@ -116,6 +116,22 @@ gr_status gr_bench_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, 
                      (double)b->n * gr_dtype_size(b->dtype), result);
 }
 
+typedef struct { gr_buffer *b; const gr_options *o; unsigned axes; gr_buffer **out; } axes_job;
+
+static gr_status run_axes(gr_context *ctx, void *arg) {
+    axes_job *j = arg;
+    return gr_reduce_axes(ctx, j->b, j->o, j->axes, j->out);
+}
+
+gr_status gr_bench_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                        int warmup, int reps, gr_bench_result *result) {
+    ctx = gr_ctx_for(ctx, b);
+    axes_job j = {b, o, axes, out};
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    return time_reps(ctx, run_axes, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
+                     (double)b->n * gr_dtype_size(b->dtype), result);
+}
+
 typedef struct { gr_buffer *h; const gr_options *o; size_t chunk; int streams; } streamed_job;
 
 static gr_status run_streamed(gr_context *ctx, void *arg) {
