@@ -42,107 +42,140 @@ struct ColArgs {
     int ddof;
     int pack;                   /* P: columns a thread takes (1, or 16 bytes' worth, or C); 0: one column whose
                                  * rows are contiguous (sr == 1), read 16 bytes along it */
-    int tile;                   /* column-packs side by side in a block: a power of two up to 32 */
+    int tile;                   /* column-packs side by side in a block: a power of two */
+    int tree;                   /* runs of a group: a power of two up to kColTree (fewer where R is short) */
 };
 
+/* Folds element x with its index into acc. */
+template <class Op, class In> GR_DEV void fold_one(typename Op::acc_t &acc, const In &x, u64 i) {
+    if constexpr (Op::kIndexed) acc = Op::combine(acc, Op::load(x, i));
+    else acc = Op::combine(acc, Op::load(x));
+}
+
+/* Loads in flight per thread: a run's loads are issued kUnroll at a time, then folded in order. */
+constexpr int kColUnroll = 8;
+
 /* Folds rows [r0, r1) of P = kP adjacent columns starting at column c0 into acc[0..kP): kP == 1 reads
- * element by element, else 16-byte (8-byte for 1-byte types) vectors of q = kV / kP rows. r0 is a
- * multiple of q (runs start at multiples of kColRows); the last vector may pass r1 only where the rows
- * run out, and is then read element by element. */
+ * element by element, kP > 1 16-byte (8-byte for 1-byte types) vectors of q = kV / kP rows, kP == 0
+ * 16-byte vectors along one contiguous column. Every form folds the rows in ascending order. r0 is a
+ * multiple of kColRows, so a vector never straddles it; the rows past the last whole vector are read
+ * element by element. */
 template <int kP, class Op, class In>
 GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typename Op::acc_t *acc) {
     if constexpr (kP == 0) {
-        /* one column along contiguous rows (a row reduction seen as columns): vectors along r, in order */
         constexpr int kV = 16 / int(sizeof(In));
         struct alignas(16) Vec { In v[kV]; };
         u64 r = r0;
-        if ((reinterpret_cast<uptr>(base + r0) & 15) == 0)
+        if ((reinterpret_cast<uptr>(base + r0) & 15) == 0) {
+            for (; r + kColUnroll * kV <= r1; r += kColUnroll * kV) {
+                Vec w[kColUnroll];
+#pragma unroll
+                for (int u = 0; u < kColUnroll; u++) w[u] = *reinterpret_cast<const Vec *>(base + r + u * kV);
+#pragma unroll
+                for (int u = 0; u < kColUnroll; u++)
+#pragma unroll
+                    for (int e = 0; e < kV; e++) fold_one<Op>(acc[0], w[u].v[e], r + u * kV + e);
+            }
             for (; r + kV <= r1; r += kV) {
                 const Vec w = *reinterpret_cast<const Vec *>(base + r);
 #pragma unroll
-                for (int e = 0; e < kV; e++) {
-                    if constexpr (Op::kIndexed) acc[0] = Op::combine(acc[0], Op::load(w.v[e], r + e));
-                    else acc[0] = Op::combine(acc[0], Op::load(w.v[e]));
-                }
+                for (int e = 0; e < kV; e++) fold_one<Op>(acc[0], w.v[e], r + e);
             }
-        for (; r < r1; r++) {
-            if constexpr (Op::kIndexed) acc[0] = Op::combine(acc[0], Op::load(base[r], r));
-            else acc[0] = Op::combine(acc[0], Op::load(base[r]));
         }
+        for (; r < r1; r++) fold_one<Op>(acc[0], base[r], r);
     } else if constexpr (kP == 1) {
-        for (u64 r = r0; r < r1; r++) {
-            const In x = base[(long long)r * a.sr];
-            if constexpr (Op::kIndexed) acc[0] = Op::combine(acc[0], Op::load(x, r));
-            else acc[0] = Op::combine(acc[0], Op::load(x));
+        u64 r = r0;
+        for (; r + kColUnroll <= r1; r += kColUnroll) {
+            In x[kColUnroll];
+#pragma unroll
+            for (int u = 0; u < kColUnroll; u++) x[u] = base[(long long)(r + u) * a.sr];
+#pragma unroll
+            for (int u = 0; u < kColUnroll; u++) fold_one<Op>(acc[0], x[u], r + u);
         }
+        for (; r < r1; r++) fold_one<Op>(acc[0], base[(long long)r * a.sr], r);
     } else {
         constexpr int kBytes = sizeof(In) == 1 ? 8 : 16;
         constexpr int kV = kBytes / int(sizeof(In));
         constexpr int q = kV / kP;                      /* rows per vector */
+        constexpr int kU = kColUnroll;                  /* vectors in flight: kU * q rows */
         struct alignas(kBytes) Vec { In v[kV]; };
         u64 r = r0;
+        for (; r + kU * q <= r1; r += kU * q) {
+            Vec w[kU];
+#pragma unroll
+            for (int u = 0; u < kU; u++) w[u] = *reinterpret_cast<const Vec *>(base + (long long)(r + u * q) * a.sr);
+#pragma unroll
+            for (int u = 0; u < kU; u++)
+#pragma unroll
+                for (int e = 0; e < kV; e++) fold_one<Op>(acc[e % kP], w[u].v[e], r + u * q + e / kP);
+        }
         for (; r + q <= r1; r += q) {
             const Vec w = *reinterpret_cast<const Vec *>(base + (long long)r * a.sr);
 #pragma unroll
-            for (int e = 0; e < kV; e++) {
-                if constexpr (Op::kIndexed) acc[e % kP] = Op::combine(acc[e % kP], Op::load(w.v[e], r + e / kP));
-                else acc[e % kP] = Op::combine(acc[e % kP], Op::load(w.v[e]));
-            }
+            for (int e = 0; e < kV; e++) fold_one<Op>(acc[e % kP], w.v[e], r + e / kP);
         }
         for (; r < r1; r++)
 #pragma unroll
-            for (int k = 0; k < kP; k++) {
-                const In x = base[(long long)r * a.sr + k];
-                if constexpr (Op::kIndexed) acc[k] = Op::combine(acc[k], Op::load(x, r));
-                else acc[k] = Op::combine(acc[k], Op::load(x));
-            }
+            for (int k = 0; k < kP; k++) fold_one<Op>(acc[k], base[(long long)r * a.sr + k], r);
     }
 }
 
 /* One block's work for pass-input element type In (the data, or the accumulators of the pass before)
  * with P = kP, written by W (results.cuh's writers) when this pass has one group per column, else into
- * the partials. blocks: A x ceil(groups / per_block) x ceil(packs / tile), walked by the grid. */
+ * the partials. A block's 256 threads are `tile` column-packs x `tree` runs x groups side by side: the
+ * runs of a column fastest when a thread reads along its column (kP == 0: the tree's threads read one
+ * stretch of memory), the packs fastest otherwise (a warp's loads are one stretch of a row). tree: the
+ * runs a group has (a power of two up to kColTree; fewer only where R is shorter than a group, and then
+ * the tree over them is the full one's, its missing runs being identities). blocks: ceil(A x groups /
+ * per_block) x ceil(packs / tile), walked by the grid; the groups side by side in a block are
+ * consecutive (batch, group) pairs, so short columns of many batches fill the block too. */
 template <int kP, class W, class Op, class In>
 GR_DEV void columns_pass(const ColArgs &a) {
     using Acc = typename Op::acc_t;
     __shared__ __align__(16) unsigned char raw[kColThreads * sizeof(Acc)];
     Acc *sm = reinterpret_cast<Acc *>(raw);
     const In *in = static_cast<const In *>(a.in);
-    const unsigned tile = unsigned(a.tile), t = threadIdx.x;
-    const unsigned p = t % tile, j = t / tile, y = j % kColTree, v = j / kColTree;
-    const unsigned per_block = kColThreads / (tile * kColTree);         /* groups side by side */
+    const unsigned tile = unsigned(a.tile), tree = unsigned(a.tree), t = threadIdx.x;
+    const bool along = kP == 0;
+    const unsigned p = along ? t / tree % tile : t % tile, y = along ? t % tree : t / tile % tree;
+    const unsigned v = t / (tile * tree), partner = along ? 1u : tile;     /* y + 1's thread is t + partner */
+    const unsigned per_block = kColThreads / (tile * tree);              /* groups side by side */
     constexpr u64 kCols = kP > 1 ? kP : 1;              /* columns a thread takes */
     const u64 packs = (a.C + kCols - 1) / kCols, tiles = (packs + tile - 1) / tile;
-    const u64 groups = (a.R + kColGroupRows - 1) / kColGroupRows;
-    const u64 gblocks = (groups + per_block - 1) / per_block;
-    const u64 blocks = a.A * gblocks * tiles;
+    const u64 groups = (a.R + kColGroupRows - 1) / kColGroupRows, pairs = a.A * groups;   /* (batch, group) */
+    const u64 blocks = (pairs + per_block - 1) / per_block * tiles;
     const bool last_pass = groups == 1;
     for (u64 b = blockIdx.x; b < blocks; b += gridDim.x) {
-        const u64 xt = b % tiles, rest = b / tiles, gb = rest % gblocks, ai = rest / gblocks;
-        const u64 pk = xt * tile + p, g = gb * per_block + v, c0 = pk * kCols;
+        const u64 xt = b % tiles, pair = b / tiles * per_block + v, ai = pair / groups, g = pair % groups;
+        const u64 pk = xt * tile + p, c0 = pk * kCols;
+        const bool mine = pk < packs && pair < pairs;
         Acc acc[kCols];
 #pragma unroll
         for (int k = 0; k < int(kCols); k++) acc[k] = Op::identity();
-        if (pk < packs && g < groups) {
+        if (mine) {
             const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
             const u64 r1 = r0 + kColRows < a.R ? r0 + kColRows : a.R;
             if (r0 < r1) fold_columns<kP, Op>(a, in + (long long)ai * a.sa + (long long)c0 * a.sc, r0, r1, acc);
         }
-        /* the group's tree, one column of the pack at a time: y combines with y + d for d = 4, 2, 1 */
+        /* the group's tree, one column of the pack at a time: y combines with y + d, d = tree / 2 .. 1 */
 #pragma unroll
         for (int k = 0; k < int(kCols); k++) {
-            sm[t] = acc[k];
-            __syncthreads();
-            for (unsigned d = kColTree / 2; d > 0; d /= 2) {
-                if (y < d) sm[t] = Op::combine(sm[t], sm[t + d * tile]);
+            Acc val = acc[k];
+            if (tree > 1) {
+                sm[t] = val;
                 __syncthreads();
+                for (unsigned d = tree / 2; d > 0; d /= 2) {
+                    if (y < d) sm[t] = Op::combine(sm[t], sm[t + d * partner]);
+                    __syncthreads();
+                }
+                val = sm[t];
             }
             const u64 c = c0 + u64(k);
-            if (y == 0 && pk < packs && g < groups && c < a.C) {
-                if (last_pass) W::write(sm[t], a.n, a.ddof, a.out0, a.out1, size_t(ai * a.oa + c * a.oc));
-                else static_cast<Acc *>(a.partials)[(ai * groups + g) * a.C + c] = sm[t];
+            if (y == 0 && mine && c < a.C) {
+                if (last_pass) W::write(val, a.n, a.ddof, a.out0, a.out1, size_t(ai * a.oa + c * a.oc));
+                else static_cast<Acc *>(a.partials)[(ai * groups + g) * a.C + c] = val;
             }
-            __syncthreads();
+            if (tree > 1) __syncthreads();
         }
     }
 }

@@ -22,6 +22,17 @@ __global__ void __launch_bounds__(gr::kColThreads) columns_kernel(gr::ColArgs a)
 
 static u64 groups_of(u64 r) { return (r + gr::kColGroupRows - 1) / gr::kColGroupRows; }
 
+/* A pass's block layout from its R, C and pack: the tree as many runs as a group of R has (up to
+ * kColTree), the packs side by side filling the block. */
+static void shape(gr::ColArgs &x) {
+    const u64 runs = (x.R + gr::kColRows - 1) / gr::kColRows;
+    x.tree = 1;
+    while (x.tree < gr::kColTree && u64(x.tree) < runs) x.tree *= 2;
+    const u64 cols = x.pack > 1 ? u64(x.pack) : 1, packs = (x.C + cols - 1) / cols;
+    x.tile = 1;
+    while (x.tile * x.tree < gr::kColThreads && u64(x.tile) < packs) x.tile *= 2;
+}
+
 template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch *L) {
     using R = gr::Result<Kind, Op, In>;
     constexpr bool as_bool = kBool && gr::bool_valued_v<typename Op::acc_t>;
@@ -32,18 +43,21 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
     /* the two halves of the scratch: the first pass's groups, then the second's */
     char *half[2] = {(char *)L->scratch, (char *)L->scratch + (L->A * g1 * L->C * sizeof(Acc) + 255) / 256 * 256};
     gr::ColArgs a = {L->in, L->A, L->R, L->C, (long long)L->sa, (long long)L->sr, (long long)L->sc, L->R, L->out[0],
-                     L->out[1], (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, L->tile};
-    auto grid_for = [&](const gr::ColArgs &x) {
+                     L->out[1], (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, 1, 1};
+    auto grid_for = [&](gr::ColArgs &x) {
+        shape(x);
         const u64 cols = x.pack > 1 ? u64(x.pack) : 1;
         const u64 packs = (x.C + cols - 1) / cols, tiles = (packs + u64(x.tile) - 1) / u64(x.tile);
-        const u64 per_block = gr::kColThreads / (u64(x.tile) * gr::kColTree);
-        const u64 blocks = x.A * ((groups_of(x.R) + per_block - 1) / per_block) * tiles;
+        const u64 per_block = gr::kColThreads / (u64(x.tile) * u64(x.tree));
+        const u64 blocks = (x.A * groups_of(x.R) + per_block - 1) / per_block * tiles;
         return unsigned(blocks < L->grid ? (blocks ? blocks : 1) : L->grid);
     };
-    columns_kernel<W, Op, In, true><<<grid_for(a), gr::kColThreads, 0, st>>>(a);
+    unsigned grid = grid_for(a);
+    columns_kernel<W, Op, In, true><<<grid, gr::kColThreads, 0, st>>>(a);
     int pass = 0;
     for (u64 groups = g1; groups > 1; groups = groups_of(groups)) {
         /* the next pass reads the groups as its rows: A x groups x C accumulators, one column a thread */
+        if (cudaError_t e = GR_CHECK_LAUNCH(L); e != cudaSuccess) return e;
         const u64 C = a.C;
         a.in = a.partials;
         a.R = groups;
@@ -51,11 +65,9 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
         a.sr = (long long)C;
         a.sc = 1;
         a.pack = 1;
-        a.tile = 1;
-        while (a.tile < 32 && u64(a.tile) < C) a.tile *= 2;
         a.partials = half[++pass & 1];
-        if (cudaError_t e = GR_CHECK_LAUNCH(L); e != cudaSuccess) return e;
-        columns_kernel<W, gr::AccInput<Op>, Acc, false><<<grid_for(a), gr::kColThreads, 0, st>>>(a);
+        grid = grid_for(a);
+        columns_kernel<W, gr::AccInput<Op>, Acc, false><<<grid, gr::kColThreads, 0, st>>>(a);
     }
     return GR_CHECK_LAUNCH(L);
 }
@@ -86,7 +98,7 @@ template <class In, bool kBool> int with_acc(gr_col_launch *L) {
 }
 
 int launch(gr_col_launch *L) {
-    if (L->grid < 1 || L->grid > 0x7fffffff || L->tile < 1 || L->tile > 32) return cudaErrorInvalidConfiguration;
+    if (L->grid < 1 || L->grid > 0x7fffffff) return cudaErrorInvalidConfiguration;
     switch (L->in_dtype) {
 #define GR_COL_IN(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
     case GR_##E: return with_acc<GR_DEVICE_TYPE(format, ctype), GR_##E == GR_BOOL>(L);

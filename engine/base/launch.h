@@ -140,7 +140,7 @@ typedef struct gr_seg_kernel {
  * reduces its column's R elements, written as element a * oa + c * oc of out[0] (and out[1]) in the
  * dtypes of a segmented reduction's results. `pack` columns a thread (1; 16 bytes of them, 8 for 1-byte
  * types, or C when a vector holds several rows, with sc == 1; 0: one column with sr == 1, read along
- * it: see cuda/device/columns.cuh) and `tile` packs side by side in a block (a power of two up to 32). Passes after the first reduce the groups' accumulators in
+ * it: see cuda/device/columns.cuh); the kernel lays its blocks out from R, C and pack. Passes after the first reduce the groups' accumulators in
  * `scratch` (gr_columns_scratch bytes), at most `grid` blocks each. */
 typedef struct gr_col_launch {
     const void *in;
@@ -151,7 +151,7 @@ typedef struct gr_col_launch {
     int64_t sa, sr, sc;
     void *out[2];
     int64_t oa, oc;
-    int pack, tile;
+    int pack;
     size_t grid;
     void *scratch;
     void *stream;

@@ -78,9 +78,6 @@ static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr
     if (sr == 1 && es <= 8) pack = 0;                                                       /* along a row */
     else if (sc == 1 && aligned && kv >= 2 && C % kv == 0 && (sr * es) % lb == 0) pack = (int)kv;   /* a row's vectors */
     else if (sc == 1 && aligned && C < kv && kv % C == 0 && sr == C) pack = (int)C;         /* several rows a vector */
-    size_t cols = pack > 1 ? (size_t)pack : 1, packs = (C + cols - 1) / cols;
-    int tile = 1;
-    while (tile < 32 && (size_t)tile < packs) tile *= 2;
     size_t as = run->plan.acc_size, g1 = (R + GR_COLUMN_GROUP_ROWS - 1) / GR_COLUMN_GROUP_ROWS;
     size_t g2 = (g1 + GR_COLUMN_GROUP_ROWS - 1) / GR_COLUMN_GROUP_ROWS;
     size_t scratch = g1 > 1 ? (A * g1 * C * as + 255) / 256 * 256 + A * g2 * C * as : 0;
@@ -91,7 +88,7 @@ static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr
         .in = data, .in_dtype = t, .acc = run->plan.acc, .op = o->op, .ddof = o->ddof,
         .A = A, .R = R, .C = C, .sa = (int64_t)sa, .sr = (int64_t)sr, .sc = (int64_t)sc,
         .out = {gr_buffer_data(out[0]), run->results > 1 ? gr_buffer_data(out[1]) : NULL}, .oa = oa, .oc = oc,
-        .pack = pack, .tile = tile, .grid = gr_policy_column_grid(ctx), .scratch = slot->dev, .stream = ctx->stream,
+        .pack = pack, .grid = gr_policy_column_grid(ctx), .scratch = slot->dev, .stream = ctx->stream,
     };
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = gr_columns.launch(&L);
