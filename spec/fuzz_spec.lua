@@ -16,6 +16,9 @@ What it checks
   (on a user stream or not), a slice at a random offset (data starts unaligned; the elements around it
   hold values that would change the result if read), or a pinned host buffer reduced with streamed =
   true (through a device variant that takes the op), a random chunk (>= 4096 bytes) and 1..4 streams.
+  A fifth of the synchronous cases also reduce the same values as a 2-D or 3-D view (maybe permuted)
+  along drawn axes, each output against the reference over the values it covers
+  (spec/support/axes_reference.lua lays them out).
   Two-result ops (argmin, argmax, minmax) are checked on both results. The data is generated in Lua and written with
   gr.buffer(table) or b:set(table), so the reference knows every value exactly.
   Every case checks the result against the reference (the contract and the error bounds, with why
@@ -620,6 +623,81 @@ local function reduce(b, opts)
   return gr.reduce(b, opts)
 end
 
+local A = require "support.axes_reference"
+
+--- An axis case's layout for n values: a shape of 2 or 3 axes whose product is n (an axis of 1 where n
+-- has no small factor), maybe permuted, and the axes reduced (one, negative or not, or a list) with or
+-- without keepdims.
+local function draw_axis_case(rng, n)
+  local small = {}
+  for f = 2, 64 do if n % f == 0 and f < n then small[#small + 1] = f end end
+  local shape
+  local a = #small > 0 and rng:pick(small) or 1
+  if rng:chance(0.5) then
+    local rest = n // a
+    local inner = {}
+    for f = 2, 16 do if rest % f == 0 and f < rest then inner[#inner + 1] = f end end
+    local b = #inner > 0 and rng:pick(inner) or 1
+    shape = { a, rest // b, b }
+  else
+    shape = rng:chance(0.5) and { a, n // a } or { n // a, a }
+  end
+  local nd = #shape
+  local perm
+  if rng:chance(0.4) then
+    perm = {}
+    for d = 1, nd do perm[d] = d end
+    for d = nd, 2, -1 do
+      local j = rng:range(1, d)
+      perm[d], perm[j] = perm[j], perm[d]
+    end
+  end
+  local axis
+  local k = rng:below(4)
+  if k == 0 then axis = rng:range(1, nd)
+  elseif k == 1 then axis = -rng:range(1, nd)
+  elseif k == 2 then axis = { 1, nd }
+  else
+    axis = {}
+    for d = 1, nd do axis[d] = d end
+  end
+  return { shape = shape, perm = perm, axis = axis, keepdims = rng:chance(0.3) }
+end
+
+--- The axis reduction of case c over `view` (compact, holding `values`) checked against the reference:
+-- a list of problems, empty when it agrees.
+local function check_axes(c, opts, values, exact_scale, view)
+  local x = c.axes
+  local v = view:view(x.shape)
+  local ref = A.compact(values, x.shape)
+  if x.perm then
+    v = v:permute(x.perm)
+    ref = A.permute(ref, x.perm)
+  end
+  local ao = { op = c.op, acc = opts.acc, ddof = opts.ddof, axis = x.axis, keepdims = x.keepdims }
+  local ok, r1, r2 = pcall(gr.reduce, v, ao)
+  if not ok then return { "along axes: raised " .. tostring(r1) } end
+  local axes = assert(A.normalize(x.axis, #x.shape))
+  local groups = A.groups(ref, axes)
+  local t1, t2 = r1:totable(1), r2 and r2:totable(1)
+  local shape = A.result_shape(ref.shape, axes, x.keepdims)
+  if table.concat(r1:shape(), ",") ~= table.concat(shape, ",") then
+    return { string.format("along axes: result shape {%s}, expected {%s}", table.concat(r1:shape(), ","),
+      table.concat(shape, ",")) }
+  end
+  for g, group in ipairs(groups) do
+    local got = t1[g]
+    if c.op == "and" or c.op == "or" then got = got == 1 end
+    local e = R.expect(c.op, group, { dtype = c.dtype, acc = opts.acc, exact_scale = exact_scale, ddof = opts.ddof })
+    local good, why = R.check(c.op, true, got, e, t2 and t2[g])
+    if not good then
+      return { string.format("along axes: output %d of %d (%d values): %s; expected %s", g, #groups, #group, why,
+        e.text) }
+    end
+  end
+  return {}
+end
+
 --- Runs case `index`; returns nil when it passes, else the report (a string).
 local function run_case(index)
   local seed = R.case_seed(SEED, index)
@@ -704,8 +782,14 @@ local function run_case(index)
     if opts.finish == "hybrid" and rng:chance(0.85) then opts.threshold = draw_threshold(rng) end
   end
 
+  -- a fifth of the synchronous cases also reduce the values as an N-d view along drawn axes (from a
+  -- stream of their own, so that the other draws stay as they were)
+  local arng = R.rng(seed ~ 0x243F6A88)
+  if not c.streamed and not opts.async and c.n > 0 and arng:chance(0.2) then c.axes = draw_axis_case(arng, c.n) end
+
   local before = parent:tobytes()
   local ok, got, got2 = pcall(reduce, view, opts)
+  local axis_problems = c.axes and check_axes(c, opts, values, exact_scale, view) or {}
   local after = parent:tobytes()
   if view ~= parent then view:free() end
   parent:free()
@@ -716,11 +800,13 @@ local function run_case(index)
     count("expectation", (R.is_float(c.dtype) and "float " or "int ") .. c.op .. ": " .. e.kind)
     count("data class", (R.is_float(c.dtype) and "float " or "int ") .. c.data:match("^[%w_]+"))
     count("variant", (opts.variant or "(none)") .. " finish=" .. tostring(opts.finish))
-    count("mode", (c.streamed and "streamed" or opts.async and "async" or "sync") .. (c.pad_lo and ", slice" or ""))
+    count("mode", (c.streamed and "streamed" or opts.async and "async" or "sync") .. (c.pad_lo and ", slice" or "")
+      .. (c.axes and ", and along axes" or ""))
   end
   local good, why = R.check(c.op, ok, got, e, got2)
   local problems = {}
   if not good then problems[#problems + 1] = why end
+  for _, p in ipairs(axis_problems) do problems[#problems + 1] = p end
   if before ~= after then problems[#problems + 1] = "the reduction wrote to its input: " .. first_difference(before, after) end
   if #problems == 0 and not ONLY then return nil end
 
@@ -736,6 +822,10 @@ local function run_case(index)
       #problems == 0 and "passed" or table.concat(problems, "; ")),
     "  options:  gr.reduce(b, " .. H.describe_opts(opts) .. ")",
     "  buffer:   " .. layout,
+    c.axes and string.format("  axes:     as shape {%s}%s, axis %s%s", table.concat(c.axes.shape, ", "),
+      c.axes.perm and (", permuted {" .. table.concat(c.axes.perm, ", ") .. "}") or "",
+      type(c.axes.axis) == "table" and ("{" .. table.concat(c.axes.axis, ", ") .. "}") or tostring(c.axes.axis),
+      c.axes.keepdims and ", keepdims" or "") or "  axes:     (not an axis case)",
     "  data:     " .. c.data,
     "  values:   " .. show_values(values, c.dtype, ONLY and 4096 or 16),
     "  expected: " .. e.text,
