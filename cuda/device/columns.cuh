@@ -27,7 +27,7 @@
 namespace gr {
 
 constexpr int kColThreads = 256;                        /* a block */
-constexpr int kColRows = 32;                            /* rows a thread folds in order */
+constexpr int kColRows = 64;                            /* rows a thread folds in order */
 constexpr int kColTree = 8;                             /* threads whose runs make a group */
 constexpr int kColGroupRows = kColRows * kColTree;      /* rows of a group: what one pass divides R by */
 
@@ -120,6 +120,71 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
     }
 }
 
+/* q = x / d and r = x % d, in 32 bits where both fit (64-bit division is a long software sequence). */
+GR_DEV void divmod(u64 x, u64 d, u64 &q, u64 &r) {
+    if ((x | d) <= 0xffffffffull) {
+        const unsigned x32 = unsigned(x), d32 = unsigned(d);
+        q = x32 / d32;
+        r = x32 - unsigned(q) * d32;
+    } else {
+        q = x / d;
+        r = x - q * d;
+    }
+}
+
+/* A run along one contiguous column (kP == 0) read through shared memory: the warp's 32 lanes are 32
+ * runs (lane = the run's thread), and each 32-element stretch of all of them is loaded as whole 16-byte
+ * pieces by the warp together -- eight lanes to a stretch, so a load instruction takes four stretches
+ * of memory, where each lane reading its own run touched 32 -- stored into a tile whose rows are
+ * padded by 16 bytes (no bank conflicts when each lane then reads its own row), and folded by its own
+ * lane in order. Every lane of the warp must call it (r0 == r1 for a lane without a run). In: 1 to 4
+ * bytes. */
+template <class Op, class In>
+GR_DEV void fold_run_tiled(const In *run, u64 r0, u64 r1, typename Op::acc_t &acc, unsigned char *tile) {
+    constexpr int kV = 16 / int(sizeof(In)), kRowBytes = 32 * int(sizeof(In)) + 16;
+    constexpr int kPieces = 32 / kV;                    /* 16-byte pieces of a 32-element stretch */
+    constexpr int kPerLoad = 32 / kPieces;              /* stretches one load instruction takes */
+    const unsigned lane = threadIdx.x % 32;
+    const u64 len = r1 - r0;
+    u64 most = len;                                     /* the warp's longest run */
+    for (int d = 16; d > 0; d /= 2) {
+        const u64 o = __shfl_xor_sync(0xffffffffu, most, d);
+        most = o > most ? o : most;
+    }
+    const bool aligned = (reinterpret_cast<uptr>(run + r0) & 15) == 0;
+    for (u64 at = 0; at < most; at += 32) {
+        /* the warp loads stretch `at` of every run: instruction u, lane l: piece l % kPieces of run
+         * u * kPerLoad + l / kPieces */
+#pragma unroll
+        for (int u = 0; u < kPieces; u++) {
+            const unsigned who = unsigned(u * kPerLoad) + lane / kPieces, piece = lane % kPieces;
+            const In *src = reinterpret_cast<const In *>(__shfl_sync(0xffffffffu, reinterpret_cast<uptr>(run + r0), who));
+            const u64 n = __shfl_sync(0xffffffffu, len, who);
+            const bool ok = __shfl_sync(0xffffffffu, int(aligned), who) != 0;
+            const u64 first = at + u64(piece) * kV;
+            unsigned char *dst = tile + who * kRowBytes + piece * 16;
+            if (ok && first + kV <= n) {
+                *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src + first);
+            } else {
+                for (int e = 0; e < kV; e++)
+                    if (first + e < n) reinterpret_cast<In *>(dst)[e] = src[first + e];
+            }
+        }
+        __syncwarp();
+        /* 16 bytes at a time: a quarter-warp's eight rows, 16 bytes past 16-byte multiples apart, fall
+         * in eight different bank quads */
+        const unsigned count = len > at ? unsigned(len - at < 32 ? len - at : 32) : 0u;
+        for (unsigned j = 0; j * kV < count; j++) {
+            struct alignas(16) Piece { In v[kV]; };
+            const Piece w = *reinterpret_cast<const Piece *>(tile + lane * kRowBytes + j * 16);
+#pragma unroll
+            for (int e = 0; e < kV; e++)
+                if (j * kV + e < count) fold_one<Op>(acc, w.v[e], r0 + at + j * kV + e);
+        }
+        __syncwarp();
+    }
+}
+
 /* One block's work for pass-input element type In (the data, or the accumulators of the pass before)
  * with P = kP, written by W (results.cuh's writers) when this pass has one group per column, else into
  * the partials. A block's 256 threads are `tile` column-packs x `tree` runs x groups side by side: the
@@ -128,11 +193,29 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
  * runs a group has (a power of two up to kColTree; fewer only where R is shorter than a group, and then
  * the tree over them is the full one's, its missing runs being identities). blocks: ceil(A x groups /
  * per_block) x ceil(packs / tile), walked by the grid; the groups side by side in a block are
- * consecutive (batch, group) pairs, so short columns of many batches fill the block too. */
-template <int kP, class W, class Op, class In>
-GR_DEV void columns_pass(const ColArgs &a) {
+ * consecutive (batch, group) pairs, so short columns of many batches fill the block too. The tree
+ * combines every column of a pack at once where their values fit 16 KiB of shared memory. */
+/* How a pass with P = kP lays out its shared memory: the tiles of the runs (the fold, kP == 0) and the
+ * tree's values (after it) share one buffer; the tree takes every column of a pack at once where their
+ * values fit 16 KiB (the exact moments' accumulators alone take 48 KiB for a block). */
+template <int kP, class Op, class In> struct ColShared {
     using Acc = typename Op::acc_t;
-    __shared__ __align__(16) unsigned char raw[kColThreads * sizeof(Acc)];
+    static constexpr u64 kCols = kP > 1 ? kP : 1;       /* columns a thread takes */
+    static constexpr int kTreeCols = kColThreads * kCols * sizeof(Acc) <= 16384 ? int(kCols) : 1;
+    static constexpr bool kTiled = kP == 0 && sizeof(In) <= 4;
+    static constexpr size_t kTileBytes = kTiled ? (kColThreads / 32) * 32 * (32 * sizeof(In) + 16) : 0;
+    static constexpr size_t kTreeBytes = kColThreads * kTreeCols * sizeof(Acc);
+    static constexpr size_t kBytes = kTileBytes > kTreeBytes ? kTileBytes : kTreeBytes;
+};
+
+template <int kP, class W, class Op, class In>
+GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
+    using Acc = typename Op::acc_t;
+    using S = ColShared<kP, Op, In>;
+    constexpr u64 kCols = S::kCols;
+    constexpr int kTreeCols = S::kTreeCols;
+    constexpr bool kTiled = S::kTiled;
+    unsigned char *runs = raw;
     Acc *sm = reinterpret_cast<Acc *>(raw);
     const In *in = static_cast<const In *>(a.in);
     const unsigned tile = unsigned(a.tile), tree = unsigned(a.tree), t = threadIdx.x;
@@ -140,59 +223,80 @@ GR_DEV void columns_pass(const ColArgs &a) {
     const unsigned p = along ? t / tree % tile : t % tile, y = along ? t % tree : t / tile % tree;
     const unsigned v = t / (tile * tree), partner = along ? 1u : tile;     /* y + 1's thread is t + partner */
     const unsigned per_block = kColThreads / (tile * tree);              /* groups side by side */
-    constexpr u64 kCols = kP > 1 ? kP : 1;              /* columns a thread takes */
     const u64 packs = (a.C + kCols - 1) / kCols, tiles = (packs + tile - 1) / tile;
     const u64 groups = (a.R + kColGroupRows - 1) / kColGroupRows, pairs = a.A * groups;   /* (batch, group) */
     const u64 blocks = (pairs + per_block - 1) / per_block * tiles;
     const bool last_pass = groups == 1;
     for (u64 b = blockIdx.x; b < blocks; b += gridDim.x) {
-        const u64 xt = b % tiles, pair = b / tiles * per_block + v, ai = pair / groups, g = pair % groups;
+        u64 xt, pb, ai, g;
+        divmod(b, tiles, pb, xt);
+        const u64 pair = pb * per_block + v;
+        divmod(pair, groups, ai, g);
         const u64 pk = xt * tile + p, c0 = pk * kCols;
         const bool mine = pk < packs && pair < pairs;
         Acc acc[kCols];
 #pragma unroll
         for (int k = 0; k < int(kCols); k++) acc[k] = Op::identity();
-        if (mine) {
-            const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
-            const u64 r1 = r0 + kColRows < a.R ? r0 + kColRows : a.R;
-            if (r0 < r1) fold_columns<kP, Op>(a, in + (long long)ai * a.sa + (long long)c0 * a.sc, r0, r1, acc);
+        const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
+        const u64 r1 = !mine || r0 >= a.R ? r0 : r0 + kColRows < a.R ? r0 + kColRows : a.R;
+        const In *col = in + (long long)ai * a.sa + (long long)c0 * a.sc;
+        if constexpr (kTiled) {
+            fold_run_tiled<Op>(mine ? col : in, r0, r1, acc[0], runs + (t / 32) * 32 * (32 * sizeof(In) + 16));
+            __syncthreads();                            /* the tiles become the tree's */
+        } else if (r0 < r1) {
+            fold_columns<kP, Op>(a, col, r0, r1, acc);
         }
-        /* the group's tree, one column of the pack at a time: y combines with y + d, d = tree / 2 .. 1 */
+        /* the group's tree: y combines with y + d, d = tree / 2 .. 1 (kTreeCols columns of the pack at a
+         * time) */
 #pragma unroll
-        for (int k = 0; k < int(kCols); k++) {
-            Acc val = acc[k];
+        for (int k0 = 0; k0 < int(kCols); k0 += kTreeCols) {
             if (tree > 1) {
-                sm[t] = val;
+#pragma unroll
+                for (int k = 0; k < kTreeCols; k++) sm[k * kColThreads + t] = acc[k0 + k];
                 __syncthreads();
                 for (unsigned d = tree / 2; d > 0; d /= 2) {
-                    if (y < d) sm[t] = Op::combine(sm[t], sm[t + d * partner]);
+                    if (y < d)
+#pragma unroll
+                        for (int k = 0; k < kTreeCols; k++)
+                            sm[k * kColThreads + t] = Op::combine(sm[k * kColThreads + t], sm[k * kColThreads + t + d * partner]);
                     __syncthreads();
                 }
-                val = sm[t];
+#pragma unroll
+                for (int k = 0; k < kTreeCols; k++) acc[k0 + k] = sm[k * kColThreads + t];
+                __syncthreads();
             }
-            const u64 c = c0 + u64(k);
-            if (y == 0 && mine && c < a.C) {
-                if (last_pass) W::write(val, a.n, a.ddof, a.out0, a.out1, size_t(ai * a.oa + c * a.oc));
-                else static_cast<Acc *>(a.partials)[(ai * groups + g) * a.C + c] = val;
+#pragma unroll
+            for (int k = 0; k < kTreeCols; k++) {
+                const u64 c = c0 + u64(k0 + k);
+                if (y == 0 && mine && c < a.C) {
+                    if (last_pass) W::write(acc[k0 + k], a.n, a.ddof, a.out0, a.out1, size_t(ai * a.oa + c * a.oc));
+                    else static_cast<Acc *>(a.partials)[(ai * groups + g) * a.C + c] = acc[k0 + k];
+                }
             }
-            if (tree > 1) __syncthreads();
         }
     }
 }
 
 /* The first pass (kData: In is the data) with its pack size chosen at run time, or a later one (In: the
- * accumulators, one column a thread). */
+ * accumulators, one column a thread). One shared buffer, as large as the largest pass's, serves them all
+ * (each function's own array would add up past the 48 KiB a block may have). */
 template <class W, class Op, class In, bool kData> GR_DEV void columns_body(const ColArgs &a) {
+    constexpr size_t k0 = ColShared<0, Op, In>::kBytes, k1 = ColShared<1, Op, In>::kBytes;
+    constexpr size_t k2 = ColShared<2, Op, In>::kBytes, k4 = ColShared<4, Op, In>::kBytes;
+    constexpr size_t k8 = ColShared<8, Op, In>::kBytes;
+    constexpr size_t kData01 = k0 > k1 ? k0 : k1, kData24 = k2 > k4 ? k2 : k4;
+    constexpr size_t kAll = kData01 > kData24 ? (kData01 > k8 ? kData01 : k8) : (kData24 > k8 ? kData24 : k8);
+    __shared__ __align__(16) unsigned char raw[kData ? kAll : k1];
     if constexpr (kData && sizeof(In) <= 8) {
         switch (a.pack) {
-        case 0: return columns_pass<0, W, Op, In>(a);
-        case 2: return columns_pass<2, W, Op, In>(a);
-        case 4: if constexpr (sizeof(In) <= 4) return columns_pass<4, W, Op, In>(a); else break;
-        case 8: if constexpr (sizeof(In) <= 2) return columns_pass<8, W, Op, In>(a); else break;
+        case 0: return columns_pass<0, W, Op, In>(a, raw);
+        case 2: return columns_pass<2, W, Op, In>(a, raw);
+        case 4: if constexpr (sizeof(In) <= 4) return columns_pass<4, W, Op, In>(a, raw); else break;
+        case 8: if constexpr (sizeof(In) <= 2) return columns_pass<8, W, Op, In>(a, raw); else break;
         default: break;
         }
     }
-    columns_pass<1, W, Op, In>(a);
+    columns_pass<1, W, Op, In>(a, raw);
 }
 
 }  // namespace gr

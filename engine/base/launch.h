@@ -163,7 +163,7 @@ typedef struct gr_col_kernel {
 } gr_col_kernel;
 
 /* The rows one pass of the column kernel folds into one value per column (its R shrinks by this much). */
-#define GR_COLUMN_GROUP_ROWS 256
+#define GR_COLUMN_GROUP_ROWS 512
 
 /* ---- the exact sums of opts.determinism = "gpu_to_gpu" (cuda/kernels/exact.cu) ------------------------------ */
 
