@@ -152,22 +152,31 @@ GR_DEV void fold_run_tiled(const In *run, u64 r0, u64 r1, typename Op::acc_t &ac
         most = o > most ? o : most;
     }
     const bool aligned = (reinterpret_cast<uptr>(run + r0) & 15) == 0;
+    /* the runs this lane loads pieces of, asked once: instruction u takes piece `piece` of run `who[u]` */
+    const unsigned piece = lane % kPieces;
+    const In *src[kPieces];
+    u64 n[kPieces];
+    bool ok[kPieces];
+#pragma unroll
+    for (int u = 0; u < kPieces; u++) {
+        const unsigned who = unsigned(u * kPerLoad) + lane / kPieces;
+        src[u] = reinterpret_cast<const In *>(__shfl_sync(0xffffffffu, reinterpret_cast<uptr>(run + r0), who));
+        n[u] = __shfl_sync(0xffffffffu, len, who);
+        ok[u] = __shfl_sync(0xffffffffu, int(aligned), who) != 0;
+    }
     for (u64 at = 0; at < most; at += 32) {
         /* the warp loads stretch `at` of every run: instruction u, lane l: piece l % kPieces of run
          * u * kPerLoad + l / kPieces */
 #pragma unroll
         for (int u = 0; u < kPieces; u++) {
-            const unsigned who = unsigned(u * kPerLoad) + lane / kPieces, piece = lane % kPieces;
-            const In *src = reinterpret_cast<const In *>(__shfl_sync(0xffffffffu, reinterpret_cast<uptr>(run + r0), who));
-            const u64 n = __shfl_sync(0xffffffffu, len, who);
-            const bool ok = __shfl_sync(0xffffffffu, int(aligned), who) != 0;
+            const unsigned who = unsigned(u * kPerLoad) + lane / kPieces;
             const u64 first = at + u64(piece) * kV;
             unsigned char *dst = tile + who * kRowBytes + piece * 16;
-            if (ok && first + kV <= n) {
-                *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src + first);
+            if (ok[u] && first + kV <= n[u]) {
+                *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src[u] + first);
             } else {
                 for (int e = 0; e < kV; e++)
-                    if (first + e < n) reinterpret_cast<In *>(dst)[e] = src[first + e];
+                    if (first + e < n[u]) reinterpret_cast<In *>(dst)[e] = src[u][first + e];
             }
         }
         __syncwarp();
@@ -240,12 +249,15 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
         const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
         const u64 r1 = !mine || r0 >= a.R ? r0 : r0 + kColRows < a.R ? r0 + kColRows : a.R;
         const In *col = in + (long long)ai * a.sa + (long long)c0 * a.sc;
+        bool tiled = false;
         if constexpr (kTiled) {
-            fold_run_tiled<Op>(mine ? col : in, r0, r1, acc[0], runs + (t / 32) * 32 * (32 * sizeof(In) + 16));
-            __syncthreads();                            /* the tiles become the tree's */
-        } else if (r0 < r1) {
-            fold_columns<kP, Op>(a, col, r0, r1, acc);
+            tiled = a.R >= u64(kColRows);               /* rows of a run or more: through the tiles */
+            if (tiled) {
+                fold_run_tiled<Op>(mine ? col : in, r0, r1, acc[0], runs + (t / 32) * 32 * (32 * sizeof(In) + 16));
+                __syncthreads();                        /* the tiles become the tree's */
+            }
         }
+        if (!tiled && r0 < r1) fold_columns<kP, Op>(a, col, r0, r1, acc);
         /* the group's tree: y combines with y + d, d = tree / 2 .. 1 (kTreeCols columns of the pack at a
          * time) */
 #pragma unroll
