@@ -132,68 +132,6 @@ GR_DEV void divmod(u64 x, u64 d, u64 &q, u64 &r) {
     }
 }
 
-/* A run along one contiguous column (kP == 0) read through shared memory: the warp's 32 lanes are 32
- * runs (lane = the run's thread), and each 32-element stretch of all of them is loaded as whole 16-byte
- * pieces by the warp together -- eight lanes to a stretch, so a load instruction takes four stretches
- * of memory, where each lane reading its own run touched 32 -- stored into a tile whose rows are
- * padded by 16 bytes (no bank conflicts when each lane then reads its own row), and folded by its own
- * lane in order. Every lane of the warp must call it (r0 == r1 for a lane without a run). In: 1 to 4
- * bytes. */
-template <class Op, class In>
-GR_DEV void fold_run_tiled(const In *run, u64 r0, u64 r1, typename Op::acc_t &acc, unsigned char *tile) {
-    constexpr int kV = 16 / int(sizeof(In)), kRowBytes = 32 * int(sizeof(In)) + 16;
-    constexpr int kPieces = 32 / kV;                    /* 16-byte pieces of a 32-element stretch */
-    constexpr int kPerLoad = 32 / kPieces;              /* stretches one load instruction takes */
-    const unsigned lane = threadIdx.x % 32;
-    const u64 len = r1 - r0;
-    u64 most = len;                                     /* the warp's longest run */
-    for (int d = 16; d > 0; d /= 2) {
-        const u64 o = __shfl_xor_sync(0xffffffffu, most, d);
-        most = o > most ? o : most;
-    }
-    const bool aligned = (reinterpret_cast<uptr>(run + r0) & 15) == 0;
-    /* the runs this lane loads pieces of, asked once: instruction u takes piece `piece` of run `who[u]` */
-    const unsigned piece = lane % kPieces;
-    const In *src[kPieces];
-    u64 n[kPieces];
-    bool ok[kPieces];
-#pragma unroll
-    for (int u = 0; u < kPieces; u++) {
-        const unsigned who = unsigned(u * kPerLoad) + lane / kPieces;
-        src[u] = reinterpret_cast<const In *>(__shfl_sync(0xffffffffu, reinterpret_cast<uptr>(run + r0), who));
-        n[u] = __shfl_sync(0xffffffffu, len, who);
-        ok[u] = __shfl_sync(0xffffffffu, int(aligned), who) != 0;
-    }
-    for (u64 at = 0; at < most; at += 32) {
-        /* the warp loads stretch `at` of every run: instruction u, lane l: piece l % kPieces of run
-         * u * kPerLoad + l / kPieces */
-#pragma unroll
-        for (int u = 0; u < kPieces; u++) {
-            const unsigned who = unsigned(u * kPerLoad) + lane / kPieces;
-            const u64 first = at + u64(piece) * kV;
-            unsigned char *dst = tile + who * kRowBytes + piece * 16;
-            if (ok[u] && first + kV <= n[u]) {
-                *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src[u] + first);
-            } else {
-                for (int e = 0; e < kV; e++)
-                    if (first + e < n[u]) reinterpret_cast<In *>(dst)[e] = src[u][first + e];
-            }
-        }
-        __syncwarp();
-        /* 16 bytes at a time: a quarter-warp's eight rows, 16 bytes past 16-byte multiples apart, fall
-         * in eight different bank quads */
-        const unsigned count = len > at ? unsigned(len - at < 32 ? len - at : 32) : 0u;
-        for (unsigned j = 0; j * kV < count; j++) {
-            struct alignas(16) Piece { In v[kV]; };
-            const Piece w = *reinterpret_cast<const Piece *>(tile + lane * kRowBytes + j * 16);
-#pragma unroll
-            for (int e = 0; e < kV; e++)
-                if (j * kV + e < count) fold_one<Op>(acc, w.v[e], r0 + at + j * kV + e);
-        }
-        __syncwarp();
-    }
-}
-
 /* One block's work for pass-input element type In (the data, or the accumulators of the pass before)
  * with P = kP, written by W (results.cuh's writers) when this pass has one group per column, else into
  * the partials. A block's 256 threads are `tile` column-packs x `tree` runs x groups side by side: the
@@ -203,18 +141,16 @@ GR_DEV void fold_run_tiled(const In *run, u64 r0, u64 r1, typename Op::acc_t &ac
  * the tree over them is the full one's, its missing runs being identities). blocks: ceil(A x groups /
  * per_block) x ceil(packs / tile), walked by the grid; the groups side by side in a block are
  * consecutive (batch, group) pairs, so short columns of many batches fill the block too. The tree
- * combines every column of a pack at once where their values fit 16 KiB of shared memory. */
-/* How a pass with P = kP lays out its shared memory: the tiles of the runs (the fold, kP == 0) and the
- * tree's values (after it) share one buffer; the tree takes every column of a pack at once where their
- * values fit 16 KiB (the exact moments' accumulators alone take 48 KiB for a block). */
+ * combines every column of a pack at once where their values fit 16 KiB of shared memory. (Rows read
+ * through shared memory tiles, a warp loading 32 runs' stretches together, measured slower than each
+ * thread reading its own run: 46-66% of the read kernel against 66-72%, H200.) */
+/* How a pass with P = kP uses shared memory: the tree's values, every column of a pack at once where
+ * they fit 16 KiB (the exact moments' accumulators alone take 48 KiB for a block). */
 template <int kP, class Op, class In> struct ColShared {
     using Acc = typename Op::acc_t;
     static constexpr u64 kCols = kP > 1 ? kP : 1;       /* columns a thread takes */
     static constexpr int kTreeCols = kColThreads * kCols * sizeof(Acc) <= 16384 ? int(kCols) : 1;
-    static constexpr bool kTiled = kP == 0 && sizeof(In) <= 4;
-    static constexpr size_t kTileBytes = kTiled ? (kColThreads / 32) * 32 * (32 * sizeof(In) + 16) : 0;
-    static constexpr size_t kTreeBytes = kColThreads * kTreeCols * sizeof(Acc);
-    static constexpr size_t kBytes = kTileBytes > kTreeBytes ? kTileBytes : kTreeBytes;
+    static constexpr size_t kBytes = kColThreads * kTreeCols * sizeof(Acc);
 };
 
 template <int kP, class W, class Op, class In>
@@ -223,8 +159,6 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
     using S = ColShared<kP, Op, In>;
     constexpr u64 kCols = S::kCols;
     constexpr int kTreeCols = S::kTreeCols;
-    constexpr bool kTiled = S::kTiled;
-    unsigned char *runs = raw;
     Acc *sm = reinterpret_cast<Acc *>(raw);
     const In *in = static_cast<const In *>(a.in);
     const unsigned tile = unsigned(a.tile), tree = unsigned(a.tree), t = threadIdx.x;
@@ -249,15 +183,7 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
         const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
         const u64 r1 = !mine || r0 >= a.R ? r0 : r0 + kColRows < a.R ? r0 + kColRows : a.R;
         const In *col = in + (long long)ai * a.sa + (long long)c0 * a.sc;
-        bool tiled = false;
-        if constexpr (kTiled) {
-            tiled = a.R >= u64(kColRows);               /* rows of a run or more: through the tiles */
-            if (tiled) {
-                fold_run_tiled<Op>(mine ? col : in, r0, r1, acc[0], runs + (t / 32) * 32 * (32 * sizeof(In) + 16));
-                __syncthreads();                        /* the tiles become the tree's */
-            }
-        }
-        if (!tiled && r0 < r1) fold_columns<kP, Op>(a, col, r0, r1, acc);
+        if (r0 < r1) fold_columns<kP, Op>(a, col, r0, r1, acc);
         /* the group's tree: y combines with y + d, d = tree / 2 .. 1 (kTreeCols columns of the pack at a
          * time) */
 #pragma unroll
