@@ -84,19 +84,22 @@ size_t gr_policy_stage_bytes(void) { return (size_t)64 << 20; }
 #define SEG_WARP_BYTES ((size_t)8 << 10)
 #define SEG_THREADS_PER_SM 2048
 
+/* Segments of up to SEG_WARP_BYTES of `bytes` each: as many lanes as a segment has 16-byte vectors
+ * (1..32), k of them in blocks of SEG_BLOCK threads, at most `waves` blocks. */
+static gr_seg_shape lanes_shape(size_t bytes, size_t k, size_t waves) {
+    gr_seg_shape s = {1, SEG_BLOCK, 1, 1};
+    while (s.group < 32 && (size_t)s.group * 16 < bytes) s.group *= 2;
+    size_t groups_per_block = SEG_BLOCK / (size_t)s.group, want = (k + groups_per_block - 1) / groups_per_block;
+    s.grid = want < waves ? (want ? want : 1) : waves;
+    return s;
+}
+
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es) {
     gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
     int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
     size_t mean_bytes = k ? n / k * es : 0, fill = (size_t)sms * SEG_THREADS_PER_SM;
     size_t waves = fill / SEG_BLOCK;
-    if (mean_bytes <= SEG_WARP_BYTES) {
-        int g = 1;
-        while (g < 32 && (size_t)g * 16 < mean_bytes) g *= 2;
-        s.group = g;
-        size_t groups_per_block = SEG_BLOCK / (size_t)g, want = (k + groups_per_block - 1) / groups_per_block;
-        s.grid = want < waves ? (want ? want : 1) : waves;
-        return s;
-    }
+    if (mean_bytes <= SEG_WARP_BYTES) return lanes_shape(mean_bytes, k, waves);
     /* whole blocks: the largest block (256 .. 1024) with which the k segments still fit in one wave */
     while (s.block < SEG_BLOCK_MAX && k * (size_t)s.block * 2 <= fill) s.block *= 2;
     if (k * (size_t)s.block * 2 <= fill) {
@@ -125,14 +128,7 @@ gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, si
     gr_seg_shape s = {0, SEG_BLOCK, 1, 1};
     int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
     size_t bytes = row * es, fill = (size_t)sms * SEG_THREADS_PER_SM;
-    if (bytes <= SEG_WARP_BYTES) {
-        int g = 1;
-        while (g < 32 && (size_t)g * 16 < bytes) g *= 2;
-        s.group = g;
-        size_t groups_per_block = SEG_BLOCK / (size_t)g, want = (k + groups_per_block - 1) / groups_per_block;
-        s.grid = want < fill / SEG_BLOCK ? (want ? want : 1) : fill / SEG_BLOCK;
-        return s;
-    }
+    if (bytes <= SEG_WARP_BYTES) return lanes_shape(bytes, k, fill / SEG_BLOCK);
     if (bytes > AXIS_BLOCK_BYTES) s.block = SEG_BLOCK_MAX;
     size_t parts = (bytes + AXIS_SPLIT_BYTES - 1) / AXIS_SPLIT_BYTES;
     s.splits = parts > 1 ? (int)(parts < 65536 ? parts : 65536) : 1;
