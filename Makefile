@@ -134,8 +134,9 @@ BINDING_SRC := $(wildcard lua/*.c)
 BINDING_OBJ := $(BINDING_SRC:%.c=$(OBJ)/%.o)
 
 # The slowest kernels first, so that make -j starts them first (seconds for sm_90 on 2 cores: v16 67,
-# v15 44, v11 23, v10 v12 v13 v14 8-9, the rest 3-7; exact about 80); any other .cu follows in name order.
-CUDA_SLOW  := variants/v16_thrust kernels/exact kernels/segmented variants/v15_cub variants/v11_template_unroll8 \
+# v15 44, v11 23, v10 v12 v13 v14 8-9, the rest 3-7; exact about 80, columns about 240); any other .cu follows
+# in name order.
+CUDA_SLOW  := variants/v16_thrust kernels/exact kernels/columns kernels/segmented variants/v15_cub variants/v11_template_unroll8 \
               variants/v10_complete_unroll8 variants/v12_warp_shuffle variants/v14_pipelined \
               variants/v13_grid_stride_atomic
 CUDA_SRC   := $(wildcard cuda/*/*.cu)
