@@ -7,13 +7,19 @@
  *   columns  the built-in ops on device data (not gpu_to_gpu): the column kernel (cuda/kernels/columns.cu)
  *            over A x R x C -- one reduced axis of any stride, up to two kept ones -- reading 16 bytes of
  *            adjacent columns where the outputs are adjacent, or 16 bytes along a row where the reduced
- *            axis is contiguous; its order of combination depends on R alone, so a result has the same
- *            bits whatever the layout, the number of other results or its place among them;
- *   rows     user operators and gpu_to_gpu on the device, and host data: the segmented kernel or loop,
- *            one row per output (rows a pitch apart on the device), shaped by gr_policy_axis_rows from
- *            the row's length alone;
+ *            axis is contiguous; its order of combination depends on R alone;
+ *   rows     rows along a contiguous axis where gr_policy_rows_segmented (from R, the dtype's size and
+ *            the op) prefers the segmented kernel, user operators and gpu_to_gpu on the device, and host
+ *            data: the segmented kernel or loop, one row per output (rows a pitch apart on the device),
+ *            shaped by gr_policy_axis_rows from the row's length alone;
  *   gather   anything else: the view regrouped as kept axes then reduced axes into a compact copy, whose
- *            rows one of the above reduces.
+ *            rows one of the above reduces (the same choice from R as for a view's own rows).
+ * Every choice depends on R, the dtype, the op and the view's layout, never on the lengths of the kept
+ * axes: a result has the same bits whatever the number of other results or its place among them. Hence
+ * one rule more: where a kept axis has stride 1 (a compact (L, c) matrix reduced along axis 1), the
+ * outputs are columns even when c = 1 makes the reduced axis contiguous, so that a lone column gives the
+ * bits it gives among others. A row and the same elements as a column (a transposed view, or a 1-D buffer
+ * beside an (L, 1) matrix) may go to different kernels, and then differ in their last bits.
  */
 #include "gr.h"
 #include "base/device.h"
@@ -119,8 +125,10 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     axis_walk kept[GR_MAX_DIMS], red[GR_MAX_DIMS];
     int nk = 0, nr = 0, perm[GR_MAX_DIMS];
     size_t K = 1, R = 1;
+    int lone_column = 0;    /* a kept axis of stride 1 (see the top of this file) */
     for (int d = 0; d < nd; d++)
         if (!(axes >> d & 1)) {
+            if (b->strides[d] <= 1) lone_column = 1;
             perm[nk] = d;
             kept[nk++] = (axis_walk){b->shape[d], b->strides[d]};
             K *= b->shape[d];
@@ -143,15 +151,18 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     if (R == 0) return empty_rows(ctx, b, o, K, out);
 
     int nkc = coalesce(kept, nk), nrc = coalesce(red, nr);
-    /* the built-in ops on device data: the column kernel, whose order depends on R alone whatever the
-     * layout -- over the view itself where one reduced axis and at most two kept ones remain, else over
-     * a regrouped compact copy read along its rows */
+    /* the built-in ops on device data: rows along a contiguous axis to the segmented kernel where the
+     * policy says it reads them faster (from R alone), anything else to the column kernel -- over the
+     * view itself where one reduced axis and at most two kept ones remain, else over a regrouped compact
+     * copy read along its rows */
     int columns_take = on_device && !by_cpu && run.kernel == &gr_op_pass && &gr_columns && gr_columns.launch;
-    if (columns_take && nrc == 1 && nkc <= 2)
+    int rows_segmented = columns_take && !lone_column &&
+                         gr_policy_rows_segmented(R, gr_dtype_size(gr_buffer_dtype(b)), o->op);
+    if (columns_take && nrc == 1 && nkc <= 2 && !(rows_segmented && red[0].stride == 1))
         return by_columns(ctx, gr_buffer_data(b), gr_buffer_dtype(b), &run, o, kept, nkc, red, out);
     /* rows: each output's elements one run; a pitch other than the row's on the device, where the
      * operators' segmented kernels take it (not the exact one) */
-    if (!columns_take && nrc == 1 && red[0].stride == 1 && nkc <= 1) {
+    if ((!columns_take || rows_segmented) && nrc == 1 && red[0].stride == 1 && nkc <= 1) {
         size_t pitch = nkc ? kept[0].stride : R;
         if (pitch == R || (on_device && !by_cpu && run.kernel != &gr_exact_pass))
             return gr_segments_rows(ctx, b, o, R, pitch, NULL, out);
@@ -160,7 +171,7 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     gr_buffer *regrouped = NULL, *flat = NULL;
     st = gr_buffer_permute(ctx, b, perm, &regrouped);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, regrouped, &flat);
-    if (st == GR_OK && columns_take) {
+    if (st == GR_OK && columns_take && !rows_segmented) {
         axis_walk rows = {K, R}, run_of = {R, 1};
         st = by_columns(ctx, gr_buffer_data(flat), gr_buffer_dtype(flat), &run, o, &rows, 1, &run_of, out);
     } else if (st == GR_OK) {

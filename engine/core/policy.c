@@ -138,6 +138,22 @@ gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, si
     return s;
 }
 
+/* Rows along a contiguous axis, for the built-in ops on device data: the segmented kernel (as many lanes
+ * as a row has vectors, a warp reading 512 bytes at a time) or the column kernel read along its rows (each
+ * thread its own row). Float32 and bfloat16, 2^28 elements, H200 (experiments/tuning/rows_route_probe.lua):
+ * the segmented kernel reads rows of 2^8 to 2^20 floats at 80-96% of the read kernel where the column kernel
+ * reads them at 50-60%, and rows of up to 32 bytes at twice its speed; the column kernel wins at 64-byte
+ * rows (a warp then reads 2 KiB in one go: 86% against 82% for sum) and, for argmin/argmax, up to 1 KiB
+ * (62% against 29% at 256 bytes; 2 KiB of bfloat16: 24% against 54%). Decided from the row alone, never from
+ * the number of rows, so that a row's bits do not depend on its batch. */
+int gr_policy_rows_segmented(size_t row, size_t es, gr_op op) {
+    size_t bytes = row * es;
+    if (bytes <= 32) return 1;
+    if (bytes <= 64) return 0;
+    if (op == GR_ARGMIN || op == GR_ARGMAX) return bytes > 1024;
+    return 1;
+}
+
 /* Columns of an axis reduction (cuda/kernels/columns.cu): at most this many resident blocks of 256 threads
  * walk the (batch, group, column tile) blocks: 8 per SM, a full wave. */
 size_t gr_policy_column_grid(const gr_context *ctx) {

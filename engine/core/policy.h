@@ -33,6 +33,9 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
 /* The shape for k rows of `row` elements of es bytes of an axis reduction: lanes, block and splits from
  * the row's length alone (batch invariance), the grid from k. */
 gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, size_t es);
+/* Whether rows of `row` elements of es bytes along a contiguous axis go to the segmented kernel (1) or
+ * the column kernel (0) for built-in op `op`: from the row alone (batch invariance). */
+int gr_policy_rows_segmented(size_t row, size_t es, gr_op op);
 /* The most blocks of one launch of the column kernel. */
 size_t gr_policy_column_grid(const gr_context *ctx);
 /* reduce_many: a buffer of more bytes than this is reduced on its own, not as one block's item. */
