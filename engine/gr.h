@@ -163,8 +163,8 @@ void *gr_buffer_data(const gr_buffer *b);        /* first element of the view (d
  * shape. Views share the memory of their buffer and keep it alive, as slices do. Axes are 0-based here
  * (the binding speaks 1-based). Element i of a view, for read, write, fill, iota, random and copies, is
  * the i-th in row-major order of its shape. A compact view (its elements consecutive in row-major
- * order, from gr_buffer_data) reduces as a 1-D buffer; the reductions refuse a strided one, which
- * gr_buffer_contiguous makes compact. */
+ * order, from gr_buffer_data) reduces as a 1-D buffer; gr_reduce refuses a strided one, which
+ * gr_buffer_contiguous makes compact or gr_buffer_dense reads as its memory lies. */
 #define GR_MAX_DIMS 8
 int gr_buffer_ndim(const gr_buffer *b);
 /* shape[0..ndim) and strides[0..ndim) of b (either may be NULL) */
@@ -182,6 +182,11 @@ gr_status gr_buffer_narrow(gr_context *ctx, gr_buffer *b, int axis, size_t start
 /* A compact buffer of b's shape and elements: a new handle on b's memory when b is compact, else a copy
  * on b's side and device. */
 gr_status gr_buffer_contiguous(gr_context *ctx, gr_buffer *b, gr_buffer **out);
+/* When strided view b's elements fill a range of memory exactly (a transposed or permuted compact
+ * buffer, axes of length 1 aside): a compact 1-D buffer of that range (a new handle, no copy), which a
+ * reduction whose result does not depend on the order of the elements may read instead; else *out NULL.
+ * Compact and empty buffers give NULL too. */
+gr_status gr_buffer_dense(gr_context *ctx, gr_buffer *b, gr_buffer **out);
 
 /* Writes from host memory: n elements of the buffer's dtype at element offset. */
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n);
@@ -306,6 +311,11 @@ gr_status gr_reduce_segments(gr_context *ctx, gr_buffer *b, const gr_options *o,
  * reduced axes; an index is 1-based there; an empty reduced axis gives an empty segment's result). A
  * result's bits do not depend on how many other results the call has, nor on where it sits. */
 gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2]);
+/* gr_reduce_axes that returns once the work is queued (on o->stream, or the context's stream):
+ * gr_pending_wait then reports its end (the value it gives is unused: the results are in out). Until then
+ * writing or freeing b or out, or reading out, waits for it. Host data is reduced before it returns. */
+gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                               gr_pending **p);
 /* The number of segments seg describes over b (checked: size divides n; offsets an int64 buffer of at
  * least one boundary). */
 gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);

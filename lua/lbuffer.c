@@ -179,6 +179,21 @@ gr_buffer *lgr_check_compact_buffer(lua_State *L, int arg) {
     return u->b;
 }
 
+gr_buffer *lgr_check_reduced_buffer(lua_State *L, int arg, int order_free) {
+    gr_buffer *b = lgr_check_buffer(L, arg);
+    if (gr_buffer_is_compact(b) || !order_free) return lgr_check_compact_buffer(L, arg);
+    arg = lua_absindex(L, arg);
+    lbuffer *u = lgr_new_buffer_ud(L);
+    gr_status st = gr_buffer_dense(lgr_ctx(L), b, &u->b);
+    if (st != GR_OK) lgr_fail(L, st, 0, NULL);
+    if (!u->b) {
+        lua_pop(L, 1);
+        return lgr_check_compact_buffer(L, arg);
+    }
+    lua_replace(L, arg);
+    return u->b;
+}
+
 /* ---- plain facts --------------------------------------------------------------------------------- */
 
 static int b_size(lua_State *L) {

@@ -16,6 +16,11 @@ gr_buffer *lgr_check_buffer(lua_State *L, int arg);
 /* The buffer at arg, compact: a strided view is replaced at arg by its compact copy (a new userdata, so
  * that whatever keeps arg alive keeps the copy), which the caller then reduces. */
 gr_buffer *lgr_check_compact_buffer(lua_State *L, int arg);
+/* The buffer at arg for a whole-buffer reduction: a compact one as it is; with order_free (the result
+ * does not depend on the elements' order but for rounding), a strided view whose elements fill their
+ * memory exactly (transposed, permuted) replaced there by that memory as a 1-D buffer, no copy; any
+ * other view by its compact copy (lgr_check_compact_buffer). */
+gr_buffer *lgr_check_reduced_buffer(lua_State *L, int arg, int order_free);
 /* A new Buffer userdata with no handle yet, on the top of the stack. */
 lbuffer *lgr_new_buffer_ud(lua_State *L);
 /* Host staging of a table or byte string of elements of dtype t; the caller frees *out. Returns the

@@ -81,7 +81,7 @@ int lgr_bench(lua_State *L) {
         push_bench(L, &r, v, device ? "events" : "clock");
         return 1;
     }
-    gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
+    gr_buffer *b = lgr_check_reduced_buffer(L, 1, lgr_request_order_free(&x));
     lgr_request_prepare(L, &x, LGR_FOR_PLAN, &b, 1);
     gr_context *ctx = lgr_ctx(L);
     gr_bench_result r;

@@ -14,11 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { gr_pending *p; } lpending;
+/* nout: the result buffers of a reduction along axes (user values 3 and 4), which wait returns */
+typedef struct { gr_pending *p; int nout; } lpending;
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
+static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 
 /* A table or byte string reduced as streamed host data: staged through pinned memory first. */
 static int reduce_source(lua_State *L, lgr_request *r) {
@@ -72,9 +74,9 @@ static int reduce_with(lua_State *L, int op) {
         if (r.dtype >= 0)
             luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
         lgr_request_prepare(L, &r, LGR_FOR_RUN, &v, 1);
-        return lgr_reduce_axes(L, v, &r);
+        return r.async ? push_axes_pending(L, v, &r) : lgr_reduce_axes(L, v, &r);
     }
-    gr_buffer *b = lgr_check_compact_buffer(L, 1);   /* a strided view: its compact copy, for now */
+    gr_buffer *b = lgr_check_reduced_buffer(L, 1, lgr_request_order_free(&r));
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
     lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
@@ -202,6 +204,7 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
     u->p = NULL;
+    u->nout = 0;
     luaL_setmetatable(L, PENDING_MT);
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
@@ -211,6 +214,32 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     if (r->o.stream) {
         lua_getfield(L, 2, "stream");
         lua_setiuservalue(L, -2, 2);
+    }
+    return 1;
+}
+
+/* Along axes: the result buffers made (or opts.out's) first, then the work queued; wait returns them. */
+static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    unsigned mask;
+    gr_buffer *out[2] = {NULL, NULL};
+    int count = lgr_axes_outs(L, b, r, &mask, out);
+    int first = lua_gettop(L) - count + 1;
+    lpending *u = lua_newuserdatauv(L, sizeof *u, 4);
+    u->p = NULL;
+    u->nout = count;
+    luaL_setmetatable(L, PENDING_MT);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_axes_async(lgr_ctx(L), b, &r->o, mask, out, &u->p));
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lua_pushvalue(L, 1);                 /* the input, the stream and the results stay while in flight */
+    lua_setiuservalue(L, -2, 1);
+    if (r->o.stream) {
+        lua_getfield(L, 2, "stream");
+        lua_setiuservalue(L, -2, 2);
+    }
+    for (int i = 0; i < count; i++) {
+        lua_pushvalue(L, first + i);
+        lua_setiuservalue(L, -2, 3 + i);
     }
     return 1;
 }
@@ -232,7 +261,9 @@ static int p_wait(lua_State *L) {
     gr_result v;
     gr_status st = gr_pending_wait(lgr_ctx(L), p, &v);
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    return lgr_push_result(L, &v);
+    int nout = ((lpending *)lua_touserdata(L, 1))->nout;
+    for (int i = 0; i < nout; i++) lua_getiuservalue(L, 1, 3 + i);
+    return nout ? nout : lgr_push_result(L, &v);
 }
 
 static int p_release(lua_State *L) {

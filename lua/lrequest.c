@@ -189,9 +189,8 @@ void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) 
     if (r->naxes && (r->segment || r->offsets))
         luaL_argerror(L, arg, "opts.axis: reduces a view's axes; it does not go with opts.segment or opts.offsets "
                               "(segments are for 1-D buffers)");
-    if (r->naxes && (r->streamed || r->async))
-        luaL_argerror(L, arg, r->streamed ? "opts.axis: reductions along axes take buffers, not streamed data"
-                                          : "opts.async: reductions along axes are synchronous (for now)");
+    if (r->naxes && r->streamed)
+        luaL_argerror(L, arg, "opts.axis: reductions along axes take buffers, not streamed data");
     if (r->keepdims && !r->naxes) luaL_argerror(L, arg, "opts.keepdims goes with opts.axis");
     if (r->has_out && !r->segment && !r->offsets && !r->naxes)
         luaL_argerror(L, arg, "opts.out goes with opts.segment, opts.offsets or opts.axis (results of one value come "

@@ -31,6 +31,12 @@ typedef struct lgr_request {
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
  * gr.bench (bench = 1). */
 void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r);
+/* Whether a whole-buffer result of r is the same whatever the elements' order but for rounding: not
+ * segments, not argmin/argmax (the index counts the view's order), not an operator (its map may read
+ * the index). Such a request reads a dense strided view as its memory lies (lgr_check_reduced_buffer). */
+static inline int lgr_request_order_free(const lgr_request *r) {
+    return !r->segment && !r->offsets && !r->user_op && r->o.op != GR_ARGMIN && r->o.op != GR_ARGMAX;
+}
 /* What a request is, as its preparation sees it. */
 typedef enum {
     LGR_FOR_RUN,        /* gr.reduce and the shortcuts: one buffer (a streamed source's staged copy) */

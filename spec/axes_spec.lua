@@ -603,6 +603,108 @@ describe("reductions along axes: refusals", function()
 end)
 
 ---------------------------------------------------------------------------------------------------
+-- async and streams: opts.async returns a Pending whose wait gives the result buffers, opts.stream
+-- runs the work there; the same bits as the synchronous call
+
+describe("reductions along axes: async and streams", function()
+  -- views that take each route: rows, columns, a transposed view, a narrow, and two reduced axes that
+  -- need the regrouped copy
+  local function cases(where, dtype)
+    local base = new_buffer(48 * 40, dtype, where):random(11, -4, 4)
+    local m = base:view { 48, 40 }
+    local cube = new_buffer(6 * 7 * 40, dtype, where):random(12, -4, 4):view { 6, 7, 40 }
+    return {
+      { "rows", m, 2 }, { "columns", m, 1 }, { "transposed rows", m:transpose(), 1 },
+      { "transposed columns", m:transpose(), 2 }, { "a narrow", m:narrow(2, 3, 30), 2 },
+      { "axes 1 and 3", cube, { 1, 3 } }, { "every axis", cube, { 1, 2, 3 } },
+    }
+  end
+  local function bytes_of(...)
+    local t = {}
+    for i, r in ipairs({ ... }) do t[i] = r:tobytes() end
+    return table.concat(t, "|")
+  end
+
+  for _, where in ipairs(SIDES) do
+    for _, dtype in ipairs({ "float32", "bfloat16", "int32" }) do
+      side_it(where)(string.format("%s %s: async and stream give the synchronous call's bits", where, dtype), function()
+        local s = gr.stream()
+        for _, c in ipairs(cases(where, dtype)) do
+          for _, op in ipairs({ "sum", "argmax", "var", "minmax", "mean", "max" }) do
+            local opts = { op = op, axis = c[3] }
+            local want = bytes_of(gr.reduce(c[2], opts))
+            local what = string.format("%s of %s", op, c[1])
+            opts.async = true
+            local p = gr.reduce(c[2], opts)
+            assert.equal("userdata", type(p), what)
+            assert.equal(want, bytes_of(p:wait()), what .. " (async)")
+            assert.equal(want, bytes_of(p:wait()), what .. " (a second wait)")
+            assert.is_true(p:ready())
+            opts.stream = s
+            assert.equal(want, bytes_of(gr.reduce(c[2], opts):wait()), what .. " (async on a stream)")
+            opts.async = nil
+            assert.equal(want, bytes_of(gr.reduce(c[2], opts)), what .. " (on a stream)")
+          end
+        end
+        s:sync()
+        s:free()
+      end)
+    end
+
+    side_it(where)(where .. ": async with out gives back the out buffers; keepdims keeps the shape", function()
+      local m = new_buffer(64 * 32, "float64", where):iota(1):view { 64, 32 }
+      local o = new_buffer(32, "float64", where)
+      local r = gr.sum(m, { axis = 1, async = true, out = o }):wait()
+      assert.is_true(rawequal(o, r))
+      assert.equal(gr.sum(m, { axis = 1 }):tobytes(), o:tobytes())
+      local v, i = gr.argmin(m, { axis = 2, keepdims = true, async = true }):wait()
+      assert.same({ 64, 1 }, v:shape())
+      assert.same({ 64, 1 }, i:shape())
+      assert.equal(1, i:get(1))
+      local ov, oi = new_buffer(64, "float64", where), new_buffer(64, "int64", where)
+      local rv, ri = gr.argmax(m, { axis = 2, out = { ov, oi }, async = true }):wait()
+      assert.is_true(rawequal(ov, rv) and rawequal(oi, ri))
+      assert.equal(32, oi:get(64))
+    end)
+
+    side_it(where)(where .. ": the input may be freed or written, and the result read, before the wait", function()
+      local n, c = 1 << 12, 1 << 10
+      local base = new_buffer(n * c, "float32", where):random(5, -1, 1)
+      local m = base:view { n, c }
+      local want_rows = gr.sum(m, { axis = 2 }):tobytes()
+      local want_cols = gr.sum(m, { axis = 1 }):tobytes()
+      -- read before the wait: the read waits for the work
+      local o = new_buffer(c, "float32", where)
+      local p = gr.sum(m, { axis = 1, async = true, out = o })
+      assert.equal(want_cols, o:tobytes())
+      p:wait()
+      -- written right after the call: the write waits, the result is the data's before
+      p = gr.sum(m, { axis = 1, async = true })
+      base:fill(0)
+      assert.equal(want_cols, p:wait():tobytes())
+      -- freed before the wait: the pending holds the memory
+      base:random(5, -1, 1)
+      p = gr.sum(m, { axis = 2, async = true })
+      m:free()
+      base:free()
+      collectgarbage()
+      assert.equal(want_rows, p:wait():tobytes())
+      -- released without a wait
+      local q = gr.sum(new_buffer(256, "float32", where):iota(1):view { 16, 16 }, { axis = 1, async = true })
+      q:free()
+      assert.has_error(function() q:wait() end)
+    end)
+
+    side_it(where)(where .. ": streamed data along axes is refused, naming opts.axis", function()
+      local m = new_buffer(12, "float32", where):iota(1):view { 3, 4 }
+      local ok, err = pcall(gr.reduce, m, { op = "sum", axis = 1, streamed = true })
+      assert.is_false(ok)
+      assert.truthy(tostring(err):match("opts%.axis"), tostring(err))
+    end)
+  end
+end)
+
+---------------------------------------------------------------------------------------------------
 -- the op functions
 
 describe("reductions along axes: the op functions", function()

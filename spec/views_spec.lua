@@ -6,8 +6,9 @@ Generated over dtypes x shapes (1-D to 4-D, with axes of length 1 and empty axes
 (device and host buffers of the current backend), against a reference written here on plain Lua tables:
 a view is {data, offset, shape, strides} and element (i1, ..., ik) is data[offset + sum (ij - 1) *
 strides[j] + 1]. Checked on each view: the layout, nested totable, tobytes, get, fill, set, iota, random,
-gr.copy both ways (also converting), astype, contiguous, and whole-buffer sums (a strided view reduces
-its compact copy for now). Then refusals with their messages, and a view that outlives its dropped
+gr.copy both ways (also converting), astype, contiguous, and whole-buffer sums. Then whole-view
+reductions of strided views that fill their memory (read as it lies, no copy) beside their compact
+copies, and of views that do not (their compact copy). Then refusals with their messages, and a view that outlives its dropped
 parent. The #gpu cases compare a device view's results with the same view of a host buffer.
 ]]
 local gr = require "gpureduce"
@@ -342,5 +343,72 @@ describe("views: lifetimes", function()
     collectgarbage()
     assert.equal(5 * 12, gr.sum(v))
     assert.same({2, 2, 3}, v:contiguous():shape())
+  end)
+end)
+
+-- ---- whole-view reductions ------------------------------------------------------------------------
+
+describe("views: whole-view reductions", function()
+  -- a transposed or permuted compact buffer fills its memory: reduced over it as it lies (no copy), the
+  -- same values as its compact copy but for the rounding of the order; a narrowed one through its copy
+  local function views(dtype, where)
+    local m = gr.buffer(13 * 17, dtype, {where = where}):random(3, -50, 50):view{13, 17}
+    local c = gr.buffer(3 * 4 * 5, dtype, {where = where}):random(4, -50, 50):view{3, 4, 5}
+    local lone = gr.buffer(9, dtype, {where = where}):random(5, -50, 50):view{9, 1}
+    return {
+      {"transpose", m:transpose()}, {"permute{3, 1, 2}", c:permute{3, 1, 2}}, {"permute{2, 3, 1}", c:permute{2, 3, 1}},
+      {"an (9, 1) transposed", lone:transpose()}, {"a narrow", m:narrow(2, 3, 9)}, {"a transposed narrow", m:narrow(1, 2, 5):transpose()},
+    }
+  end
+  local EXACT = {min = true, max = true, count = true, ["and"] = true, ["or"] = true, absmax = true, minmax = true}
+  for _, where in ipairs({"host", "device"}) do
+    for _, dtype in ipairs({"float32", "float64", "int32", "int8", "bfloat16"}) do
+      local title = ("%s %s: a strided view reduces to its compact copy's value"):format(where, dtype)
+      local body = function()
+        local is_int = dtype:match("int") ~= nil
+        for _, v in ipairs(views(dtype, where)) do
+          local compact = v[2]:contiguous()
+          for _, op in ipairs({"sum", "min", "max", "mean", "var", "count", "absmax", "asum", "minmax", "norm", "and", "or"}) do
+            local got = {gr.reduce(v[2], {op = op})}
+            local want = {gr.reduce(compact, {op = op})}
+            for k = 1, #want do
+              local what = ("%s of %s (result %d)"):format(op, v[1], k)
+              if is_int or EXACT[op] or type(want[k]) ~= "number" then
+                assert.equal(want[k], got[k], what)
+              else
+                assert.near(want[k], got[k], 1e-4 * math.max(1, math.abs(want[k])), what)
+              end
+            end
+          end
+          -- argmin/argmax count the view's row-major order, the first of equals
+          local a1, i1 = gr.argmax(v[2])
+          local a2, i2 = gr.argmax(compact)
+          assert.equal(a2, a1, "argmax of " .. v[1])
+          assert.equal(i2, i1, "argmax index of " .. v[1])
+          if not is_int and dtype ~= "bfloat16" then
+            -- exactly rounded sums do not depend on the order: the same bits
+            assert.equal(gr.sum(compact, {determinism = "gpu_to_gpu"}), gr.sum(v[2], {determinism = "gpu_to_gpu"}))
+          end
+        end
+      end
+      if where == "device" and gr.backend() == "cuda" then H.gpu_it(title, body) else it(title, body) end
+    end
+  end
+
+  it("argmax of a transposed view with ties gives the first in the view's order", function()
+    local m = gr.buffer({0, 9, 9, 9, 0, 0}, "float32"):view{2, 3}   -- transposed: 0 9 / 9 0 / 9 0
+    local v, i = gr.argmax(m:transpose())
+    assert.equal(9, v)
+    assert.equal(2, i)
+    v, i = gr.argmin(m:transpose())
+    assert.equal(0, v)
+    assert.equal(1, i)
+  end)
+
+  it("the view's memory stays the view's: nothing written", function()
+    local b = gr.buffer(12, "float32"):iota(1)
+    local before = b:tobytes()
+    assert.equal(78, gr.sum(b:view{3, 4}:transpose()))
+    assert.equal(before, b:tobytes())
   end)
 end)

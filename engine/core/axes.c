@@ -30,6 +30,7 @@
 #include "core/exact_pass.h"
 #include "core/op_pass.h"
 #include "core/operator_cpu.h"
+#include "core/pending.h"
 #include "core/plan.h"
 #include "core/policy.h"
 #include "core/pool.h"
@@ -37,6 +38,8 @@
 #include "base/memory.h"
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* cuda/kernels/columns.cu's launcher; absent in a build without kernels. */
@@ -74,10 +77,16 @@ static gr_status empty_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     return st;
 }
 
-/* The column kernel over A x R x C (see gr_col_launch), synchronously. */
+/* Scratch that queued kernels of pending p use until its event (with p NULL: none, the caller waits). */
+static void hold_slot(gr_pending *p, gr_slot *slot) {
+    p->held[p->held[0] ? 1 : 0] = slot;
+}
+
+/* The column kernel over A x R x C (see gr_col_launch): waited for, or with p queued and its scratch
+ * held by p. */
 static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr_run *run, const gr_options *o,
                          size_t A, size_t R, size_t C, size_t sa, size_t sr, size_t sc, int64_t oa, int64_t oc,
-                         gr_buffer *out[2]) {
+                         gr_buffer *out[2], gr_pending *p) {
     size_t es = gr_dtype_size(t), lb = es == 1 ? 8 : 16, kv = lb / es;
     int aligned = (uintptr_t)data % lb == 0 && (sa * es) % lb == 0;
     int pack = 1;
@@ -98,6 +107,10 @@ static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr
     };
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = gr_columns.launch(&L);
+    if (p && rc == 0) {
+        hold_slot(p, slot);
+        return GR_OK;
+    }
     int sync = gr_dev_stream_sync(ctx->stream);
     if (rc == 0) rc = sync;
     gr_slot_release(ctx, slot);
@@ -107,17 +120,29 @@ static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr
 /* The kept axes (nkc <= 2, coalesced) and one reduced axis through the column kernel: C the kept axis of
  * the smaller stride, A the other; the results compact over the kept axes in their order. */
 static gr_status by_columns(gr_context *ctx, const char *data, gr_dtype t, const gr_run *run, const gr_options *o,
-                            const axis_walk *kept, int nkc, const axis_walk *red, gr_buffer *out[2]) {
-    if (nkc == 0) return columns(ctx, data, t, run, o, 1, red->len, 1, 0, red->stride, 0, 0, 0, out);
+                            const axis_walk *kept, int nkc, const axis_walk *red, gr_buffer *out[2], gr_pending *p) {
+    if (nkc == 0) return columns(ctx, data, t, run, o, 1, red->len, 1, 0, red->stride, 0, 0, 0, out, p);
     int ci = nkc == 2 && kept[1].stride < kept[0].stride ? 1 : 0;
     const axis_walk *c = &kept[ci], *a = nkc == 2 ? &kept[1 - ci] : NULL;
     int64_t out_stride[2] = {nkc == 2 ? (int64_t)kept[1].len : 1, 1};
     return columns(ctx, data, t, run, o, a ? a->len : 1, red->len, c->len, a ? a->stride : 0, red->stride, c->stride,
-                   a ? out_stride[1 - ci] : 0, out_stride[ci], out);
+                   a ? out_stride[1 - ci] : 0, out_stride[ci], out, p);
 }
 
-gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2]) {
-    ctx = gr_ctx_for(ctx, b);
+/* The segmented kernel over rows (gr_segments_rows): waited for, or with p queued and held by p. */
+static gr_status rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t R, size_t pitch, gr_buffer *out[2],
+                      gr_pending *p) {
+    if (!p) return gr_segments_rows(ctx, b, o, R, pitch, NULL, out);
+    gr_seg_wait w;
+    gr_status st = gr_segments_rows_queue(ctx, b, o, R, pitch, out, &w);
+    if (st != GR_OK || w.rc) return st != GR_OK ? st : gr_segments_wait(&w);
+    if (w.slot) hold_slot(p, w.slot);
+    return GR_OK;
+}
+
+/* gr_reduce_axes on the context's stream (the caller has set it): waited for, or with p queued. */
+static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                          gr_pending *p) {
     int nd = b->ndim;
     if (axes == 0 || (axes >> nd) != 0)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes outside the buffer's %d (accepted: 1 to %d, or -%d to -1)",
@@ -159,25 +184,114 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     int rows_segmented = columns_take && !lone_column &&
                          gr_policy_rows_segmented(R, gr_dtype_size(gr_buffer_dtype(b)), o->op);
     if (columns_take && nrc == 1 && nkc <= 2 && !(rows_segmented && red[0].stride == 1))
-        return by_columns(ctx, gr_buffer_data(b), gr_buffer_dtype(b), &run, o, kept, nkc, red, out);
+        return by_columns(ctx, gr_buffer_data(b), gr_buffer_dtype(b), &run, o, kept, nkc, red, out, p);
     /* rows: each output's elements one run; a pitch other than the row's on the device, where the
      * operators' segmented kernels take it (not the exact one) */
     if ((!columns_take || rows_segmented) && nrc == 1 && red[0].stride == 1 && nkc <= 1) {
         size_t pitch = nkc ? kept[0].stride : R;
         if (pitch == R || (on_device && !by_cpu && run.kernel != &gr_exact_pass))
-            return gr_segments_rows(ctx, b, o, R, pitch, NULL, out);
+            return rows(ctx, b, o, R, pitch, out, p);
     }
     /* gather: kept axes, then reduced axes, copied compact; its rows are the outputs' runs */
     gr_buffer *regrouped = NULL, *flat = NULL;
     st = gr_buffer_permute(ctx, b, perm, &regrouped);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, regrouped, &flat);
     if (st == GR_OK && columns_take && !rows_segmented) {
-        axis_walk rows = {K, R}, run_of = {R, 1};
-        st = by_columns(ctx, gr_buffer_data(flat), gr_buffer_dtype(flat), &run, o, &rows, 1, &run_of, out);
+        axis_walk rows_of = {K, R}, run_of = {R, 1};
+        st = by_columns(ctx, gr_buffer_data(flat), gr_buffer_dtype(flat), &run, o, &rows_of, 1, &run_of, out, p);
     } else if (st == GR_OK) {
-        st = gr_segments_rows(ctx, flat, o, R, R, NULL, out);
+        st = rows(ctx, flat, o, R, R, out, p);
+    }
+    if (p && st == GR_OK) {                 /* the copy goes once the queued kernel has read it */
+        p->temps[0] = flat;
+        p->temps[1] = regrouped;
+        return GR_OK;
     }
     gr_buffer_free(ctx, flat);
     gr_buffer_free(ctx, regrouped);
     return st;
 }
+
+/* The stream of this call, opts.stream's or the context's, made the context's for its length (the
+ * segmented and column steps queue there); `plain` is o without it. */
+static gr_status enter_stream(gr_context *ctx, const gr_options *o, void **saved, gr_options *plain) {
+    *saved = ctx->stream;
+    *plain = *o;
+    plain->stream = NULL;
+    if (!o->stream) return GR_OK;
+    if (o->stream->device != ctx->device) return gr_stream_misplaced(ctx, o->stream);
+    if (o->stream->handle) ctx->stream = o->stream->handle;
+    return GR_OK;
+}
+
+gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2]) {
+    ctx = gr_ctx_for(ctx, b);
+    void *saved;
+    gr_options plain;
+    gr_status st = enter_stream(ctx, o, &saved, &plain);
+    if (st == GR_OK) st = run_axes(ctx, b, &plain, axes, out, NULL);
+    ctx->stream = saved;
+    return st;
+}
+
+/* Waits for an axis reduction's event, then gives back its scratch and copies (the pending's settle). */
+static void settle(gr_context *ctx, gr_pending *p) {
+    int rc = p->done ? gr_dev_event_sync(p->done) : 0;
+    for (int i = 0; i < 2; i++) {
+        if (p->held[i]) gr_slot_release(ctx, p->held[i]);
+        gr_buffer_free(ctx, p->temps[i]);
+        p->held[i] = NULL;
+        p->temps[i] = NULL;
+    }
+    if (p->done) gr_dev_event_destroy(p->done);
+    p->done = NULL;
+    p->finished = 1;
+    p->status = rc ? gr_fail_dev(ctx, rc, "axis reduction") : GR_OK;
+    if (rc) snprintf(p->err, sizeof p->err, "%s", gr_errmsg(ctx));
+}
+
+/* Asynchronously: the kernels queued on the call's stream, an event after them; the pending holds a
+ * handle on the input, the kernels' scratch and any regrouped copy until the event has passed, and the
+ * input's and results' storage record the work, so that writing or freeing them (and reading a result)
+ * waits for it. Host data and the cpu backend are reduced at once. */
+gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                               gr_pending **out_p) {
+    *out_p = NULL;
+    ctx = gr_ctx_for(ctx, b);
+    if (gr_operator_cpu_takes(ctx, o, b))
+        return gr_fail_arg(ctx, GR_EINVAL, "async", "a user operator's cpu functions run synchronously");
+    gr_pending *p = calloc(1, sizeof *p);
+    if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    p->ctx = ctx;
+    p->along_axes = 1;
+    p->settle = settle;
+    p->finished = 1;                        /* until something is queued */
+    int queued = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
+    void *saved;
+    gr_options plain;
+    gr_status st = enter_stream(ctx, o, &saved, &plain);
+    if (st == GR_OK) st = run_axes(ctx, b, &plain, axes, out, queued ? p : NULL);
+    if (st == GR_OK && queued) {
+        int perm[GR_MAX_DIMS];
+        for (int d = 0; d < b->ndim; d++) perm[d] = d;
+        p->finished = 0;
+        st = gr_buffer_permute(ctx, b, perm, &p->b);
+        int rc = st == GR_OK ? gr_dev_event_create(&p->done, 0) : 0;
+        if (rc == 0 && st == GR_OK) rc = gr_dev_event_record(p->done, ctx->stream);
+        if (rc) st = gr_fail_dev(ctx, rc, "recording an axis reduction's end");
+        if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, ctx->stream);
+        for (int i = 0; i < 2 && st == GR_OK; i++)
+            if (out[i]) st = gr_storage_mark_read(ctx, out[i]->st, ctx->stream);
+        if (st != GR_OK) gr_dev_stream_sync(ctx->stream);      /* nothing given back while a kernel runs */
+    }
+    ctx->stream = saved;
+    if (st != GR_OK) {                      /* given back here: reduce.c's gr_pending_free calls into this file */
+        if (!p->finished) settle(ctx, p);
+        gr_buffer_free(ctx, p->b);
+        free(p);
+        return st;
+    }
+    *out_p = p;
+    return GR_OK;
+}
+

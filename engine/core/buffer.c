@@ -279,6 +279,8 @@ gr_status gr_buffer_read(gr_context *ctx, const gr_buffer *b, size_t offset, voi
     ctx = gr_ctx_for(ctx, b);
     gr_status s = check_range(ctx, b, offset, n, "count");
     if (s != GR_OK || n == 0) return s;
+    /* an asynchronous axis reduction may still be writing it (its results' storage records the work) */
+    if ((s = gr_storage_quiesce(ctx, b->st)) != GR_OK) return s;
     if (!gr_buffer_is_compact(b))
         return host_visible(ctx, b) ? move_view(ctx, b, offset, n, dst, 1)
                                     : transfer_view(ctx, (gr_buffer *)b, offset, dst, n, 0);

@@ -11,6 +11,7 @@
 #include "core/exec.h"
 #include "core/graphs.h"
 #include "core/operator_cpu.h"
+#include "core/pending.h"
 #include "core/policy.h"
 #include "core/pool.h"
 #include "ops/exact.h"
@@ -61,19 +62,6 @@ static gr_status run_on_host(gr_context *ctx, const gr_buffer *b, const gr_run *
 }
 
 /* ---- entry points -------------------------------------------------------------------------------- */
-
-/* An asynchronous reduction: the engine's own slice of the buffer (so the memory stays), the run, its
- * slot, and once settled the status, the value and the message. */
-struct gr_pending {
-    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
-    gr_buffer *b;           /* a handle of our own on the buffer's memory */
-    gr_slot *slot;
-    gr_run run;
-    int finished;
-    gr_status status;
-    gr_result value;
-    char err[512];          /* the failure's message, kept for repeated waits */
-};
 
 static void *stream_of(gr_context *ctx, const gr_options *o) {
     return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
@@ -142,6 +130,10 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
 }
 
 static void settle(gr_context *ctx, gr_pending *p) {
+    if (p->settle) {
+        p->settle(ctx, p);
+        return;
+    }
     p->status = gr_exec_finish(ctx, &p->run, p->slot, &p->value);
     gr_slot_release(ctx, p->slot);
     p->slot = NULL;
@@ -152,7 +144,7 @@ static void settle(gr_context *ctx, gr_pending *p) {
 int gr_pending_ready(gr_context *ctx, gr_pending *p) {
     if (p->finished) return 1;
     ctx = gr_ctx_enter(p->ctx);
-    if (gr_dev_event_query(p->slot->done) == 1) return 0;
+    if (gr_dev_event_query(p->along_axes ? p->done : p->slot->done) == 1) return 0;
     settle(ctx, p);
     return 1;
 }
@@ -168,6 +160,7 @@ gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *out) {
 void gr_pending_free(gr_context *ctx, gr_pending *p) {
     if (!p) return;
     if (p->ctx) ctx = gr_ctx_enter(p->ctx);
+    if (p->along_axes && !p->finished) settle(ctx, p);     /* its scratch and copies go once it is done */
     if (p->slot) {
         gr_dev_event_sync(p->slot->done);       /* never release scratch a kernel still writes */
         gr_slot_release(ctx, p->slot);

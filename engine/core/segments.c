@@ -32,7 +32,9 @@
 
 gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count) {
     gr_run run;
-    gr_status st = gr_plan_segments(ctx, o, in, 0, &run);
+    gr_options plain = *o;          /* the dtypes do not depend on the stream (axis reductions take one) */
+    plain.stream = NULL;
+    gr_status st = gr_plan_segments(ctx, &plain, in, 0, &run);
     out[0] = run.out_dtype[0];
     out[1] = run.out_dtype[1];
     *count = run.results;
@@ -253,6 +255,12 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
     gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
+}
+
+gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
+                                 gr_buffer *out[2], gr_seg_wait *w) {
+    gr_segments seg = {row, NULL};
+    return queue(ctx, b, o, &seg, pitch, 1, out, w);
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {

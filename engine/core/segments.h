@@ -32,6 +32,10 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
  * launch shaped by the row's length alone (gr_policy_axis_rows), so a row's bits do not depend on k. */
 gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                            const gr_buffer *offsets, gr_buffer *out[2]);
+/* gr_segments_rows of `row` > 0 less its wait: after GR_OK the caller must call gr_segments_wait, or
+ * wait for the stream and give w->slot back itself. */
+gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
+                                 gr_buffer *out[2], gr_seg_wait *w);
 /* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
  * kernel's failure, if any. Does nothing for a record with nothing in flight. */
 gr_status gr_segments_wait(gr_seg_wait *w);

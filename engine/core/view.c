@@ -1,8 +1,9 @@
 /*
  * view.c -- views of other shapes on a buffer's memory: gr_buffer_view (a shape for a compact buffer),
  * gr_buffer_permute (axes reordered: strides permuted, nothing copied), gr_buffer_narrow (a range along
- * one axis: the offset moved, one length changed) and gr_buffer_contiguous (a compact buffer of a view's
- * elements, copied only when the view is strided).
+ * one axis: the offset moved, one length changed), gr_buffer_contiguous (a compact buffer of a view's
+ * elements, copied only when the view is strided) and gr_buffer_dense (the memory a strided view fills
+ * exactly, as a compact 1-D buffer: what a whole-view reduction reads without a copy).
  *
  * Each view is a handle on the same storage (gr_buffer_slice of the whole buffer, which keeps the
  * layout), so it keeps the memory alive as a slice does; its layout is then changed here
@@ -98,4 +99,30 @@ gr_status gr_buffer_contiguous(gr_context *ctx, gr_buffer *b, gr_buffer **out) {
     }
     *out = c;
     return GR_OK;
+}
+
+gr_status gr_buffer_dense(gr_context *ctx, gr_buffer *b, gr_buffer **out) {
+    *out = NULL;
+    if (gr_buffer_is_compact(b) || b->n == 0) return GR_OK;
+    /* the axes longer than 1, by stride from the largest: dense when each stride is the next one's span
+     * and the last is 1 (strides are never negative, so the first element is the lowest) */
+    size_t len[GR_MAX_DIMS], stride[GR_MAX_DIMS];
+    int m = 0;
+    for (int d = 0; d < b->ndim; d++) {
+        if (b->shape[d] == 1) continue;
+        int at = m++;
+        while (at > 0 && stride[at - 1] < (size_t)b->strides[d]) {
+            len[at] = len[at - 1];
+            stride[at] = stride[at - 1];
+            at--;
+        }
+        len[at] = b->shape[d];
+        stride[at] = (size_t)b->strides[d];
+    }
+    if (m == 0 || stride[m - 1] != 1) return GR_OK;
+    for (int i = 0; i + 1 < m; i++)
+        if (stride[i] != stride[i + 1] * len[i + 1]) return GR_OK;
+    gr_status s = same_view(ctx, b, out);
+    if (s == GR_OK) gr_layout_compact(*out, 1, &b->n);
+    return s;
 }

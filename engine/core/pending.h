@@ -1,0 +1,28 @@
+/*
+ * pending.h -- the record of asynchronous work (gr_pending): a whole-buffer reduction (core/reduce.c) or
+ * a reduction along axes (core/axes.c), which share its ready, wait and free.
+ */
+#ifndef GR_PENDING_H
+#define GR_PENDING_H
+
+#include "core/plan.h"
+
+struct gr_pending {
+    gr_context *ctx;        /* the context of the buffer's device (devices.h) */
+    gr_buffer *b;           /* a handle of our own on the buffer's memory */
+    gr_slot *slot;          /* a whole buffer's run: its scratch and its `done` event */
+    gr_run run;
+    int finished;
+    gr_status status;
+    gr_result value;
+    char err[512];          /* the failure's message, kept for repeated waits */
+    /* along axes: how it settles (axes.c's, through this pointer so that reduce.c calls nothing there),
+     * the event after the queued kernels, and what they use until it has passed */
+    int along_axes;
+    void (*settle)(gr_context *ctx, gr_pending *p);
+    void *done;
+    gr_slot *held[2];
+    gr_buffer *temps[2];    /* a regrouped view and its compact copy */
+};
+
+#endif
