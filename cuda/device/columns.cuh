@@ -13,6 +13,9 @@
  *
  * A row reduction is the same order with C the rows and R their length (P = 0: a thread reads 16 bytes
  * along its row), so a result has the same bits whichever way its elements lie in memory.
+ * How a thread folds one column of its run (RunFold): element by element, except var/std of floats (the
+ * rows in aligned eights, one Chan merge each) and min, max, argmin, argmax of small floats (the running
+ * value kept widened) -- the same steps in every form, so the bits still depend on R alone.
  * Narrow rows (C * element < 16 bytes, rows back to back) are read a vector of several rows at a time
  * (P = C, the vector's q = 16 / (C * element) rows in order), so a (2^27, 2) matrix reads 16 bytes a load.
  * A block's 256 threads are 8 rows of up to 32 column-packs (lanes along the columns: the loads of a warp
@@ -55,6 +58,106 @@ template <class Op, class In> GR_DEV void fold_one(typename Op::acc_t &acc, cons
 /* Loads in flight per thread: a run's loads are issued kUnroll at a time, then folded in order. */
 constexpr int kColUnroll = 8;
 
+/* How a thread folds one column of its run into that column's accumulator: element by element
+ * (fold_one), except var/std of floats below. Every form of fold_columns hands a column's rows to add in
+ * ascending order, from a multiple of kColRows, and calls finish after the run's last row. */
+template <class Op> struct RunFold {
+    template <class In> GR_DEV void add(typename Op::acc_t &acc, const In &x, u64 r) { fold_one<Op>(acc, x, r); }
+    GR_DEV void finish(typename Op::acc_t &, u64) {}
+};
+
+/* The value a comparison reads: a small float widened (Min/Max/ArgExtreme's combines widen both sides at
+ * every step, which held bfloat16 max to a third of the read kernel), other types as they are. */
+template <class T> using Wide = conditional_t<is_small_float_v<T>, float, T>;
+template <class T> GR_DEV Wide<T> wide(const T &x) {
+    if constexpr (is_small_float_v<T>) return float(x);
+    else return x;
+}
+
+/* min and max of small floats: the running value kept widened beside it, so each element is widened
+ * once; the choices of Min/Max::combine (GR_EXTREME: a NaN in stays, a NaN wins, else the strictly more
+ * extreme). The accumulator is the identity when a run starts. */
+template <class T, bool kMin> struct ExtremeFold {
+    Wide<T> w = wide(kMin ? Min<T>::identity() : Max<T>::identity());
+    template <class In> GR_DEV void add(T &acc, const In &x, u64) {
+        const T v = T(x);
+        const Wide<T> b = wide(v);
+        if (!(w != w) && (b != b || (kMin ? b < w : b > w))) {
+            acc = v;
+            w = b;
+        }
+    }
+    GR_DEV void finish(T &, u64) {}
+};
+template <SmallFormat F> struct RunFold<Min<SmallFloat<F>>> : ExtremeFold<SmallFloat<F>, true> {};
+template <SmallFormat F> struct RunFold<Max<SmallFloat<F>>> : ExtremeFold<SmallFloat<F>, false> {};
+
+/* argmin / argmax of small floats: the rows come in ascending order, each after the running index (or
+ * the identity's, which loses every tie), so GR_RETURN_ARG's choice is: a NaN in stays, a NaN wins, else
+ * the strictly more extreme, or an equal one against the identity -- with the running value kept
+ * widened. bfloat16 columns: 0.80x the time of the generic combine; the same fold over float32 (nothing
+ * to widen) measured 0.71-0.84x along rows but 1.05-1.13x down columns, so other types keep fold_one
+ * (H200, experiments/shapes.lua). */
+template <SmallFormat F, bool kMin> struct RunFold<ArgExtreme<SmallFloat<F>, kMin>> {
+    using T = SmallFloat<F>;
+    float w = wide(ArgExtreme<T, kMin>::identity().value);
+    template <class In> GR_DEV void add(ArgAcc<T> &acc, const In &x, u64 r) {
+        const T v = T(x);
+        const float b = wide(v);
+        if (!(w != w) && (b != b || (kMin ? b < w : b > w) || (b == w && acc.index == GR_NO_INDEX))) {
+            acc.index = r;
+            acc.value = v;
+            w = b;
+        }
+    }
+    GR_DEV void finish(ArgAcc<T> &, u64) {}
+};
+
+/* Rounded float steps that the compiler may not fuse or reorder, for the eights below. */
+GR_DEV float add_rn(float a, float b) { return __fadd_rn(a, b); }
+GR_DEV double add_rn(double a, double b) { return __dadd_rn(a, b); }
+GR_DEV float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+GR_DEV double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+GR_DEV float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+GR_DEV double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+GR_DEV float div_rn(float a, float b) { return __fdiv_rn(a, b); }
+GR_DEV double div_rn(double a, double b) { return __ddiv_rn(a, b); }
+GR_DEV float fma_rn(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+GR_DEV double fma_rn(double a, double b, double c) { return __fma_rn(a, b, c); }
+
+/* var / std of floats: Welford's step divides at every element, which held the column kernel at 36-42% of
+ * the read kernel (float32, H200). Each aligned eight rows of a column (rows 8j .. 8j + 7; fewer at the
+ * column's end) are summed instead as deviations from the first of them (shifted sums: no division), and
+ * merged once (Chan, as the whole-buffer kernel merges a vector, thread_load.cuh). The eights are the same
+ * rows in every form, so a result still depends on R alone. Inf or NaN anywhere makes the sums NaN, as
+ * Welford's step would. */
+template <class F> struct RunFold<Welford<F>> {
+    F x0, s1, s2;
+    template <class In> GR_DEV void add(WelfordAcc<F> &acc, const In &x, u64 r) {
+        const F v = F(x);
+        const unsigned k = unsigned(r) & 7u;
+        if (k == 0) {
+            x0 = v;
+            s1 = sub_rn(v, v);                  /* 0, or NaN for inf and NaN */
+            s2 = mul_rn(s1, s1);
+        } else {
+            const F d = sub_rn(v, x0);
+            s1 = add_rn(s1, d);
+            s2 = fma_rn(d, d, s2);
+        }
+        if (k == 7) merge(acc, 8);
+    }
+    GR_DEV void finish(WelfordAcc<F> &acc, u64 r1) {
+        if (r1 & 7u) merge(acc, unsigned(r1 & 7u));
+    }
+    GR_DEV void merge(WelfordAcc<F> &acc, unsigned n) {
+        const F q = div_rn(s1, F(n));           /* the mean's offset from x0 (exact for n = 8) */
+        F m2 = sub_rn(s2, mul_rn(s1, q));
+        m2 = m2 < F(0) ? F(0) : m2;             /* rounding below zero; NaN stays */
+        acc = gr_welford_merge(acc, WelfordAcc<F>{u64(n), add_rn(x0, q), m2});
+    }
+};
+
 /* Folds rows [r0, r1) of P = kP adjacent columns starting at column c0 into acc[0..kP): kP == 1 reads
  * element by element, kP > 1 16-byte (8-byte for 1-byte types) vectors of q = kV / kP rows, kP == 0
  * 16-byte vectors along one contiguous column. Every form folds the rows in ascending order. r0 is a
@@ -62,6 +165,7 @@ constexpr int kColUnroll = 8;
  * element by element. */
 template <int kP, class Op, class In>
 GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typename Op::acc_t *acc) {
+    RunFold<Op> f[kP > 1 ? kP : 1];
     if constexpr (kP == 0) {
         constexpr int kV = 16 / int(sizeof(In));
         struct alignas(16) Vec { In v[kV]; };
@@ -74,15 +178,15 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
 #pragma unroll
                 for (int u = 0; u < kColUnroll; u++)
 #pragma unroll
-                    for (int e = 0; e < kV; e++) fold_one<Op>(acc[0], w[u].v[e], r + u * kV + e);
+                    for (int e = 0; e < kV; e++) f[0].add(acc[0], w[u].v[e], r + u * kV + e);
             }
             for (; r + kV <= r1; r += kV) {
                 const Vec w = *reinterpret_cast<const Vec *>(base + r);
 #pragma unroll
-                for (int e = 0; e < kV; e++) fold_one<Op>(acc[0], w.v[e], r + e);
+                for (int e = 0; e < kV; e++) f[0].add(acc[0], w.v[e], r + e);
             }
         }
-        for (; r < r1; r++) fold_one<Op>(acc[0], base[r], r);
+        for (; r < r1; r++) f[0].add(acc[0], base[r], r);
     } else if constexpr (kP == 1) {
         u64 r = r0;
         for (; r + kColUnroll <= r1; r += kColUnroll) {
@@ -90,9 +194,9 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
 #pragma unroll
             for (int u = 0; u < kColUnroll; u++) x[u] = base[(long long)(r + u) * a.sr];
 #pragma unroll
-            for (int u = 0; u < kColUnroll; u++) fold_one<Op>(acc[0], x[u], r + u);
+            for (int u = 0; u < kColUnroll; u++) f[0].add(acc[0], x[u], r + u);
         }
-        for (; r < r1; r++) fold_one<Op>(acc[0], base[(long long)r * a.sr], r);
+        for (; r < r1; r++) f[0].add(acc[0], base[(long long)r * a.sr], r);
     } else {
         constexpr int kBytes = sizeof(In) == 1 ? 8 : 16;
         constexpr int kV = kBytes / int(sizeof(In));
@@ -107,17 +211,19 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
 #pragma unroll
             for (int u = 0; u < kU; u++)
 #pragma unroll
-                for (int e = 0; e < kV; e++) fold_one<Op>(acc[e % kP], w[u].v[e], r + u * q + e / kP);
+                for (int e = 0; e < kV; e++) f[e % kP].add(acc[e % kP], w[u].v[e], r + u * q + e / kP);
         }
         for (; r + q <= r1; r += q) {
             const Vec w = *reinterpret_cast<const Vec *>(base + (long long)r * a.sr);
 #pragma unroll
-            for (int e = 0; e < kV; e++) fold_one<Op>(acc[e % kP], w.v[e], r + e / kP);
+            for (int e = 0; e < kV; e++) f[e % kP].add(acc[e % kP], w.v[e], r + e / kP);
         }
         for (; r < r1; r++)
 #pragma unroll
-            for (int k = 0; k < kP; k++) fold_one<Op>(acc[k], base[(long long)r * a.sr + k], r);
+            for (int k = 0; k < kP; k++) f[k].add(acc[k], base[(long long)r * a.sr + k], r);
     }
+#pragma unroll
+    for (int k = 0; k < (kP > 1 ? kP : 1); k++) f[k].finish(acc[k], r1);
 }
 
 /* q = x / d and r = x % d, in 32 bits where both fit (64-bit division is a long software sequence). */
