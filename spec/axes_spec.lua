@@ -695,6 +695,22 @@ describe("reductions along axes: async and streams", function()
       assert.has_error(function() q:wait() end)
     end)
 
+    side_it(where)(where .. ": async on empty axes and single elements", function()
+      local empty_red = new_buffer(0, "float32", where):view { 0, 5 }
+      local r = gr.sum(empty_red, { axis = 1, async = true }):wait()
+      assert.same({ 5 }, r:shape())
+      assert.same({ 0, 0, 0, 0, 0 }, r:totable())
+      local v, i = gr.argmax(empty_red, { axis = 1, async = true }):wait()
+      assert.same({ 5 }, v:shape())
+      assert.equal(0, i:get(1))
+      local empty_kept = new_buffer(0, "float32", where):view { 5, 0 }
+      assert.equal(0, #gr.sum(empty_kept, { axis = 1, async = true }):wait())
+      assert.equal(5, #gr.sum(empty_kept, { axis = 2, async = true }):wait())
+      local one = new_buffer(1, "int32", where):fill(7):view { 1, 1 }
+      assert.equal(7, gr.sum(one, { axis = { 1, 2 }, async = true }):wait():get(1))
+      assert.equal(7, gr.max(one, { axis = 1, async = true }):wait():get(1))
+    end)
+
     side_it(where)(where .. ": streamed data along axes is refused, naming opts.axis", function()
       local m = new_buffer(12, "float32", where):iota(1):view { 3, 4 }
       local ok, err = pcall(gr.reduce, m, { op = "sum", axis = 1, streamed = true })
