@@ -200,6 +200,17 @@ int lgr_reduce_op(lua_State *L) { return reduce_with(L, (int)lua_tointeger(L, lu
 
 /* ---- pendings ------------------------------------------------------------------------------------ */
 
+/* The Pending on the top of the stack keeps the buffer (argument 1) and opts.stream alive while in
+ * flight (user values 1 and 2). */
+static void hold_while_in_flight(lua_State *L, const lgr_request *r) {
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    if (r->o.stream) {
+        lua_getfield(L, 2, "stream");
+        lua_setiuservalue(L, -2, 2);
+    }
+}
+
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
@@ -209,12 +220,7 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    lua_pushvalue(L, 1);                 /* keep the buffer and the stream alive while in flight */
-    lua_setiuservalue(L, -2, 1);
-    if (r->o.stream) {
-        lua_getfield(L, 2, "stream");
-        lua_setiuservalue(L, -2, 2);
-    }
+    hold_while_in_flight(L, r);
     return 1;
 }
 
@@ -231,13 +237,8 @@ static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_axes_async(lgr_ctx(L), b, &r->o, mask, out, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    lua_pushvalue(L, 1);                 /* the input, the stream and the results stay while in flight */
-    lua_setiuservalue(L, -2, 1);
-    if (r->o.stream) {
-        lua_getfield(L, 2, "stream");
-        lua_setiuservalue(L, -2, 2);
-    }
-    for (int i = 0; i < count; i++) {
+    hold_while_in_flight(L, r);
+    for (int i = 0; i < count; i++) {           /* the results too, which wait returns */
         lua_pushvalue(L, first + i);
         lua_setiuservalue(L, -2, 3 + i);
     }

@@ -135,7 +135,10 @@ static gr_status rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t
     if (!p) return gr_segments_rows(ctx, b, o, R, pitch, NULL, out);
     gr_seg_wait w;
     gr_status st = gr_segments_rows_queue(ctx, b, o, R, pitch, out, &w);
-    if (st != GR_OK || w.rc) return st != GR_OK ? st : gr_segments_wait(&w);
+    if (st != GR_OK || w.rc) {              /* the wait gives back what a failed queue took */
+        gr_status done = gr_segments_wait(&w);
+        return st != GR_OK ? st : done;
+    }
     if (w.slot) hold_slot(p, w.slot);
     return GR_OK;
 }
@@ -263,7 +266,6 @@ gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     p->ctx = ctx;
-    p->along_axes = 1;
     p->settle = settle;
     p->finished = 1;                        /* until something is queued */
     int queued = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
@@ -272,10 +274,8 @@ gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *
     gr_status st = enter_stream(ctx, o, &saved, &plain);
     if (st == GR_OK) st = run_axes(ctx, b, &plain, axes, out, queued ? p : NULL);
     if (st == GR_OK && queued) {
-        int perm[GR_MAX_DIMS];
-        for (int d = 0; d < b->ndim; d++) perm[d] = d;
         p->finished = 0;
-        st = gr_buffer_permute(ctx, b, perm, &p->b);
+        st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);        /* the whole view: it keeps its layout */
         int rc = st == GR_OK ? gr_dev_event_create(&p->done, 0) : 0;
         if (rc == 0 && st == GR_OK) rc = gr_dev_event_record(p->done, ctx->stream);
         if (rc) st = gr_fail_dev(ctx, rc, "recording an axis reduction's end");

@@ -16,9 +16,8 @@ struct gr_pending {
     gr_status status;
     gr_result value;
     char err[512];          /* the failure's message, kept for repeated waits */
-    /* along axes: how it settles (axes.c's, through this pointer so that reduce.c calls nothing there),
-     * the event after the queued kernels, and what they use until it has passed */
-    int along_axes;
+    /* along axes (else NULL): how it settles (axes.c's, through this pointer so that reduce.c calls
+     * nothing there), the event after the queued kernels, and what they use until it has passed */
     void (*settle)(gr_context *ctx, gr_pending *p);
     void *done;
     gr_slot *held[2];

@@ -144,7 +144,7 @@ static void settle(gr_context *ctx, gr_pending *p) {
 int gr_pending_ready(gr_context *ctx, gr_pending *p) {
     if (p->finished) return 1;
     ctx = gr_ctx_enter(p->ctx);
-    if (gr_dev_event_query(p->along_axes ? p->done : p->slot->done) == 1) return 0;
+    if (gr_dev_event_query(p->settle ? p->done : p->slot->done) == 1) return 0;
     settle(ctx, p);
     return 1;
 }
@@ -160,7 +160,7 @@ gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *out) {
 void gr_pending_free(gr_context *ctx, gr_pending *p) {
     if (!p) return;
     if (p->ctx) ctx = gr_ctx_enter(p->ctx);
-    if (p->along_axes && !p->finished) settle(ctx, p);     /* its scratch and copies go once it is done */
+    if (p->settle && !p->finished) settle(ctx, p);     /* an axis one's scratch and copies go once it is done */
     if (p->slot) {
         gr_dev_event_sync(p->slot->done);       /* never release scratch a kernel still writes */
         gr_slot_release(ctx, p->slot);
