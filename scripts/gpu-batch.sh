@@ -12,7 +12,8 @@
 #     A B A B (baseline, this tree; COMPARE_ROUNDS rounds, default 2), then experiments/compare_bench.lua over
 #     them; the segments lab likewise (experiments/compare_segments.lua; COMPARE_SEGMENTS=0 skips it);
 #   shapes: issue 23's table, experiments/shapes.lua (SHAPES_ARGS, default --ops sum,max,argmax,var) beside
-#     experiments/peers/torch_shapes.py's times;
+#     experiments/peers/torch_shapes.py's times (SHAPES_TORCH=0: without); SHAPES_BASELINE=DIR runs the table
+#     with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
 #   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
 #     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt); with PREBUILT, TYPES_BASELINE=DIR
 #     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
@@ -82,12 +83,28 @@ for step in $steps; do
           else
               SPEC_SHARDS=${SPEC_SHARDS:-6} make test > "$OUT/test.log" 2>&1
           fi; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
-    shapes) # issue 23's table (experiments/shapes.lua) with PyTorch's times; SHAPES_ARGS go to both scripts
-            python3 experiments/peers/torch_shapes.py ${SHAPES_ARGS:---ops sum,max,argmax,var} > "$OUT/torch_shapes.txt" 2>&1
-            LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
-                $LUA experiments/shapes.lua ${SHAPES_ARGS:---ops sum,max,argmax,var} --torch "$OUT/torch_shapes.txt" \
-                > "$OUT/shapes.log" 2>&1
-            echo "shapes: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    shapes) # issue 23's table (experiments/shapes.lua) with PyTorch's times; SHAPES_ARGS go to both scripts.
+            # SHAPES_BASELINE=DIR: DIR/gpureduce/core.so.xz (the module before a change) measured too, A B A B
+            # (shapes-A1.log, shapes-B1.log, ...; B is this tree's module); SHAPES_TORCH=0 skips PyTorch
+            args=${SHAPES_ARGS:---ops sum,max,argmax,var}
+            torch=()
+            if [ "${SHAPES_TORCH:-1}" != 0 ]; then
+                python3 experiments/peers/torch_shapes.py $args > "$OUT/torch_shapes.txt" 2>&1
+                torch=(--torch "$OUT/torch_shapes.txt")
+            fi
+            runs="B:build:shapes"
+            if [ -n "${SHAPES_BASELINE:-}" ]; then
+                mkdir -p /tmp/shapes-baseline/gpureduce
+                unxz_to "$SHAPES_BASELINE/gpureduce/core.so.xz" /tmp/shapes-baseline/gpureduce/core.so
+                runs="A:/tmp/shapes-baseline:shapes-A1 B:build:shapes-B1 A:/tmp/shapes-baseline:shapes-A2 B:build:shapes-B2"
+            fi
+            rc=0
+            for r in $runs; do
+                IFS=: read -r _ dir log <<< "$r"
+                LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="$dir/?.so;${LUA_CPATH:-;}" \
+                    $LUA experiments/shapes.lua $args "${torch[@]}" > "$OUT/$log.log" 2>&1 || rc=$?
+            done
+            echo "shapes: exit $rc ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     run) make run SWEEP_ARGS="--out $OUT/sweep" > "$OUT/run.log" 2>&1
          echo "run (default sweep): exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
          # the catalogue's table: every variant at block 512, float32 sum, n = 2^24

@@ -437,6 +437,28 @@ describe("reductions along axes: larger shapes", function()
       end)
     end
   end
+
+  -- on the GPU: narrow columns of rows back to back and lone contiguous columns, which the column kernel
+  -- reads through shared memory in runs of 64 rows (whole runs staged, the rest one element at a time):
+  -- 1 to 16 columns of 2- to 8-byte types (1-byte types read otherwise), batches too, lengths that end
+  -- inside a run
+  for _, dtype in ipairs({ "float32", "bfloat16", "float64", "float16", "int16", "int64", "uint8" }) do
+    -- the odd data sets in a buffer of their own (aligned: staged), the second 3 elements into one (not)
+    local plan = { views = { VIEWS[1] }, axes = function() return { 1 } end,
+      sets = is_float(dtype) and { "specials", "ties", "wide" } or { "wide", "ties" }, keepdims = { false },
+      ops = { { op = "sum" }, { op = "min" }, { op = "argmax" }, { op = "var" }, { op = "mean" }, { op = "absmax" } } }
+    for _, shape in ipairs({ { 1000, 1 }, { 1000, 2 }, { 577, 4 }, { 640, 8 }, { 200, 16 } }) do
+      H.gpu_it(string.format("device %s %s: narrow columns read staged", dtype, shape_text(shape)), function()
+        check_shape(dtype, shape, "device", plan)
+      end)
+    end
+    local batches = setmetatable({ axes = function() return { 2 } end }, { __index = plan })
+    for _, shape in ipairs({ { 3, 130, 2 }, { 2, 300, 4 }, { 5, 64, 8 } }) do
+      H.gpu_it(string.format("device %s %s: narrow columns of batches read staged", dtype, shape_text(shape)), function()
+        check_shape(dtype, shape, "device", batches)
+      end)
+    end
+  end
 end)
 
 ---------------------------------------------------------------------------------------------------

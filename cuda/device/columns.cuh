@@ -18,6 +18,9 @@
  * value kept widened) -- the same steps in every form, so the bits still depend on R alone.
  * Narrow rows (C * element < 16 bytes, rows back to back) are read a vector of several rows at a time
  * (P = C, the vector's q = 16 / (C * element) rows in order), so a (2^27, 2) matrix reads 16 bytes a load.
+ * Where a thread's run is one stretch of memory (narrow rows whose every column it takes, up to 32 bytes a
+ * row, or a contiguous column), a kernel of its own copies the runs through shared memory first, a warp's
+ * loads whole lines ("Staged runs" below): the same rows to the same folds.
  * A block's 256 threads are 8 rows of up to 32 column-packs (lanes along the columns: the loads of a warp
  * are one run of memory when C is wide) and, where the columns are fewer, several groups side by side.
  * Reads the input only. NVRTC-clean (core.cuh).
@@ -26,6 +29,7 @@
 
 #include "core.cuh"
 #include "ops.cuh"
+#include "pipeline.cuh"
 
 namespace gr {
 
@@ -47,6 +51,7 @@ struct ColArgs {
                                  * rows are contiguous (sr == 1), read 16 bytes along it */
     int tile;                   /* column-packs side by side in a block: a power of two */
     int tree;                   /* runs of a group: a power of two up to kColTree (fewer where R is short) */
+    int staged;                 /* 1: a first pass whose runs are read staged (column_staged), else 0 */
 };
 
 /* Folds element x with its index into acc. */
@@ -239,6 +244,106 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
     for (int k = 0; k < (kP > 1 ? kP : 1); k++) f[k].finish(acc[k], r1);
 }
 
+/* Staged runs. Where each lane's run is one stretch of memory -- a contiguous column (kP == 0), or
+ * narrow rows back to back whose every column the lane takes (rows of up to 32 bytes: several rows a
+ * vector, one, or two vectors a row) -- the lanes of a warp reading their own runs touch 32 lines a load,
+ * which held (2^27, 2) float32 columns at 57% of the read kernel (H200). Here a warp copies its runs into
+ * shared memory 128 bytes a lane at a time (cp.async: each load 4 whole lines), then every lane folds its
+ * own vectors from there: each column's rows in the same order as fold_columns, so the bits do not
+ * change. Slots are swizzled (vector j of lane o at o * 8 + (j ^ o % 8)) so that a lane's reads and the
+ * copies are free of bank conflicts. Rows of 16 to 64 bytes read by 2 or 4 lanes side by side (the
+ * packs of a tile) measured 1.2-1.6x slower staged than not (H100), so those stay unstaged. */
+constexpr int kStageVecs = 8;                                   /* 16-byte vectors a lane takes a stage */
+constexpr size_t kStageBytes = size_t(kColThreads) * kStageVecs * 16;    /* a block's: 4 KiB a warp */
+
+/* The rows [r0, r1) of a run that is not whole, where the others are staged: one element at a time (the
+ * same rows to RunFold in the same order as fold_columns; the registers of its unrolled loads would add
+ * to the staged kernel's). */
+template <int kP, class Op, class In>
+GR_DEV void fold_plain(const ColArgs &a, const In *base, u64 r0, u64 r1, typename Op::acc_t *acc) {
+    constexpr int kPer = kP == 0 ? 1 : kP;
+    RunFold<Op> f[kPer];
+#pragma unroll 1
+    for (u64 r = r0; r < r1; r++)
+#pragma unroll
+        for (int k = 0; k < kPer; k++) f[k].add(acc[k], kP == 0 ? base[r] : base[(long long)r * a.sr + k], r);
+#pragma unroll
+    for (int k = 0; k < kPer; k++) f[k].finish(acc[k], r1);
+}
+
+/* Element sizes that may stage: 2 to 8 bytes, read in 16-byte vectors (1-byte types read 8). */
+GR_HOSTDEV constexpr bool may_stage(int es) { return es >= 2 && es <= 8; }
+
+/* Whether the op's running state for a 32-byte row (kP = 32 / es columns a lane) is light enough to
+ * stage: its accumulators and folds at most 96 bytes (sums, extremes; not var or argmax, whose 8 to 16
+ * columns a lane took 170-186 registers and would hold every staged form of the kernel to fewer blocks). */
+template <class Op, class In> constexpr bool kRowOf32 =
+    (32 / sizeof(In)) * (sizeof(typename Op::acc_t) + sizeof(RunFold<Op>)) <= 96;
+
+/* Whether a first pass reads its runs staged, from its layout once shape() has set tile. The host picks
+ * the staged kernel by it; rows of 32 bytes (pack * es == 32) exist only there. */
+GR_HOSTDEV bool column_staged(const ColArgs &a, int es) {
+    if (!may_stage(es) || a.pack == 1 || a.R < u64(kColRows)) return false;     /* no run is whole */
+    if (a.pack == 0) return true;                                                /* one contiguous column */
+    if (a.pack * es < 16) return a.sr == a.pack;                                 /* several rows a vector */
+    return (a.pack * es == 16 || a.pack * es == 32) && a.sc == 1 && a.sr == a.pack && a.C == u64(a.pack);
+}
+
+/* Folds this lane's whole run [r0, r0 + kColRows) (where `whole`) through the warp's stage, as
+ * fold_columns would; every lane of the warp calls it together (it copies for the others). lane_at: the
+ * lane's first vector, its vector j at lane_at + j. Copy i of a stage (i = 0..7) takes the lane to vector
+ * jj = lane % 8 of the stretch of lane o = 4 i + lane / 8, whose address a shuffle brings. */
+template <int kP, class Op, class In>
+GR_DEV void fold_staged(const In *lane_at, bool whole, uint4 *stage, u64 r0, typename Op::acc_t *acc) {
+    constexpr int kV = 16 / int(sizeof(In));
+    constexpr int kPer = kP == 0 ? 1 : kP;                      /* columns of a lane */
+    constexpr int kRowVecs = kPer * int(sizeof(In)) > 16 ? kPer * int(sizeof(In)) / 16 : 1;   /* vectors a row */
+    constexpr int kRowsPer = kRowVecs > 1 ? 1 : kV / kPer;      /* rows of a vector (elements, kP == 0) */
+    constexpr int kVecs = kColRows * kPer * int(sizeof(In)) / 16;      /* a run's vectors */
+    static_assert(kVecs % kStageVecs == 0 && kStageVecs % kRowVecs == 0, "a run is whole stages of whole rows");
+    struct alignas(16) Vec { In v[kV]; };
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned wholes = __ballot_sync(0xffffffffu, whole);
+    const unsigned long long mine = reinterpret_cast<unsigned long long>(lane_at);
+    RunFold<Op> f[kPer];
+#pragma unroll 1
+    for (int s = 0; s < kVecs / kStageVecs; s++) {
+        unsigned long long from = mine;
+        unsigned ln = lane;
+        asm volatile("" : "+l"(from), "+r"(ln));        /* the copies' addresses and slots found anew each
+                                                         * stage, not held across the loop (40 registers) */
+        const unsigned jj = ln % kStageVecs;
+#pragma unroll
+        for (int i = 0; i < kStageVecs; i++) {
+            const unsigned o = unsigned(i) * 4u + ln / kStageVecs;
+            const unsigned long long at = __shfl_sync(0xffffffffu, from, int(o));
+            if ((wholes >> o) & 1u)
+                copy16_async(stage + o * kStageVecs + (jj ^ (o % kStageVecs)),
+                             reinterpret_cast<const void *>(at + (unsigned long long)(s * kStageVecs + int(jj)) * 16u));
+        }
+        commit_copies();
+        wait_copies<0>();
+        __syncwarp();
+        if (whole)
+#pragma unroll
+            for (int u = 0; u < kStageVecs; u++) {
+                const Vec w = *reinterpret_cast<const Vec *>(stage + lane * kStageVecs + (unsigned(u) ^ (lane % kStageVecs)));
+                const int j = s * kStageVecs + u;
+                const u64 r = r0 + u64(j / kRowVecs) * kRowsPer;
+#pragma unroll
+                for (int e = 0; e < kV; e++) {
+                    if constexpr (kP == 0) f[0].add(acc[0], w.v[e], r + e);
+                    else if constexpr (kRowVecs > 1) f[(u % kRowVecs) * kV + e].add(acc[(u % kRowVecs) * kV + e], w.v[e], r);
+                    else f[e % kP].add(acc[e % kP], w.v[e], r + e / kP);
+                }
+            }
+        __syncwarp();                                   /* read before the next stage's copies land */
+    }
+    if (whole)
+#pragma unroll
+        for (int k = 0; k < kPer; k++) f[k].finish(acc[k], r0 + kColRows);
+}
+
 /* q = x / d and r = x % d, in 32 bits where both fit (64-bit division is a long software sequence). */
 GR_DEV void divmod(u64 x, u64 d, u64 &q, u64 &r) {
     if ((x | d) <= 0xffffffffull) {
@@ -272,7 +377,7 @@ template <int kP, class Op, class In> struct ColShared {
     static constexpr size_t kBytes = kColThreads * kTreeCols * sizeof(Acc);
 };
 
-template <int kP, class W, class Op, class In>
+template <int kP, class W, class Op, class In, bool kStaged>
 GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
     using Acc = typename Op::acc_t;
     using S = ColShared<kP, Op, In>;
@@ -289,6 +394,7 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
     const u64 groups = (a.R + kColGroupRows - 1) / kColGroupRows, pairs = a.A * groups;   /* (batch, group) */
     const u64 blocks = (pairs + per_block - 1) / per_block * tiles;
     const bool last_pass = groups == 1;
+    uint4 *stage = reinterpret_cast<uint4 *>(raw) + (t / 32u) * 32u * kStageVecs;
     for (u64 b = blockIdx.x; b < blocks; b += gridDim.x) {
         u64 xt, pb, ai, g;
         divmod(b, tiles, pb, xt);
@@ -302,7 +408,15 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
         const u64 r0 = g * kColGroupRows + u64(y) * kColRows;
         const u64 r1 = !mine || r0 >= a.R ? r0 : r0 + kColRows < a.R ? r0 + kColRows : a.R;
         const In *col = in + (long long)ai * a.sa + (long long)c0 * a.sc;
-        if (r0 < r1) fold_columns<kP, Op>(a, col, r0, r1, acc);
+        if constexpr (kStaged) {
+            const In *at = col + (kP == 0 ? (long long)r0 : (long long)r0 * a.sr);
+            const bool whole = mine && r1 - r0 == u64(kColRows) && (reinterpret_cast<uptr>(at) & 15) == 0;
+            fold_staged<kP, Op>(at, whole, stage, r0, acc);
+            if (!whole && r0 < r1) fold_plain<kP, Op>(a, col, r0, r1, acc);
+            if (tree > 1) __syncthreads();              /* the tree below reuses the stages' memory */
+        } else if (r0 < r1) {
+            fold_columns<kP, Op>(a, col, r0, r1, acc);
+        }
         /* the group's tree: y combines with y + d, d = tree / 2 .. 1 (kTreeCols columns of the pack at a
          * time) */
 #pragma unroll
@@ -336,24 +450,43 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
 
 /* The first pass (kData: In is the data) with its pack size chosen at run time, or a later one (In: the
  * accumulators, one column a thread). One shared buffer, as large as the largest pass's, serves them all
- * (each function's own array would add up past the 48 KiB a block may have). */
-template <class W, class Op, class In, bool kData> GR_DEV void columns_body(const ColArgs &a) {
+ * (each function's own array would add up past the 48 KiB a block may have). kStaged: a first pass whose
+ * runs are read staged (a.staged > 0), a kernel of its own: the stages' registers in the kernel every
+ * layout takes held it to two blocks an SM (128 registers a thread; argmax 168), which made argmax and
+ * var down wide columns 1.7x slower (H200). */
+template <class W, class Op, class In, bool kData, bool kStaged = false> GR_DEV void columns_body(const ColArgs &a) {
     constexpr size_t k0 = ColShared<0, Op, In>::kBytes, k1 = ColShared<1, Op, In>::kBytes;
     constexpr size_t k2 = ColShared<2, Op, In>::kBytes, k4 = ColShared<4, Op, In>::kBytes;
     constexpr size_t k8 = ColShared<8, Op, In>::kBytes;
     constexpr size_t kData01 = k0 > k1 ? k0 : k1, kData24 = k2 > k4 ? k2 : k4;
     constexpr size_t kAll = kData01 > kData24 ? (kData01 > k8 ? kData01 : k8) : (kData24 > k8 ? kData24 : k8);
-    __shared__ __align__(16) unsigned char raw[kData ? kAll : k1];
-    if constexpr (kData && sizeof(In) <= 8) {
+    constexpr size_t k16 = ColShared<16, Op, In>::kBytes, kTrees = kAll > k16 ? kAll : k16;
+    constexpr size_t kStagedAll = kTrees > kStageBytes ? kTrees : kStageBytes;
+    __shared__ __align__(16) unsigned char raw[!kData ? k1 : kStaged ? kStagedAll : kAll];
+    if constexpr (kStaged) {
+        /* the staged forms: rows of up to 32 bytes (the packs of 32-byte rows exist only here) */
+        static_assert(kData && may_stage(int(sizeof(In))), "only a first pass of 2- to 8-byte elements stages");
         switch (a.pack) {
-        case 0: return columns_pass<0, W, Op, In>(a, raw);
-        case 2: return columns_pass<2, W, Op, In>(a, raw);
-        case 4: if constexpr (sizeof(In) <= 4) return columns_pass<4, W, Op, In>(a, raw); else break;
-        case 8: if constexpr (sizeof(In) <= 2) return columns_pass<8, W, Op, In>(a, raw); else break;
+        case 0: return columns_pass<0, W, Op, In, true>(a, raw);
+        case 2: return columns_pass<2, W, Op, In, true>(a, raw);
+        case 4: if constexpr (sizeof(In) <= 4 || kRowOf32<Op, In>) return columns_pass<4, W, Op, In, true>(a, raw); else break;
+        case 8: if constexpr (sizeof(In) == 2 || (sizeof(In) == 4 && kRowOf32<Op, In>)) return columns_pass<8, W, Op, In, true>(a, raw); else break;
+        case 16: if constexpr (sizeof(In) == 2 && kRowOf32<Op, In>) return columns_pass<16, W, Op, In, true>(a, raw); else break;
         default: break;
         }
+        __trap();                                       /* the host stages only the forms above */
+    } else {
+        if constexpr (kData && sizeof(In) <= 8) {
+            switch (a.pack) {
+            case 0: return columns_pass<0, W, Op, In, false>(a, raw);
+            case 2: return columns_pass<2, W, Op, In, false>(a, raw);
+            case 4: if constexpr (sizeof(In) <= 4) return columns_pass<4, W, Op, In, false>(a, raw); else break;
+            case 8: if constexpr (sizeof(In) <= 2) return columns_pass<8, W, Op, In, false>(a, raw); else break;
+            default: break;
+            }
+        }
+        columns_pass<1, W, Op, In, false>(a, raw);
     }
-    columns_pass<1, W, Op, In>(a, raw);
 }
 
 }  // namespace gr

@@ -15,9 +15,9 @@ using gr::u64;
 
 static_assert(gr::kColGroupRows == GR_COLUMN_GROUP_ROWS, "one group size for the kernel and the engine");
 
-template <class W, class Op, class In, bool kData>
+template <class W, class Op, class In, bool kData, bool kStaged>
 __global__ void __launch_bounds__(gr::kColThreads) columns_kernel(gr::ColArgs a) {
-    gr::columns_body<W, Op, In, kData>(a);
+    gr::columns_body<W, Op, In, kData, kStaged>(a);
 }
 
 static u64 groups_of(u64 r) { return (r + gr::kColGroupRows - 1) / gr::kColGroupRows; }
@@ -43,7 +43,7 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
     /* the two halves of the scratch: the first pass's groups, then the second's */
     char *half[2] = {(char *)L->scratch, (char *)L->scratch + (L->A * g1 * L->C * sizeof(Acc) + 255) / 256 * 256};
     gr::ColArgs a = {L->in, L->A, L->R, L->C, (long long)L->sa, (long long)L->sr, (long long)L->sc, L->R, L->out[0],
-                     L->out[1], (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, 1, 1};
+                     L->out[1], (long long)L->oa, (long long)L->oc, half[0], L->ddof, L->pack, 1, 1, 0};
     auto grid_for = [&](gr::ColArgs &x) {
         shape(x);
         const u64 cols = x.pack > 1 ? u64(x.pack) : 1;
@@ -52,8 +52,17 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
         const u64 blocks = (x.A * groups_of(x.R) + per_block - 1) / per_block * tiles;
         return unsigned(blocks < L->grid ? (blocks ? blocks : 1) : L->grid);
     };
+    /* rows of 32 bytes are one pack only where staged (column_staged), and for ops of light state
+     * (kRowOf32); elsewhere they take half-row packs */
+    if (a.pack * int(sizeof(In)) == 32 && (a.R < u64(gr::kColRows) || !gr::kRowOf32<Op, In>)) a.pack /= 2;
     unsigned grid = grid_for(a);
-    columns_kernel<W, Op, In, true><<<grid, gr::kColThreads, 0, st>>>(a);
+    a.staged = gr::column_staged(a, int(sizeof(In))) ? 1 : 0;
+    if constexpr (gr::may_stage(int(sizeof(In)))) {
+        if (a.staged) columns_kernel<W, Op, In, true, true><<<grid, gr::kColThreads, 0, st>>>(a);
+        else columns_kernel<W, Op, In, true, false><<<grid, gr::kColThreads, 0, st>>>(a);
+    } else {
+        columns_kernel<W, Op, In, true, false><<<grid, gr::kColThreads, 0, st>>>(a);
+    }
     int pass = 0;
     for (u64 groups = g1; groups > 1; groups = groups_of(groups)) {
         /* the next pass reads the groups as its rows: A x groups x C accumulators, one column a thread */
@@ -65,9 +74,10 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
         a.sr = (long long)C;
         a.sc = 1;
         a.pack = 1;
+        a.staged = 0;
         a.partials = half[++pass & 1];
         grid = grid_for(a);
-        columns_kernel<W, gr::AccInput<Op>, Acc, false><<<grid, gr::kColThreads, 0, st>>>(a);
+        columns_kernel<W, gr::AccInput<Op>, Acc, false, false><<<grid, gr::kColThreads, 0, st>>>(a);
     }
     return GR_CHECK_LAUNCH(L);
 }
