@@ -459,6 +459,22 @@ describe("reductions along axes: larger shapes", function()
       end)
     end
   end
+
+  -- on the GPU: short columns (64 rows or fewer: one run a group, no tree) of many columns a block, one
+  -- batch's columns over several blocks (the last one partial), and whole rows of batches back to back;
+  -- results of one and two buffers, of 1 to 8 bytes
+  for _, dtype in ipairs({ "float32", "bfloat16", "float64", "int8", "int64", "float16", "bool" }) do
+    local ops = { { op = "sum" }, { op = "argmax" }, { op = "mean" }, { op = "minmax" }, { op = "count" } }
+    if dtype ~= "bool" then ops[#ops + 1] = { op = "var" } end
+    local plan = { views = { VIEWS[1] }, axes = function(nd) return { nd - 1 } end,
+      sets = R.DTYPES[dtype].bool and { "ties" } or (is_float(dtype) and { "specials", "ties", "wide" } or { "wide", "ties" }),
+      keepdims = { false, true }, ops = ops, skip = 0 }
+    for _, shape in ipairs({ { 16, 4096 }, { 64, 1000 }, { 50, 16, 8 }, { 7, 40, 1024 } }) do
+      H.gpu_it(string.format("device %s %s: short columns, many a block", dtype, shape_text(shape)), function()
+        check_shape(dtype, shape, "device", plan)
+      end)
+    end
+  end
 end)
 
 ---------------------------------------------------------------------------------------------------
