@@ -380,9 +380,10 @@ GR_DEV void divmod(u64 x, u64 d, u64 &q, u64 &r) {
  * the tree over them is the full one's, its missing runs being identities). blocks: ceil(A x groups /
  * per_block) x ceil(packs / tile), walked by the grid; the groups side by side in a block are
  * consecutive (batch, group) pairs, so short columns of many batches fill the block too. The tree
- * combines every column of a pack at once where their values fit 16 KiB of shared memory. (Rows read
- * through shared memory tiles, a warp loading 32 runs' stretches together, measured slower than each
- * thread reading its own run: 46-66% of the read kernel against 66-72%, H200.) */
+ * combines every column of a pack at once where their values fit 16 KiB of shared memory. (An earlier
+ * tile of rows loaded through shared memory with plain loads measured slower than each thread reading
+ * its own run, 46-66% of the read kernel against 66-72% (H200); the staged runs above, copied with
+ * cp.async a warp at a time, are faster where a run is one stretch: 87-89% against 64-68%, H100.) */
 /* How a pass with P = kP uses shared memory: the tree's values, every column of a pack at once where
  * they fit 16 KiB (the exact moments' accumulators alone take 48 KiB for a block). */
 template <int kP, class Op, class In> struct ColShared {
