@@ -48,18 +48,23 @@ static element_read read_of(gr_dtype t) {
 
 int gr_exact_takes(gr_dtype t) { return read_of(t) != READ_NONE; }
 
+/* Element i of p, of a dtype read as r, as the double it is exactly. */
+static double element(const void *p, size_t i, element_read r) {
+    return r == READ_FLOAT ? (double)((const float *)p)[i]
+         : r == READ_DOUBLE ? ((const double *)p)[i]
+         : r == READ_F16 ? gr_f16_to_double(((const uint16_t *)p)[i])
+         : r == READ_BF16 ? gr_bf16_to_double(((const uint16_t *)p)[i])
+         : r == READ_E4M3 ? gr_e4m3_to_double(((const uint8_t *)p)[i])
+                          : gr_e5m2_to_double(((const uint8_t *)p)[i]);
+}
+
 void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op op) {
     int sums = gr_x_sums_of(op), skip = gr_x_skips_nan(op), absolute = gr_x_takes_abs(op);
     element_read r = read_of(t);
     if (r == READ_NONE) return;
     const size_t every = (size_t)1 << 30;
     for (size_t i = 0; i < n; i++) {
-        double x = r == READ_FLOAT ? (double)((const float *)p)[i]
-                 : r == READ_DOUBLE ? ((const double *)p)[i]
-                 : r == READ_F16 ? gr_f16_to_double(((const uint16_t *)p)[i])
-                 : r == READ_BF16 ? gr_bf16_to_double(((const uint16_t *)p)[i])
-                 : r == READ_E4M3 ? gr_e4m3_to_double(((const uint8_t *)p)[i])
-                                  : gr_e5m2_to_double(((const uint8_t *)p)[i]);
+        double x = element(p, i, r);
         if (absolute) x = fabs(x);
         add_one(a, x, sums, skip);
         if ((i + 1) % every == 0) {
@@ -69,4 +74,37 @@ void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op 
     }
     gr_x_normalise(a->w[0], GR_XDIGITS);
     gr_x_normalise(a->w[1], GR_XDIGITS);
+}
+
+/* One product into S, as cuda/kernels/exact.cu's ExactThread::product adds it: a product of two finite
+ * values exactly (two halves, each a term at scale 2^e2), one with a NaN or an infinity as the flag of
+ * its IEEE value (inf * 0 is NaN). A zero product keeps the sum's -0.0 rule: it is -0.0 when the signs
+ * differ. */
+static void add_product(gr_xsum *a, double x, double y) {
+    double p = x * y;
+    if (x - x != 0 || y - y != 0) {
+        a->flags |= gr_x_flag_of(p);
+        return;
+    }
+    if (x == 0 || y == 0) {
+        if (!(gr_x_bits(p) >> 63)) a->flags |= GR_X_NOT_NEG_ZERO;
+        return;
+    }
+    double hi, lo;
+    int e2;
+    gr_x_product(x, y, &hi, &lo, &e2);
+    a->flags |= GR_X_NOT_NEG_ZERO;
+    gr_x_add(a->w[0], hi, e2);
+    gr_x_add(a->w[0], lo, e2);
+}
+
+void gr_exact_add_products(gr_xsum *a, const void *x, const void *y, size_t n, gr_dtype t) {
+    element_read r = read_of(t);
+    if (r == READ_NONE) return;
+    const size_t every = (size_t)1 << 29;       /* two terms per product */
+    for (size_t i = 0; i < n; i++) {
+        add_product(a, element(x, i, r), element(y, i, r));
+        if ((i + 1) % every == 0) gr_x_normalise(a->w[0], GR_XDIGITS);
+    }
+    gr_x_normalise(a->w[0], GR_XDIGITS);
 }

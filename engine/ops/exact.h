@@ -13,5 +13,8 @@ int gr_exact_takes(gr_dtype t);
  * (gr_x_sums_of): each element (asum: its absolute value), or its exact square, or both; NaN elements
  * skipped and counted where the op skips them. */
 void gr_exact_add_values(gr_xsum *a, const void *p, size_t n, gr_dtype t, gr_op op);
+/* Adds the exact products x[i] y[i] of n elements of dtype t (as above) at x and y into the sum S: the
+ * exact dot product (gr.dot at gpu_to_gpu). A NaN or infinite product only sets its flag. */
+void gr_exact_add_products(gr_xsum *a, const void *x, const void *y, size_t n, gr_dtype t);
 
 #endif

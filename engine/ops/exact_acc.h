@@ -94,32 +94,42 @@ GR_HD int gr_x_split(double v, int e2, int *k, int64_t d[3]) {
     return bits >> 63 ? -1 : 1;
 }
 
-/* x squared as (hi + lo) 2^e2, exactly, for any finite x: x = m 2^e with m in [1, 2), m m = hi + lo (a
- * product's rounding error is a double when nothing underflows, as here), e2 = 2 e. */
-GR_HD void gr_x_square(double x, double *hi, double *lo, int *e2) {
-    uint64_t bits = gr_x_bits(x) & ~(1ull << 63), m = bits & ((1ull << 52) - 1);
-    if (bits == 0) {
-        *hi = *lo = 0.0;
-        *e2 = 0;
-        return;
-    }
-    int biased = (int)(bits >> 52), e = biased - 1023;
+/* x as f 2^e with |f| in [1, 2), f of x's sign (x finite and non-zero; subnormals normalised). */
+GR_HD double gr_x_unit(double x, int *e) {
+    uint64_t bits = gr_x_bits(x), m = bits & ((1ull << 52) - 1);
+    int biased = (int)(bits >> 52 & 0x7ff);
+    *e = biased - 1023;
     if (!biased) {                          /* subnormal: m 2^-1074, normalised to m's top bit */
         int top = 63;
         while (!(m >> top)) top--;
         m = (m << (52 - top)) & ((1ull << 52) - 1);
-        e = top - 1074;
+        *e = top - 1074;
     }
-    double f = gr_x_double(1023ull << 52 | m);
-#ifdef __CUDA_ARCH__
-    *hi = __dmul_rn(f, f);
-    *lo = __fma_rn(f, f, -*hi);
-#else
-    *hi = f * f;                            /* ISO C: no contraction into an fma */
-    *lo = fma(f, f, -*hi);
-#endif
-    *e2 = 2 * e;
+    return gr_x_double((bits & (1ull << 63)) | 1023ull << 52 | m);
 }
+
+/* x y as (hi + lo) 2^e2, exactly, for any finite x and y: each scaled to [1, 2) first, so that the
+ * product's rounding error is a double (nothing underflows), e2 the sum of their exponents. */
+GR_HD void gr_x_product(double x, double y, double *hi, double *lo, int *e2) {
+    if (x == 0 || y == 0) {
+        *hi = *lo = 0.0;
+        *e2 = 0;
+        return;
+    }
+    int ex, ey;
+    double f = gr_x_unit(x, &ex), g = gr_x_unit(y, &ey);
+#ifdef __CUDA_ARCH__
+    *hi = __dmul_rn(f, g);
+    *lo = __fma_rn(f, g, -*hi);
+#else
+    *hi = f * g;                            /* ISO C: no contraction into an fma */
+    *lo = fma(f, g, -*hi);
+#endif
+    *e2 = ex + ey;
+}
+
+/* x squared as (hi + lo) 2^e2, exactly, for any finite x (gr_x_product). */
+GR_HD void gr_x_square(double x, double *hi, double *lo, int *e2) { gr_x_product(x, x, hi, lo, e2); }
 
 /* A term added to the words with plain additions (the host's way; the device's is atomic). */
 GR_HD void gr_x_add(int64_t *w, double v, int e2) {
