@@ -88,7 +88,7 @@ GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes,
     return T::value(acc);
 }
 
-/* One body for every way of sharing (a kernel per way would triple the instantiations: an op on a
+/* One walk for every way of sharing (a kernel per way would triple the instantiations: an op on a
  * dtype is already one kernel per pair):
  *   g <= 32   g lanes per segment (g a power of two); the warps of the grid walk the segments 32 / g
  *             at a time -- the walk is the warp's, not the group's, so that every lane of a warp reaches
@@ -97,11 +97,17 @@ GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes,
  *             segment: block b takes part b % splits of segment b / splits, and the last block of a
  *             segment to finish combines the parts in a fixed order (so the result does not depend on
  *             which came last), leaving the segment's counter zero again.
- * The kernel around it takes blocks of up to 1024 threads (the policy's largest). */
-template <class W, class Op, class In>
-GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
+ * What a segment is and how a lane folds its share come from the reader R:
+ *   R::span_t r.span(s)          segment s (span_t has its length n; a default one is empty)
+ *   r.share(sp, lo, hi, l, ls)   lane l of ls's fold of the span's elements [lo, hi)
+ *   R::kUnit                     the elements of a 16-byte run: parts start on multiples of it
+ * (SegReader below, one input; gr.dot's reader of two inputs is cuda/kernels/dot.cu's). The kernel around
+ * it takes blocks of up to 1024 threads (the policy's largest). */
+template <class W, class Op, class R>
+GR_DEV void walk_segments(const SegArgs &a, int g, int splits, typename Op::acc_t *partials, unsigned *counters,
+                          const R &r) {
     using Acc = typename Op::acc_t;
-    const In *in = static_cast<const In *>(a.in);
+    using S = typename R::span_t;
     if (g > 0) {
         const unsigned per_warp = 32u / unsigned(g), lane = threadIdx.x % unsigned(g);
         const unsigned group = (threadIdx.x % 32) / unsigned(g);
@@ -109,10 +115,10 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
         for (u64 s0 = warp * per_warp; s0 < a.k; s0 += warps * per_warp) {
             const u64 s = s0 + group;
             Acc v = Op::identity();
-            Span<In> sp = {in, 0};
+            S sp{};
             if (s < a.k) {
-                sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
-                v = lane_share<Op>(sp, lane, unsigned(g));
+                sp = r.span(s);
+                v = r.share(sp, 0, sp.n, lane, unsigned(g));
             }
             for (unsigned d = unsigned(g) / 2; d > 0; d >>= 1) v = Op::combine(v, shfl_xor(v, d));
             if (s < a.k && lane == 0) W::write(v, sp.n, a.ddof, a.out0, a.out1, s);
@@ -121,21 +127,21 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
     }
     if (splits <= 1) {
         for (u64 s = blockIdx.x; s < a.k; s += gridDim.x) {
-            const Span<In> sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
-            Acc v = block_reduce<Op>(lane_share<Op>(sp, threadIdx.x, blockDim.x));
+            const S sp = r.span(s);
+            Acc v = block_reduce<Op>(r.share(sp, 0, sp.n, threadIdx.x, blockDim.x));
             if (threadIdx.x == 0) W::write(v, sp.n, a.ddof, a.out0, a.out1, s);
         }
         return;
     }
     __shared__ bool is_last;
     const u64 s = blockIdx.x / unsigned(splits), part = blockIdx.x % unsigned(splits);
-    const Span<In> sp = segment_span(in, a.size, a.pitch, a.offsets, a.items, s);
+    const S sp = r.span(s);
     /* whole 16-byte runs per part keep every part's start aligned like the segment's */
-    const u64 unit = vectorizable_v<In> ? 16 / sizeof(In) : 1;
+    const u64 unit = R::kUnit;
     const u64 units = (sp.n + unit - 1) / unit;          /* a part run short at the end is covered too */
     const u64 per = (units + unsigned(splits) - 1) / unsigned(splits) * unit;
     const u64 lo = part * per < sp.n ? part * per : sp.n, hi = lo + per < sp.n ? lo + per : sp.n;
-    Acc v = block_reduce<Op>(lane_share<Op>(Span<In>{sp.p + lo, hi - lo}, threadIdx.x, blockDim.x, lo));
+    Acc v = block_reduce<Op>(r.share(sp, lo, hi, threadIdx.x, blockDim.x));
     if (threadIdx.x == 0) {
         partials[blockIdx.x] = v;
         __threadfence();
@@ -157,6 +163,25 @@ GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc
     if (threadIdx.x != 0) return;
     W::write(t, sp.n, a.ddof, a.out0, a.out1, s);
     counters[s] = 0;
+}
+
+/* The segments of one input (or reduce_many's items), each lane's share folded by lane_share. */
+template <class Op, class In> struct SegReader {
+    using span_t = Span<In>;
+    static constexpr u64 kUnit = vectorizable_v<In> ? 16 / sizeof(In) : 1;
+    const SegArgs *a;
+    GR_DEV span_t span(u64 s) const {
+        return segment_span(static_cast<const In *>(a->in), a->size, a->pitch, a->offsets, a->items, s);
+    }
+    GR_DEV typename Op::acc_t share(const span_t &sp, u64 lo, u64 hi, unsigned lane, unsigned lanes) const {
+        return lane_share<Op>(span_t{sp.p + lo, hi - lo}, lane, lanes, lo);
+    }
+};
+
+/* Every segment of one input reduced with Op, its result written by W. */
+template <class W, class Op, class In>
+GR_DEV void segmented_body(const SegArgs &a, int g, int splits, typename Op::acc_t *partials, unsigned *counters) {
+    walk_segments<W, Op>(a, g, splits, partials, counters, SegReader<Op, In>{&a});
 }
 
 }  // namespace gr
