@@ -278,6 +278,23 @@ int gr_pending_ready(gr_context *ctx, gr_pending *p);              /* 1 done, 0 
 gr_status gr_pending_wait(gr_context *ctx, gr_pending *p, gr_result *result);   /* may be called again */
 void gr_pending_free(gr_context *ctx, gr_pending *p);              /* waits for unfinished work first */
 
+/* The dot product of a and b: the sum of a[i] b[i] over their elements, in the sum's accumulator of their
+ * dtype (opts.acc as for sum: float32 for float32 and the small floats, float64 for float64, 64 bits
+ * wrapping for the integers and bool). a and b have one dtype and one shape, on one side and device;
+ * strided views are read through compact copies. o->op must be GR_SUM; the kernel options (variant,
+ * block, grid, finish, threshold) are refused; determinism and stream are taken (gpu_to_gpu: the exactly
+ * rounded sum of the exact products, the same bits on every GPU and the cpu backend). */
+gr_status gr_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, gr_result *result);
+/* The same started on the device; gr_pending_wait gives the value (the pending holds both inputs). */
+gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, gr_pending **out);
+
+/* A dot product along axes (a bit per 0-based axis) of views a and b of one shape: out[0] holds one result
+ * per position of the kept axes, compact, in their row-major order (keepdims or not: the same elements).
+ * The pair is read as compact copies with the reduced axes last where it is not already so; each result's
+ * bits depend only on the reduced axes' length (the rows' launch shape), not on how many results there are. */
+gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
+                      gr_buffer *out[2]);
+
 /* Streamed host data: a host buffer (pinned for full speed) is copied to the device in chunks of
  * chunk_bytes on `streams` streams, each chunk reduced by a single-pass kernel as soon as it has landed,
  * so copies overlap with the reduction of the chunks before them; the chunk values are combined in
@@ -296,6 +313,12 @@ typedef struct gr_segments {
     size_t size;
     const gr_buffer *offsets;
 } gr_segments;
+
+/* A dot product per segment of a and b (compact, one dtype and shape): segment s of each is the same
+ * elements (gr_segments as for gr_reduce_segments); the results, the sum's dtype (gr_segment_result_dtypes
+ * of GR_SUM), into out[0] on a's side. Synchronous, on the context's stream; no o->stream. */
+gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                          gr_buffer *out[2]);
 
 /* The dtypes of a segmented reduction's results: *count buffers (1, or 2 for argmin, argmax, minmax). */
 gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count);
@@ -724,6 +747,12 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
 /* The ceiling: a kernel that only reads every byte of b (16-byte loads, a grid-stride loop, nothing
  * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
+/* gr_dot(a, b) timed like gr_bench (the bytes of both inputs in the figure); gr_dot_axes into out like
+ * gr_bench_axes (device events around each whole call on device data). */
+gr_status gr_bench_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, int warmup, int reps,
+                       gr_bench_result *out);
+gr_status gr_bench_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
+                            gr_buffer *out[2], int warmup, int reps, gr_bench_result *result);
 
 /* Times a reduction along axes into out (as gr_reduce_axes): device events around each call on device
  * data, the clock otherwise. */

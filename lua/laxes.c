@@ -16,10 +16,10 @@ static unsigned axes_mask(lua_State *L, gr_buffer *b, const lgr_request *r) {
     for (int i = 0; i < r->naxes; i++) {
         lua_Integer a = r->axes[i], d = a > 0 ? a - 1 : nd + a;
         if (a == 0 || d < 0 || d >= nd)
-            luaL_argerror(L, 2, lua_pushfstring(L, "opts.axis: %I is not an axis of this %d-axis buffer (accepted: 1 "
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.axis: %I is not an axis of this %d-axis buffer (accepted: 1 "
                                                    "to %d, or -%d to -1 from the end)", a, nd, nd, nd));
         if (mask >> d & 1)
-            luaL_argerror(L, 2, lua_pushfstring(L, "opts.axis: axis %d is named twice (each axis once)", (int)d + 1));
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.axis: axis %d is named twice (each axis once)", (int)d + 1));
         mask |= 1u << d;
     }
     return mask;
@@ -48,28 +48,28 @@ static const char *shape_text(char *text, size_t cap, int nd, const size_t *shap
  * to check). */
 static void given_outs(lua_State *L, const lgr_request *r, int count, int nd, const size_t *shape, gr_buffer *out[2]) {
     int base = lua_gettop(L);
-    lua_getfield(L, 2, "out");
+    lua_getfield(L, r->arg, "out");
     if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
         if (lgr_list_len(L, base + 1, "opts.out: ") != count)
-            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op), count,
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op), count,
                                                 count > 1 ? "s" : "", count > 1 ? "a table of two buffers" : "one buffer"));
         for (int i = 0; i < count; i++) lua_geti(L, base + 1, i + 1);
         lua_remove(L, base + 1);
     } else if (count > 1) {
-        luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two buffers",
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has two results: give a table of two buffers",
                                             gr_op_name(r->o.op)));
     }
     for (int i = 0; i < count; i++) {
         lbuffer *u = luaL_testudata(L, base + 1 + i, BUFFER_MT);
         if (!u || !u->b)
-            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out%s: expected a gpureduce.Buffer", count > 1 ? (i ? "[2]" : "[1]") : ""));
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out%s: expected a gpureduce.Buffer", count > 1 ? (i ? "[2]" : "[1]") : ""));
         size_t got[GR_MAX_DIMS];
         int gnd = gr_buffer_ndim(u->b), same = gnd == nd;
         gr_buffer_layout(u->b, got, NULL);
         for (int d = 0; d < nd && same; d++) same = got[d] == shape[d];
         if (!same) {
             char want[200], have[200];
-            luaL_argerror(L, 2, lua_pushfstring(L, "opts.out%s: must have the result's shape %s (got %s)",
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out%s: must have the result's shape %s (got %s)",
                                                 count > 1 ? (i ? "[2]" : "[1]") : "", shape_text(want, sizeof want, nd, shape),
                                                 shape_text(have, sizeof have, gnd, got)));
         }
@@ -83,7 +83,7 @@ int lgr_reduce_axes(lua_State *L, gr_buffer *b, const lgr_request *r) {
     int count = lgr_axes_outs(L, b, r, &mask, out);
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_axes(lgr_ctx(L), b, &r->o, mask, out));
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
     return count;
 }
 
@@ -96,7 +96,7 @@ int lgr_axes_outs(lua_State *L, gr_buffer *b, const lgr_request *r, unsigned *ax
     gr_dtype dt[2];
     int count = 1;
     gr_status st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count);
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
     out[0] = out[1] = NULL;
     if (r->has_out) {
         given_outs(L, r, count, nd, shape, out);
@@ -104,10 +104,10 @@ int lgr_axes_outs(lua_State *L, gr_buffer *b, const lgr_request *r, unsigned *ax
         for (int i = 0; i < count; i++) {
             lbuffer *u = lgr_new_buffer_ud(L);
             LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], gr_buffer_where(b), gr_buffer_device(b), &u->b));
-            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+            if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
             lgr_track(L, k * gr_dtype_size(dt[i]));
             gr_buffer *shaped;
-            if ((st = gr_buffer_view(ctx, u->b, nd, shape, &shaped)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+            if ((st = gr_buffer_view(ctx, u->b, nd, shape, &shaped)) != GR_OK) return lgr_fail(L, st, r->arg, NULL);
             gr_buffer_free(ctx, u->b);
             u->b = shaped;
             out[i] = shaped;

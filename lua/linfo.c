@@ -51,7 +51,7 @@ int lgr_plan(lua_State *L) {
     return 1;
 }
 
-static void push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
+void lgr_push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer) {
     lua_createtable(L, 0, 13);
     lgr_set_num(L, "ms", r->ms);
     lgr_set_num(L, "ms_min", r->ms_min);
@@ -78,7 +78,7 @@ int lgr_bench(lua_State *L) {
         gr_status st = gr_bench_axes(lgr_ctx(L), v, &x.o, axes, out, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
         int device = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA && gr_buffer_where(v) == GR_DEVICE;
-        push_bench(L, &r, v, device ? "events" : "clock");
+        lgr_push_bench(L, &r, v, device ? "events" : "clock");
         return 1;
     }
     gr_buffer *b = lgr_check_reduced_buffer(L, 1, lgr_request_order_free(&x));
@@ -92,20 +92,20 @@ int lgr_bench(lua_State *L) {
         gr_status st = gr_bench_segments(ctx, b, &x.o, &seg, out, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
         int device = gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
-        push_bench(L, &r, b, device ? "events" : "clock");
+        lgr_push_bench(L, &r, b, device ? "events" : "clock");
         return 1;
     }
     if (x.streamed) {
         gr_status st = gr_bench_streamed(ctx, b, &x.o, x.chunk, x.streams, x.warmup, x.reps, &r);
         if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-        push_bench(L, &r, b, "clock");
+        lgr_push_bench(L, &r, b, "clock");
         return 1;
     }
     gr_plan p;
     gr_status st = gr_plan_make(ctx, b, &x.o, &p);
     if (st == GR_OK) st = gr_bench(ctx, b, &x.o, x.warmup, x.reps, &r);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    push_bench(L, &r, b, p.npasses && !p.pass[0].on_host ? "events" : "clock");
+    lgr_push_bench(L, &r, b, p.npasses && !p.pass[0].on_host ? "events" : "clock");
     push_plan(L, &p);
     lua_setfield(L, -2, "plan");
     return 1;
@@ -125,7 +125,7 @@ int lgr_bench_read(lua_State *L) {
     gr_bench_result r;
     gr_status st = gr_bench_read(lgr_ctx(L), b, x.warmup, x.reps, &r);
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    push_bench(L, &r, b, "events");
+    lgr_push_bench(L, &r, b, "events");
     return 1;
 }
 

@@ -29,4 +29,7 @@ int lgr_variants(lua_State *L);
 /* The registry entry of variant i as gr.variants() lists it, pushed. */
 void lgr_push_variant(lua_State *L, int i);
 
+/* A bench result as gr.bench returns it: times, bandwidth, the buffer's size and bytes, the timer. */
+void lgr_push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const char *timer);
+
 #endif

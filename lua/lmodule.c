@@ -12,17 +12,18 @@
 #include "lkernel.h"
 #include "loperator.h"
 #include "lreduce.h"
+#include "ldot.h"
 #include "lsharded.h"
 #include "lstream.h"
 
 static const luaL_Reg module_funcs[] = {
     {"backend", lgr_backend}, {"bench", lgr_bench},
-    {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"comm", lgr_comm},
+    {"bench_dot", lgr_bench_dot}, {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"comm", lgr_comm},
     {"comm_id", lgr_comm_id}, {"copy", lgr_copy},
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault},
     {"debug_float_decode", lgr_debug_float_decode}, {"debug_float_device", lgr_debug_float_device},
     {"debug_float_encode", lgr_debug_float_encode}, {"device", lgr_device},
-    {"devices", lgr_devices}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel},
+    {"devices", lgr_devices}, {"dot", lgr_dot}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel},
     {"kernel_compile", lgr_kernel_compile}, {"kernel_source", lgr_kernel_source},
     {"memory_limit", lgr_memory_limit}, {"nccl_version", lgr_nccl_version},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},

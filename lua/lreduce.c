@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* nout: the result buffers of a reduction along axes (user values 3 and 4), which wait returns */
-typedef struct { gr_pending *p; int nout; } lpending;
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
@@ -211,12 +209,17 @@ static void hold_while_in_flight(lua_State *L, const lgr_request *r) {
     }
 }
 
+lgr_pending *lgr_new_pending(lua_State *L, int nout) {
+    lgr_pending *u = lua_newuserdatauv(L, sizeof *u, 2 + nout);
+    u->p = NULL;
+    u->nout = nout;
+    luaL_setmetatable(L, PENDING_MT);
+    return u;
+}
+
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
-    lpending *u = lua_newuserdatauv(L, sizeof *u, 2);
-    u->p = NULL;
-    u->nout = 0;
-    luaL_setmetatable(L, PENDING_MT);
+    lgr_pending *u = lgr_new_pending(L, 0);
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -230,10 +233,7 @@ static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_buffer *out[2] = {NULL, NULL};
     int count = lgr_axes_outs(L, b, r, &mask, out);
     int first = lua_gettop(L) - count + 1;
-    lpending *u = lua_newuserdatauv(L, sizeof *u, 4);
-    u->p = NULL;
-    u->nout = count;
-    luaL_setmetatable(L, PENDING_MT);
+    lgr_pending *u = lgr_new_pending(L, count);
     gr_status st;
     LGR_RETRY(L, st, gr_reduce_axes_async(lgr_ctx(L), b, &r->o, mask, out, &u->p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
@@ -246,7 +246,7 @@ static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
 }
 
 static gr_pending *check_pending(lua_State *L, int arg) {
-    lpending *u = luaL_checkudata(L, arg, PENDING_MT);
+    lgr_pending *u = luaL_checkudata(L, arg, PENDING_MT);
     if (!u->p) luaL_argerror(L, arg, "pending has been released");
     return u->p;
 }
@@ -262,13 +262,13 @@ static int p_wait(lua_State *L) {
     gr_result v;
     gr_status st = gr_pending_wait(lgr_ctx(L), p, &v);
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    int nout = ((lpending *)lua_touserdata(L, 1))->nout;
+    int nout = ((lgr_pending *)lua_touserdata(L, 1))->nout;
     for (int i = 0; i < nout; i++) lua_getiuservalue(L, 1, 3 + i);
     return nout ? nout : lgr_push_result(L, &v);
 }
 
 static int p_release(lua_State *L) {
-    lpending *u = luaL_checkudata(L, 1, PENDING_MT);
+    lgr_pending *u = luaL_checkudata(L, 1, PENDING_MT);
     gr_context *ctx = lgr_ctx_or_null(L);
     if (u->p && ctx) gr_pending_free(ctx, u->p);
     u->p = NULL;
@@ -276,7 +276,7 @@ static int p_release(lua_State *L) {
 }
 
 static int p_tostring(lua_State *L) {
-    lpending *u = luaL_checkudata(L, 1, PENDING_MT);
+    lgr_pending *u = luaL_checkudata(L, 1, PENDING_MT);
     gr_context *ctx = lgr_ctx_or_null(L);
     lua_pushstring(L, !u->p || !ctx ? "gpureduce.Pending(released)"
                             : gr_pending_ready(ctx, u->p) ? "gpureduce.Pending(ready)"

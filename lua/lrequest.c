@@ -166,6 +166,7 @@ static const lgr_opt bench_specs[] = {
 
 void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) {
     memset(r, 0, sizeof *r);
+    r->arg = lua_absindex(L, arg);
     gr_options_init(&r->o, op >= 0 ? (gr_op)op : GR_SUM);
     r->reps = 20;
     r->warmup = 3;
@@ -312,40 +313,40 @@ int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     gr_dtype dt[2];
     int count = 1;
     gr_status st = gr_segment_result_dtypes(ctx, &r->o, t, dt, &count);
-    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
     gr_segments seg = {r->segment, r->offsets};
     size_t k;
-    if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, 2, NULL);
+    if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, r->arg, NULL);
     out[0] = out[1] = NULL;
     int base = lua_gettop(L);
     if (r->has_out) {
-        lua_getfield(L, 2, "out");
+        lua_getfield(L, r->arg, "out");
         if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
             if (lgr_list_len(L, base + 1, "opts.out: ") != count)
-                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
+                return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
                                                               count, count > 1 ? "s" : "", count > 1 ?
                                                               "a table of two buffers" : "one buffer"));
             for (int i = 0; i < count; i++) {
                 lua_geti(L, base + 1, i + 1);
                 lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
                 if (!u || !u->b)
-                    return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
+                    return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
                 out[i] = u->b;
             }
             lua_remove(L, base + 1);            /* the table: its buffers stay, in order */
         } else {
             if (count > 1)
-                return luaL_argerror(L, 2, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
+                return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
                                                               "buffers", gr_op_name(r->o.op)));
             lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-            if (!u->b) return luaL_argerror(L, 2, "opts.out: buffer has been freed");
+            if (!u->b) return luaL_argerror(L, r->arg, "opts.out: buffer has been freed");
             out[0] = u->b;
         }
     } else {
         for (int i = 0; i < count; i++) {
             lbuffer *u = lgr_new_buffer_ud(L);
             LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
-            if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+            if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
             lgr_track(L, k * gr_dtype_size(dt[i]));
             out[i] = u->b;
         }

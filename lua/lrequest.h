@@ -11,6 +11,7 @@
 /* A reduction's options as read from Lua: the engine's, and what the binding handles itself. */
 typedef struct lgr_request {
     gr_options o;
+    int arg;                    /* the options' argument position (2; gr.dot's is 3): errors name it */
     int async;
     int streamed, streams;      /* streamed host data: on/off, stream count (0 = default) */
     size_t chunk;               /* bytes per chunk (0 = default) */

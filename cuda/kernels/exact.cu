@@ -141,6 +141,32 @@ template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
         }
     }
 
+    /* The exact product x y into S (gr.dot), as exact.c's add_product adds it on the host. Elements of
+     * at most 4 bytes multiply exactly in a double; float64 ones as hi + lo, or where that would underflow
+     * or overflow as gr_x_product's scaled halves straight into the words. */
+    __device__ __forceinline__ void product(double x, double y) {
+        const double p = __dmul_rn(x, y);
+        if constexpr (sizeof(In) <= 4) {
+            s.add(p, ws, flags, nans, false);
+        } else {
+            const double a = fabs(p);
+            if (a >= 0x1p-960 && a <= 0x1p1000) {               /* hi + lo exact, nothing underflows */
+                s.add(p, ws, flags, nans, false);
+                const double lo = __fma_rn(x, y, -p);
+                if (lo != 0.0) s.add(lo, ws, flags, nans, false);
+            } else if (!finite(x) || !finite(y) || x == 0.0 || y == 0.0) {
+                s.add(p, ws, flags, nans, false);                /* NaN, +-inf or a signed zero */
+            } else {
+                double hi, lo;
+                int e2;
+                gr_x_product(x, y, &hi, &lo, &e2);
+                atomic_term(ws, hi, e2);
+                atomic_term(ws, lo, e2);
+                flags |= GR_X_NOT_NEG_ZERO;
+            }
+        }
+    }
+
     __device__ __forceinline__ void fold(In v) {
         const double x = ABS ? fabs(double(v)) : double(v);    /* fabs: -0.0 gives +0.0, NaN stays NaN */
         if constexpr ((SUMS & 1) != 0) s.add(x, ws, flags, nans, SKIP);
@@ -182,6 +208,31 @@ __device__ __forceinline__ void each_element(const In *__restrict__ in, size_t n
     }
     const size_t tail = head + nvec * kV;
     if (tid < n - tail) f(in[tail + tid]);
+}
+
+/* The same over two inputs of one dtype, element i of each together: vectors where both share their
+ * offset from a 16-byte boundary, else one element at a time. */
+template <class In, class F>
+__device__ __forceinline__ void each_pair(const In *__restrict__ x, const In *__restrict__ y, size_t n, size_t tid,
+                                          size_t threads, F &&f) {
+    using V = Vec16<In>;
+    constexpr int kV = V::kCount;
+    if ((reinterpret_cast<uptr>(x) & 15) != (reinterpret_cast<uptr>(y) & 15)) {
+        for (size_t i = tid; i < n; i += threads) f(x[i], y[i]);
+        return;
+    }
+    size_t head = ((16 - (reinterpret_cast<uptr>(x) & 15)) & 15) / sizeof(In);
+    if (head > n) head = n;
+    if (tid < head) f(x[tid], y[tid]);
+    const V *vx = reinterpret_cast<const V *>(x + head), *vy = reinterpret_cast<const V *>(y + head);
+    const size_t nvec = (n - head) / kV;
+    for (size_t i = tid; i < nvec; i += threads) {
+        const V a = vx[i], b = vy[i];
+#pragma unroll
+        for (int j = 0; j < kV; j++) f(a.v[j], b.v[j]);
+    }
+    const size_t tail = head + nvec * kV;
+    if (tid < n - tail) f(x[tail + tid], y[tail + tid]);
 }
 
 constexpr int kWords = 2 * GR_XDIGITS;   /* a block's words: S then Q */
@@ -233,6 +284,25 @@ __global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, 
     }
 }
 
+/* The exact dot product of x and y: every block's products into its words, as exact_kernel. */
+template <class In>
+__global__ void __launch_bounds__(1024) exact_dot_kernel(const In *__restrict__ x, const In *__restrict__ y, size_t n,
+                                                         gr_xsum *out) {
+    __shared__ int64_t w[kWords];
+    __shared__ unsigned long long block_flags[2];
+    clear_block(w, block_flags);
+    ExactThread<In, 1, false, false> t(w, w + GR_XDIGITS);
+    each_pair(x, y, n, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x,
+              [&](In a, In b) { t.product(double(a), double(b)); });
+    t.finish();
+    if (t.flags) atomicOr(&block_flags[0], t.flags);
+    carry_block(w);
+    for (int k = threadIdx.x; k < GR_XDIGITS; k += blockDim.x)
+        if (w[k]) atomicAdd(reinterpret_cast<unsigned long long *>(&out->w[0][0] + k), (unsigned long long)w[k]);
+    if (threadIdx.x == 0 && block_flags[0])
+        atomicOr(reinterpret_cast<unsigned long long *>(&out->flags), block_flags[0]);
+}
+
 /* One block per segment in turn: its sums in shared memory, rounded by thread 0 with exact_acc.h. */
 template <class In, int SUMS, bool SKIP, bool ABS, class Out>
 __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restrict__ in, size_t k, size_t size,
@@ -255,6 +325,32 @@ __global__ void __launch_bounds__(256) exact_segments_kernel(const In *__restric
         if (t.nans) atomicAdd(reinterpret_cast<unsigned long long *>(&acc.nans), t.nans);
         __syncthreads();
         if (threadIdx.x == 0) out[seg] = Out(gr_x_finish(&acc, op, hi - lo, ddof, sizeof(Out) == 4));
+        __syncthreads();
+    }
+}
+
+/* gr.dot per segment: the exact products of segment s of x and of y (the same elements of each), one
+ * block per segment in turn, rounded on the device as exact_segments_kernel rounds a sum. */
+template <class In, class Out>
+__global__ void __launch_bounds__(256) exact_dot_segments_kernel(const In *__restrict__ x, const In *__restrict__ y,
+                                                                 size_t k, size_t size,
+                                                                 const int64_t *__restrict__ offsets, Out *out,
+                                                                 size_t round) {
+    __shared__ gr_xsum acc;
+    for (size_t seg = blockIdx.x; seg < k; seg += gridDim.x) {
+        clear_block(&acc.w[0][0], reinterpret_cast<unsigned long long *>(&acc.flags));
+        const size_t lo = offsets ? size_t(offsets[seg]) : seg * size;
+        const size_t hi = offsets ? size_t(offsets[seg + 1]) : lo + size;
+        ExactThread<In, 1, false, false> t(acc.w[0], acc.w[1]);
+        for (size_t c = lo; c < hi; c += round) {
+            each_pair(x + c, y + c, hi - c < round ? hi - c : round, threadIdx.x, blockDim.x,
+                      [&](In a, In b) { t.product(double(a), double(b)); });
+            if (hi - c > round) carry_block(&acc.w[0][0]);
+        }
+        t.finish();
+        if (t.flags) atomicOr(reinterpret_cast<unsigned long long *>(&acc.flags), t.flags);
+        __syncthreads();
+        if (threadIdx.x == 0) out[seg] = Out(gr_x_finish(&acc, GR_SUM, hi - lo, 0, sizeof(Out) == 4));
         __syncthreads();
     }
 }
@@ -287,8 +383,42 @@ template <class F> cudaError_t with_exact(const gr_exact_launch *L, F &&f) {
     }
 }
 
+/* f(Tag<In>) for a float dtype's device type; an invalid value for the others. */
+template <class F> cudaError_t with_float_input(gr_dtype t, F &&f) {
+    switch (t) {
+    case GR_FLOAT32: return f(Tag<float>{});
+    case GR_FLOAT64: return f(Tag<double>{});
+    case GR_FLOAT16: return f(Tag<f16>{});
+    case GR_BFLOAT16: return f(Tag<bf16>{});
+    case GR_FLOAT8_E4M3: return f(Tag<e4m3>{});
+    case GR_FLOAT8_E5M2: return f(Tag<e5m2>{});
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* gr.dot's launch: two contiguous 1-D inputs of one dtype, summed. */
+bool dot_pair(const gr_exact_launch *L) {
+    const gr_inputs *in = L->in;
+    return in->count == 2 && in->at[0].dtype == in->at[1].dtype && in->at[0].ndim == 1 && in->at[1].ndim == 1 &&
+           in->at[0].strides[0] == 1 && in->at[1].strides[0] == 1 && L->op == GR_SUM;
+}
+
+/* Two contiguous 1-D inputs of one float dtype, n elements each: the exact dot product into L->sums. */
+int launch_exact_dot(gr_exact_launch *L) {
+    const gr_inputs *in = L->in;
+    if (!dot_pair(L)) return cudaErrorInvalidValue;
+    auto go = [&](auto in_tag) -> cudaError_t {
+        using In = typename decltype(in_tag)::type;
+        exact_dot_kernel<In><<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(
+            static_cast<const In *>(in->at[0].data), static_cast<const In *>(in->at[1].data), L->n, (gr_xsum *)L->sums);
+        return GR_CHECK_LAUNCH(L);
+    };
+    return with_float_input(L->in_dtype, go);
+}
+
 int launch_exact(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
+    if (L->in->count == 2) return launch_exact_dot(L);                 /* gr.dot: the products */
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
     return with_exact(L, [&](auto in_tag, auto sums, auto skip, auto absolute) {
         using In = typename decltype(in_tag)::type;
@@ -298,9 +428,29 @@ int launch_exact(gr_exact_launch *L) {
     });
 }
 
+/* gr.dot per segment: two contiguous inputs of one float dtype (launch_exact_dot's checks). */
+int launch_exact_dot_segments(gr_exact_launch *L) {
+    const gr_inputs *in = L->in;
+    if (!dot_pair(L)) return cudaErrorInvalidValue;
+    auto go = [&](auto in_tag) -> cudaError_t {
+        using In = typename decltype(in_tag)::type;
+        const In *x = static_cast<const In *>(in->at[0].data), *y = static_cast<const In *>(in->at[1].data);
+        const cudaStream_t stream = (cudaStream_t)L->stream;
+        if (L->out_dtype == GR_FLOAT32)
+            exact_dot_segments_kernel<In, float><<<unsigned(L->grid), 256, 0, stream>>>(
+                x, y, L->k, L->size, L->offsets, (float *)L->out, L->round / 2);
+        else
+            exact_dot_segments_kernel<In, double><<<unsigned(L->grid), 256, 0, stream>>>(
+                x, y, L->k, L->size, L->offsets, (double *)L->out, L->round / 2);
+        return GR_CHECK_LAUNCH(L);
+    };
+    return with_float_input(L->in_dtype, go);
+}
+
 int launch_exact_segments(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block != 256 || L->round == 0 || L->round % 16 || L->round > (size_t(1) << 30))
         return cudaErrorInvalidConfiguration;
+    if (L->in->count == 2) return launch_exact_dot_segments(L);       /* gr.dot: the products */
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
     return with_exact(L, [&](auto in_tag, auto sums, auto skip, auto absolute) {
         using In = typename decltype(in_tag)::type;

@@ -24,9 +24,10 @@ GR_CATALOGUE_KERNELS(GR_NAME_KERNEL)
 extern "C" const gr_seg_kernel gr_segmented;
 extern "C" const gr_col_kernel gr_columns;
 extern "C" const gr_exact_kernel gr_exact_gpu;
+extern "C" const gr_dot_kernel gr_dot_gpu;
 #define GR_KERNEL_ADDRESS(name) &gr_kernel_##name,
 extern "C" __attribute__((used)) const void *const gr_kernels_linked[] = {
-    GR_CATALOGUE_KERNELS(GR_KERNEL_ADDRESS) & gr_segmented, &gr_columns, &gr_exact_gpu};
+    GR_CATALOGUE_KERNELS(GR_KERNEL_ADDRESS) & gr_segmented, &gr_columns, &gr_exact_gpu, &gr_dot_gpu};
 #undef GR_KERNEL_ADDRESS
 
 extern "C" int gr_dev_present(void) {

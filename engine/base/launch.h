@@ -202,6 +202,20 @@ typedef struct gr_launch_device {
     int max_threads_per_sm;
 } gr_launch_device;
 
+/* ---- dot products (cuda/kernels/dot.cu) ------------------------------------------------------------- */
+
+/* The first pass of gr.dot: `in` holds two contiguous 1-D inputs of in_dtype, n elements each; their
+ * products, summed in the sum's accumulator `acc`, become `grid` partials of the sum at `out` (or, with
+ * final_out set, the sum's single finish). op is GR_SUM; the passes after it, and the grid of this one
+ * (any grid and block of whole warps up to 1024), are the sum's. */
+typedef struct gr_dot_kernel {
+    int (*launch)(gr_launch *L);
+    /* A dot product per segment: L->in holds both inputs (the segments of the second at the same
+     * offsets as the first's), op GR_SUM, each result the sum's accumulator written as element s of
+     * out[0]; shaped as the segmented kernel's launch is (group, block, splits, grid). */
+    int (*segments)(gr_seg_launch *L);
+} gr_dot_kernel;
+
 typedef struct gr_kernel {
     /* queues the pass; returns a CUDA error code, 0 = success (and sets L->site on failure) */
     int (*launch)(gr_launch *L);

@@ -8,10 +8,12 @@
 #include "base/device.h"
 #include "core/buffer.h"
 #include "core/context.h"
+#include "core/dot.h"
 #include "base/error.h"
 #include "core/pool.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -132,6 +134,22 @@ gr_status gr_bench_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsi
                      (double)b->n * gr_dtype_size(b->dtype), result);
 }
 
+typedef struct { gr_buffer *a, *b; const gr_options *o; unsigned axes; gr_buffer **out; } dot_axes_job;
+
+static gr_status run_dot_axes(gr_context *ctx, void *arg) {
+    dot_axes_job *j = arg;
+    return gr_dot_axes(ctx, j->a, j->b, j->o, j->axes, j->out);
+}
+
+gr_status gr_bench_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
+                            gr_buffer *out[2], int warmup, int reps, gr_bench_result *result) {
+    ctx = gr_ctx_for(ctx, a);
+    dot_axes_job j = {a, b, o, axes, out};
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(a) == GR_DEVICE;
+    return time_reps(ctx, run_dot_axes, NULL, &j, device ? ctx->stream : NULL, warmup, reps,
+                     2.0 * (double)a->n * gr_dtype_size(a->dtype), result);
+}
+
 typedef struct { gr_buffer *h; const gr_options *o; size_t chunk; int streams; } streamed_job;
 
 static gr_status run_streamed(gr_context *ctx, void *arg) {
@@ -152,6 +170,7 @@ gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
  * textbook's timing. Host variants are timed with the clock. */
 typedef struct {
     gr_buffer *b;
+    gr_buffer *b2;          /* gr.dot's second input, else NULL */
     const gr_options *o;
     gr_run run;
     gr_slot *slot;
@@ -162,10 +181,11 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
     if (!j->slot) {
         gr_result value;
-        return gr_reduce(ctx, j->b, j->o, &value);
+        return j->b2 ? gr_dot(ctx, j->b, j->b2, j->o, &value) : gr_reduce(ctx, j->b, j->o, &value);
     }
     gr_inputs in;
-    gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
+    if (j->b2) gr_dot_inputs(&in, j->b, j->b2);
+    else gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
     return gr_exec_start(ctx, &in, 0, &j->run, j->slot, j->stream, 0);
 }
 
@@ -175,6 +195,20 @@ static gr_status complete_reduce(gr_context *ctx, void *arg) {
     return j->slot ? gr_exec_finish(ctx, &j->run, j->slot, &value) : GR_OK;
 }
 
+/* The job's passes timed with events where the device runs them, else with the clock. */
+static gr_status bench_job(gr_context *ctx, reduce_job *j, int warmup, int reps, double bytes, gr_bench_result *out) {
+    const gr_plan *plan = &j->run.plan;
+    int device_timed = plan->npasses > 0 && !plan->pass[0].on_host;
+    if (device_timed) {
+        j->stream = j->o->stream && j->o->stream->handle ? j->o->stream->handle : ctx->stream;
+        gr_status st = gr_slot_acquire(ctx, plan->dev_bytes, plan->host_bytes, &j->slot);
+        if (st != GR_OK) return st;
+    }
+    gr_status st = time_reps(ctx, run_reduce, complete_reduce, j, j->stream, warmup, reps, bytes, out);
+    if (j->slot) gr_slot_release(ctx, j->slot);
+    return st;
+}
+
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
                    gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
@@ -182,15 +216,16 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
     gr_status st = gr_buffer_check_compact(ctx, b, "b");
     if (st == GR_OK) st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &j.run);
     if (st != GR_OK) return st;
-    const gr_plan *plan = &j.run.plan;
-    int device_timed = plan->npasses > 0 && !plan->pass[0].on_host;
-    if (device_timed) {
-        j.stream = o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
-        st = gr_slot_acquire(ctx, plan->dev_bytes, plan->host_bytes, &j.slot);
-        if (st != GR_OK) return st;
-    }
-    st = time_reps(ctx, run_reduce, complete_reduce, &j, j.stream, warmup, reps,
-                   (double)b->n * gr_dtype_size(b->dtype), out);
-    if (j.slot) gr_slot_release(ctx, j.slot);
-    return st;
+    return bench_job(ctx, &j, warmup, reps, (double)b->n * gr_dtype_size(b->dtype), out);
+}
+
+gr_status gr_bench_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, int warmup, int reps,
+                       gr_bench_result *out) {
+    ctx = gr_ctx_for(ctx, a);
+    reduce_job j = {.b = a, .b2 = b, .o = o};
+    int host;
+    gr_status st = gr_dot_plan(ctx, a, b, o, &j.run, &host);
+    if (st != GR_OK) return st;
+    if (host) memset(&j.run, 0, sizeof j.run);      /* no passes: gr_dot itself, timed with the clock */
+    return bench_job(ctx, &j, warmup, reps, 2.0 * (double)a->n * gr_dtype_size(a->dtype), out);
 }

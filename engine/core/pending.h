@@ -10,6 +10,7 @@
 struct gr_pending {
     gr_context *ctx;        /* the context of the buffer's device (devices.h) */
     gr_buffer *b;           /* a handle of our own on the buffer's memory */
+    gr_buffer *b2;          /* gr.dot's second input, the same (else NULL) */
     gr_slot *slot;          /* a whole buffer's run: its scratch and its `done` event */
     gr_run run;
     int finished;

@@ -76,6 +76,8 @@ struct gr_run {
                                          * gpu_to_gpu */
     const gr_image *image;              /* the image the passes launch, on the run's device, or NULL */
     const gr_image *user;               /* a user operator's image, on the run's device: its result (post) */
+    const void *with;                   /* gr.dot per segment: the second input's data, element for element
+                                         * with the first's (which the segments' launch and host loop read) */
     gr_user_fold fold;                  /* a user operator's combine on the CPU (the finishes hybrid, host) */
     void *fold_ud;
     int epilogue;                       /* the first pass ends in its own kernel, its value at final_out */

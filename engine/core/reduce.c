@@ -166,5 +166,6 @@ void gr_pending_free(gr_context *ctx, gr_pending *p) {
         gr_slot_release(ctx, p->slot);
     }
     gr_buffer_free(ctx, p->b);
+    gr_buffer_free(ctx, p->b2);
     free(p);
 }

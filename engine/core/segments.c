@@ -180,7 +180,7 @@ gr_status gr_segments_wait(gr_seg_wait *w) {
  * data, which need not be compact then; 0: compact segments): axis_rows takes the launch shape from the
  * row's length alone (gr_policy_axis_rows). */
 static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t pitch,
-                       int axis_rows, gr_buffer *out[2], gr_seg_wait *w) {
+                       int axis_rows, gr_buffer *out[2], gr_seg_wait *w, gr_buffer *b2, const gr_pass_kernel *pair) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
     gr_status cs = pitch ? GR_OK : gr_buffer_check_compact(ctx, b, "b");
@@ -193,6 +193,12 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
     if (st == GR_OK)
         st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
+    if (st == GR_OK && b2)      /* gr.dot: the products of b's and b2's elements, by the dot's kernel */
+        st = gr_segment_outs_check(ctx, b2, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
+    if (b2) {
+        run.kernel = pair;
+        run.with = gr_buffer_data(b2);
+    }
     if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
     for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     if (st != GR_OK) return st;
@@ -245,14 +251,22 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
 
 gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], gr_seg_wait *w) {
-    return queue(ctx, b, o, seg, 0, 0, out, w);
+    return queue(ctx, b, o, seg, 0, 0, out, w, NULL, NULL);
+}
+
+gr_status gr_segments_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_pass_kernel *pair,
+                           const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
+    gr_seg_wait w;
+    gr_status st = queue(ctx, a, o, seg, 0, axis_rows, out, &w, b, pair);
+    gr_status done = gr_segments_wait(&w);
+    return st != GR_OK ? st : done;
 }
 
 gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                            const gr_buffer *offsets, gr_buffer *out[2]) {
     gr_segments seg = {row, offsets};
     gr_seg_wait w;
-    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w);
+    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w, NULL, NULL);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }
@@ -260,7 +274,7 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w) {
     gr_segments seg = {row, NULL};
-    return queue(ctx, b, o, &seg, pitch, 1, out, w);
+    return queue(ctx, b, o, &seg, pitch, 1, out, w, NULL, NULL);
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {

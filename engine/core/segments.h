@@ -7,6 +7,8 @@
 
 #include "core/handles.h"
 
+struct gr_pass_kernel;     /* core/plan.h */
+
 /* out[0..count) checked for k results of the dtypes want[]: present, of that dtype and size, on b's
  * side (device or host memory, on the cuda backend), sharing no memory with b, the offsets or each
  * other; each failure names "out" or "out2". */
@@ -36,6 +38,12 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
  * wait for the stream and give w->slot back itself. */
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w);
+/* gr.dot per segment (core/dot.c): the segments of compact a and b together -- or, with axis_rows, their
+ * rows of seg->size elements, shaped by the row's length alone -- reduced by `pair` (the dot's pass
+ * kernel, planned here as the sum: it reads b's elements from run->with) into the sum's results, which
+ * must share no memory with either; synchronously. */
+gr_status gr_segments_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const struct gr_pass_kernel *pair,
+                           const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]);
 /* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
  * kernel's failure, if any. Does nothing for a record with nothing in flight. */
 gr_status gr_segments_wait(gr_seg_wait *w);

@@ -1,0 +1,16 @@
+/*
+ * dot.h -- gr.dot's plan for the bench (dot.c; the entry points gr_dot and gr_dot_async are in gr.h).
+ */
+#ifndef GR_DOT_H
+#define GR_DOT_H
+
+#include "core/plan.h"
+
+/* The run of gr_dot over compact a and b (GR_EINVAL naming a strided one), as gr_dot plans it; *host set
+ * where the host reads the data (then run is not planned). */
+gr_status gr_dot_plan(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o, gr_run *run,
+                      int *host);
+/* The two inputs of a run of gr_dot_plan. */
+void gr_dot_inputs(gr_inputs *in, const gr_buffer *a, const gr_buffer *b);
+
+#endif
