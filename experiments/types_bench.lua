@@ -31,21 +31,7 @@ for _, o in ipairs(gr.ops()) do have_op[o] = true end
 local median = timing.median
 
 -- PyTorch's times: torch[dtype][op] = ms, or a string saying why there is none.
-local torch = {}
-local torch_file = os.getenv("TORCH_TIMES")
-if torch_file then
-  local f = io.open(torch_file)
-  if f then
-    for line in f:lines() do
-      local d, o, rest = line:match("^(%S+) (%S+) (.*)$")
-      if d and not line:find("^#") then
-        torch[d] = torch[d] or {}
-        torch[d][o] = tonumber(rest) or rest:gsub("^%- ", "")
-      end
-    end
-    f:close()
-  end
-end
+local torch = timing.peer_times(os.getenv("TORCH_TIMES"))
 
 local failures = 0
 

@@ -4,7 +4,8 @@
 # (default results/gpu); a short summary is printed last.
 # test: the specs in SPEC_SHARDS processes (default 6: whole files dealt out, scripts/run-specs.sh).
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
-#   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's);
+#   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's), then
+#     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many;
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
@@ -17,6 +18,8 @@
 #   types: make bench-types (issue 22's table: the new dtypes against the read ceiling and PyTorch, whose
 #     times experiments/peers/torch_types.py writes to $OUT/torch_types.txt); with PREBUILT, TYPES_BASELINE=DIR
 #     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
+#   dot: issue 24's table, experiments/dot_bench.lua (gr.dot against the read ceiling of both inputs)
+#     beside experiments/peers/torch_dot.py's times (torch.dot, torch.vdot);
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -133,6 +136,10 @@ for step in $steps; do
                make bench-types TORCH_TIMES="$OUT/torch_types.txt" > "$OUT/types.log" 2>&1
            fi
            echo "types: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    dot) python3 experiments/peers/torch_dot.py > "$OUT/torch_dot.txt" 2>&1
+         LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
+             TORCH_TIMES="$OUT/torch_dot.txt" $LUA experiments/dot_bench.lua > "$OUT/dot.log" 2>&1
+         echo "dot: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
                > "$OUT/multi-spec.log" 2>&1
@@ -145,7 +152,11 @@ for step in $steps; do
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     fuzz) env GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1
-          echo "fuzz: $(grep -E '^fuzz:' "$OUT/fuzz.log" | tail -1); $(tail -1 "$OUT/fuzz.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+          echo "fuzz: $(grep -E '^fuzz:' "$OUT/fuzz.log" | tail -1); $(tail -1 "$OUT/fuzz.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt"
+          # gr.dot's fuzz (spec/dot_fuzz_spec.lua), a tenth as many cases, the same seed
+          env GPUREDUCE_DOT_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 10 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+              $LUA $BUSTED -o spec/support/summary_output.lua spec/dot_fuzz_spec.lua > "$OUT/dot-fuzz.log" 2>&1
+          echo "dot fuzz: $(grep -E '^dot fuzz:' "$OUT/dot-fuzz.log" | tail -1); $(tail -1 "$OUT/dot-fuzz.log")" >> "$OUT/summary.txt" ;;
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \

@@ -1,5 +1,5 @@
---- What the benchmarks share (experiments/bench.lua, experiments/types_bench.lua): the GPU check, medians and wall
--- time per call from a Lua loop, on gpureduce's monotonic clock.
+--- What the benchmarks share (experiments/bench.lua, types_bench.lua, dot_bench.lua): the GPU check, medians,
+-- wall time per call from a Lua loop on gpureduce's monotonic clock, and the peers' times read back.
 local M = {}
 
 --- Exits with a message naming the script unless gr runs on a GPU (the benchmarks time device work).
@@ -29,6 +29,23 @@ function M.per_call_us(gr, f, batches)
   end
   local med = M.median(t)
   return med, t[1]
+end
+
+--- A peer's times from the file `path` names (nil: none): lines "dtype op ms", or "dtype op - why" where the
+-- peer has no such op; "#" lines are comments. Returns t[dtype][op] = ms (a number) or the reason (a string).
+function M.peer_times(path)
+  local t = {}
+  local f = path and io.open(path)
+  if not f then return t end
+  for line in f:lines() do
+    local d, o, rest = line:match("^(%S+) (%S+) (.*)$")
+    if d and not line:find("^#") then
+      t[d] = t[d] or {}
+      t[d][o] = tonumber(rest) or rest:gsub("^%- ", "")
+    end
+  end
+  f:close()
+  return t
 end
 
 return M

@@ -18,8 +18,9 @@ device it prints one comment saying so and exits 0, so that the Lua side still g
                                               [--cols 1..20] [--mids 10:10,4:4,16:2,2:16,20:4] [--reps 20]
 """
 import argparse
-import statistics
 import sys
+
+from cuda_events import median_ms
 
 # the Lua lab's defaults (experiments/shapes.lua): keep them the same
 DEFAULT_COLS = "1..20"
@@ -134,19 +135,7 @@ def main():
     }
 
     def time_ms(f, v, d):
-        for _ in range(WARMUP):
-            f(v, d)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(args.reps):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            f(v, d)
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        return statistics.median(times)
+        return median_ms(torch, lambda: f(v, d), args.reps, WARMUP)
 
     n = 1 << args.log2n
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}, n = 2^{args.log2n}, "

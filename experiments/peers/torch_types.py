@@ -6,8 +6,9 @@ line per case, "dtype op ms" (ms = "-" where PyTorch has no such op for the dtyp
 why), so that a run without torch still gives the Lua side a file to read.
     python3 experiments/peers/torch_types.py [log2n] [reps]
 """
-import statistics
 import sys
+
+from cuda_events import median_ms
 
 LOG2N = int(sys.argv[1]) if len(sys.argv) > 1 else 28
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -49,19 +50,7 @@ CASES += [("int16", "sum"), ("int16", "max")]
 
 
 def time_ms(f, x):
-    for _ in range(5):
-        f(x)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        f(x)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return median_ms(torch, lambda: f(x), REPS)
 
 
 def main():
