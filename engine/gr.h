@@ -539,6 +539,22 @@ gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
 
+/* ---- several built-in ops in one read (engine/user/fused_source.c, engine/core/reduce_ops.c) ----------- */
+
+/* The image of one kernel that folds ops[0..count) together over elements of dtype `in` (acc: the
+ * accumulator override each op takes, -1 for each op's own), compiled through the cache like an operator's
+ * and loaded on this context's device. Only the ops whose automatic plan for `in` has the operator shape go
+ * in (all of them for elements of 2 bytes or more); *out is NULL when fewer than two do. GR_ENODEV without
+ * a device or NVRTC; GR_EINVAL naming "ops" or "acc" for an op or accumulator a single call would refuse. */
+gr_status gr_fused_prepare(gr_context *ctx, gr_operator_cache *cache, const gr_op *ops, int count, gr_dtype in,
+                           int acc, const gr_image **out);
+/* The results of ops[0..count) (distinct built-in ops) over compact b, results[k] what gr_reduce gives
+ * with o and op ops[k], bit for bit: the ops `fused` covers (gr_fused_prepare's image, or NULL) in one
+ * pass on the device with o's determinism below gpu_to_gpu and no kernel option; every other op by a
+ * gr_reduce call of its own. o->op is not read. */
+gr_status gr_reduce_ops(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
+                        const gr_image *fused, gr_result *results);
+
 /* ---- a user operator's functions on the host (engine/core/operator_cpu.c) ------------------------------ */
 
 /* The cpu backend and host memory cannot run an operator's kernels: the host application gives the

@@ -59,11 +59,58 @@ static void require_op(lua_State *L, const lgr_request *r) {
                                                "(gr.sum and the like name theirs)", gr_op_names()));
 }
 
+/* A result as one value: the scalar, or a table {value, index} / {min, max} for the ops with two. */
+static void push_value(lua_State *L, const gr_result *r) {
+    if (r->count < 2) {
+        lgr_push_scalar(L, r->value[0]);
+        return;
+    }
+    lua_createtable(L, r->count, 0);
+    for (int i = 0; i < r->count; i++) {
+        lgr_push_scalar(L, r->value[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+/* opts.ops: a table keyed by op name, each value what gr.reduce gives for that op ({value, index} and
+ * {min, max} as tables). On the GPU the ops that fuse go through one kernel (gr_fused_prepare; a build
+ * without NVRTC reduces them one by one). */
+static int reduce_ops(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    gr_context *ctx = lgr_ctx(L);
+    const gr_image *fused = NULL;
+    gr_status st;
+    if (gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE &&
+        r->o.determinism != GR_DET_GPU_TO_GPU) {
+        st = gr_fused_prepare(ctx, lgr_operator_cache(L), r->ops, r->nops, gr_buffer_dtype(b), r->o.acc, &fused);
+        if (st == GR_ENODEV) fused = NULL;          /* no NVRTC: one pass per op, the same results */
+        else if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    }
+    gr_result res[GR_OP_COUNT];
+    LGR_RETRY(L, st, gr_reduce_ops(ctx, b, &r->o, r->ops, r->nops, fused, res));
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    lua_createtable(L, 0, r->nops);
+    for (int k = 0; k < r->nops; k++) {
+        push_value(L, &res[k]);
+        lua_setfield(L, -2, gr_op_name(r->ops[k]));
+    }
+    return 1;
+}
+
+/* Whether r's whole-buffer result is the same whatever the elements' order but for rounding (opts.ops:
+ * every op's). */
+static int order_free(const lgr_request *r) {
+    for (int k = 0; k < r->nops; k++)
+        if (r->ops[k] == GR_ARGMIN || r->ops[k] == GR_ARGMAX) return 0;
+    return lgr_request_order_free(r);
+}
+
 static int reduce_with(lua_State *L, int op) {
     lgr_request r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
-    lgr_request_read(L, 2, op, 0, &r);
-    if (op < 0) require_op(L, &r);
+    lgr_request_read(L, 2, op, op < 0 ? LGR_READ_OPS : 0, &r);
+    if (op < 0 && !r.nops) require_op(L, &r);
+    if (r.nops && !is_buffer && lgr_is_sharded(L, 1))
+        luaL_argerror(L, 2, "opts.ops: a sharded buffer is reduced one op per call for now");
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
@@ -74,9 +121,10 @@ static int reduce_with(lua_State *L, int op) {
         lgr_request_prepare(L, &r, LGR_FOR_RUN, &v, 1);
         return r.async ? push_axes_pending(L, v, &r) : lgr_reduce_axes(L, v, &r);
     }
-    gr_buffer *b = lgr_check_reduced_buffer(L, 1, lgr_request_order_free(&r));
+    gr_buffer *b = lgr_check_reduced_buffer(L, 1, order_free(&r));
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+    if (r.nops) return reduce_ops(L, b, &r);
     lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     if (r.async) return push_pending(L, b, &r);
@@ -179,15 +227,7 @@ int lgr_reduce_many(lua_State *L) {
     if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     for (size_t i = 0; i < count; i++) {
-        if (res[i].count > 1) {
-            lua_createtable(L, res[i].count, 0);
-            for (int k = 0; k < res[i].count; k++) {
-                lgr_push_scalar(L, res[i].value[k]);
-                lua_rawseti(L, -2, k + 1);
-            }
-        } else {
-            lgr_push_scalar(L, res[i].value[0]);
-        }
+        push_value(L, &res[i]);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -86,6 +86,34 @@ static void read_out(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     *(int *)field = 1;
 }
 
+/* opts.ops: a list of distinct op names. */
+static void read_ops(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    (void)opt;
+    lgr_request *r = (lgr_request *)((char *)field - offsetof(lgr_request, nops));
+    if (!lua_istable(L, -1) || luaL_testudata(L, -1, BUFFER_MT))
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.ops: expected a list of op names (accepted: %s), got %s",
+                                              gr_op_names(), luaL_typename(L, -1)));
+    int at = lua_gettop(L);
+    lua_Integer n = lgr_list_len(L, at, "opts.ops: ");
+    if (n < 1 || n > GR_OP_COUNT)
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.ops: a list of 1 to %d op names (got %d)", GR_OP_COUNT, (int)n));
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, at, i);
+        const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        int v = name ? gr_op_from_name(name) : -1;
+        if (v < 0)
+            luaL_argerror(L, arg, lua_pushfstring(L, "opts.ops[%d]: %s%s%s (accepted: %s)", (int)i,
+                                                  name ? "unknown op '" : "expected an op's name, got ",
+                                                  name ? name : luaL_typename(L, -1), name ? "'" : "", gr_op_names()));
+        for (int j = 0; j < (int)i - 1; j++)
+            if (r->ops[j] == (gr_op)v)
+                luaL_argerror(L, arg, lua_pushfstring(L, "opts.ops: '%s' is named twice (each op once)", name));
+        r->ops[i - 1] = (gr_op)v;
+        lua_pop(L, 1);
+    }
+    r->nops = (int)n;
+}
+
 /* opts.axis: an axis (an integer) or a list of up to GR_MAX_DIMS of them; laxes.c checks them against
  * the buffer's axes. */
 static void read_axis(lua_State *L, int arg, const lgr_opt *opt, void *field) {
@@ -133,6 +161,7 @@ static const lgr_opt reduce_specs[] = {
     {"keepdims", lgr_read_bool, R(keepdims), 0, 0, NULL},
     {"offsets", read_buffer, R(offsets), 0, 0, NULL},
     {"op", read_op, R(o.op), 0, 0, NULL},
+    {"ops", read_ops, R(nops), 0, 0, NULL},
     {"out", read_out, R(has_out), 0, 0, NULL},
     {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
     {"stream", read_stream, R(o.stream), 0, 0, NULL},
@@ -164,7 +193,8 @@ static const lgr_opt bench_specs[] = {
     {"warmup", lgr_read_int, R(warmup), 0, INT_MAX, NULL},
     {NULL, NULL, 0, 0, 0, NULL}};
 
-void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) {
+void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) {
+    int bench = flags & LGR_READ_BENCH;
     memset(r, 0, sizeof *r);
     r->arg = lua_absindex(L, arg);
     gr_options_init(&r->o, op >= 0 ? (gr_op)op : GR_SUM);
@@ -196,6 +226,15 @@ void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r) 
     if (r->has_out && !r->segment && !r->offsets && !r->naxes)
         luaL_argerror(L, arg, "opts.out goes with opts.segment, opts.offsets or opts.axis (results of one value come "
                               "back as values)");
+    if (r->nops) {
+        if (!(flags & LGR_READ_OPS))
+            luaL_argerror(L, arg, op >= 0 ? "opts.ops goes with gr.reduce (this function reduces its own op)"
+                                          : "opts.ops goes with gr.reduce (one buffer, several ops)");
+        if (r->op_given || r->user_op) luaL_argerror(L, arg, "opts.ops and opts.op: give one");
+        if (r->segment || r->offsets || r->naxes || r->async || r->streamed)
+            luaL_argerror(L, arg, "opts.ops reduces a whole buffer synchronously for now (not with segment, offsets, "
+                                  "axis, async or streamed: one call per op there)");
+    }
 }
 
 /* ---- what a request needs prepared ------------------------------------------------------------- */

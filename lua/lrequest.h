@@ -21,6 +21,8 @@ typedef struct lgr_request {
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
     int has_out;                /* opts.out was given (its buffers: user values of the options table) */
     int naxes;                  /* opts.axis: how many axes it names (0: not given) */
+    int nops;                   /* opts.ops: how many ops it names (0: not given), and which */
+    gr_op ops[GR_OP_COUNT];
     lua_Integer axes[GR_MAX_DIMS];  /* as given: 1-based, negative from the end (laxes.c resolves them) */
     int keepdims;               /* opts.keepdims */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
@@ -29,9 +31,11 @@ typedef struct lgr_request {
     const gr_operator_image *images[GR_DTYPE_COUNT];    /* gr.reduce_many: opts.op's kernels per dtype */
 } lgr_request;
 
-/* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (bench = 0) and
- * gr.bench (bench = 1). */
-void lgr_request_read(lua_State *L, int arg, int op, int bench, lgr_request *r);
+/* What lgr_request_read reads: gr.bench's keys (reps, warmup); opts.ops (gr.reduce's only). */
+enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2 };
+/* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (flags 0) and
+ * gr.bench (LGR_READ_BENCH); opts.ops is refused unless flags has LGR_READ_OPS. */
+void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r);
 /* Whether a whole-buffer result of r is the same whatever the elements' order but for rounding: not
  * segments, not argmin/argmax (the index counts the view's order), not an operator (its map may read
  * the index). Such a request reads a dense strided view as its memory lies (lgr_check_reduced_buffer). */

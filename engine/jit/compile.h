@@ -34,6 +34,9 @@ struct gr_image {
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
     int variant, op;                /* a user kernel's registry index and built-in op (-1: a user operator's
                                      * functor); -1 and -1 for an operator's own image */
+    int fused_count;                /* several built-in ops fused (user/fused_source.c): how many, which, and */
+    int fused_ops[GR_OP_COUNT];     /* each one's accumulator dtype, in the tuple's order; 0 otherwise */
+    int fused_acc[GR_OP_COUNT];
     /* loaded (core/image.c): on `device`, and copies of this image loaded on other devices, a list this
      * one owns; unloaded with the cache */
     gr_image_kernels kernels;

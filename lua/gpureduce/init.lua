@@ -32,6 +32,24 @@ function gr.variant_names(opts)
   return names
 end
 
+--- count, sum, mean, std, min and max of b in one read of it (gr.reduce with opts.ops): a table keyed by
+-- those names. count is the element count (#b); std's divisor is n - opts.ddof (default 0). The other
+-- options are gr.reduce's (acc, determinism, stream, ...); each value is what its own call gives.
+function gr.describe(b, opts)
+  local o = {}
+  for k, v in pairs(opts or {}) do
+    if k == "op" or k == "ops" then
+      error("bad argument #2 to 'describe' (opts." .. k .. ": describe reduces its own ops: count, sum, mean, " ..
+            "std, min, max)", 2)
+    end
+    o[k] = v
+  end
+  o.ops = { "sum", "mean", "std", "min", "max" }
+  local r = core.reduce(b, o)
+  r.count = #b
+  return r
+end
+
 --- A plan (from gr.plan) as lines of text, like the multi-pass tutorial's output:
 -- "Pass 1: 10000000 elements, 39063 blocks of 256 threads (device)".
 function gr.format_plan(plan)

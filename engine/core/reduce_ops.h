@@ -1,0 +1,21 @@
+/*
+ * reduce_ops.h -- several built-in ops over one buffer (reduce_ops.c; the entry point, gr_reduce_ops, is
+ * in gr.h): where each op's accumulator lies in a fused image's tuple (user/fused_source.c makes it).
+ */
+#ifndef GR_REDUCE_OPS_H
+#define GR_REDUCE_OPS_H
+
+#include "jit/compile.h"
+
+/* Whether op over `in` is planned (auto, device data) with the variant whose shape a fused image has (the
+ * operator's): then its single kernel folds as the fused one does, and only then may the tuple answer it
+ * (mean over FP8 runs on warp_shuffle where sum runs on pipelined: the same functor, another order). */
+int gr_fused_takes(gr_op op, gr_dtype in);
+/* The op whose functor op's single kernel folds with, for elements of dtype `in` (mean: sum's; std:
+ * var's; an integer's nansum, nanmin, nanmax: sum's, min's, max's): ops of one fold op share a slot. */
+gr_op gr_fused_fold_op(gr_op op, gr_dtype in);
+/* The byte offset of the k-th op's accumulator in fused image img's tuple (k = img->fused_count: the
+ * tuple's size): each slot is its op's accumulator size rounded up to 16 bytes. */
+size_t gr_fused_offset(const gr_image *img, int k);
+
+#endif
