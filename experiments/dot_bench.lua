@@ -11,14 +11,7 @@ local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local timing = require "lab.timing"
 
-timing.need_gpu(gr, "dot_bench")
-
-local reps = tonumber(os.getenv("BENCH_REPS") or "") or 30
-local log2n = tonumber(os.getenv("DOT_LOG2N") or "") or 28
-local n = 1 << log2n
-local dev = gr.device()
-print(string.format("# gpureduce %s on %s (%d SMs), CUDA runtime %s, driver %s; medians of %d reps after 5 warm-ups",
-  gr.version, dev.name, dev.sms, dev.cuda_runtime, dev.cuda_driver, reps))
+local reps, n, log2n = timing.start(gr, "dot_bench", "DOT_LOG2N")
 
 -- PyTorch's times: torch[dtype][op] = ms, or a string saying why there is none.
 local torch = timing.peer_times(os.getenv("TORCH_TIMES"))

@@ -15,20 +15,11 @@ local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
 local timing = require "lab.timing"
 
-timing.need_gpu(gr, "types_bench")
-
-local reps = tonumber(os.getenv("BENCH_REPS") or "") or 30
-local log2n = tonumber(os.getenv("TYPES_LOG2N") or "") or 28
-local n = 1 << log2n
-local dev = gr.device()
-print(string.format("# gpureduce %s on %s (%d SMs), CUDA runtime %s, driver %s; medians of %d reps after 5 warm-ups",
-  gr.version, dev.name, dev.sms, dev.cuda_runtime, dev.cuda_driver, reps))
+local reps, n, log2n = timing.start(gr, "types_bench", "TYPES_LOG2N")
 
 local have_dtype, have_op = {}, {}
 for _, d in ipairs(gr.dtypes()) do have_dtype[d] = true end
 for _, o in ipairs(gr.ops()) do have_op[o] = true end
-
-local median = timing.median
 
 -- PyTorch's times: torch[dtype][op] = ms, or a string saying why there is none.
 local torch = timing.peer_times(os.getenv("TORCH_TIMES"))
@@ -139,16 +130,7 @@ end
 local function astype_table()
   print(string.format("\n## astype float32 -> bfloat16 of 2^%d against a float32 copy (wall, sync per call)", log2n))
   local src = gr.buffer(n, "float32"):random(9, -1, 1)
-  local function wall_ms(f)
-    for _ = 1, 5 do f() end
-    local t = {}
-    for i = 1, reps do
-      local t0 = gr.clock()
-      f()
-      t[i] = (gr.clock() - t0) * 1e3
-    end
-    return median(t)
-  end
+  local function wall_ms(f) return timing.wall_ms(gr, f, reps) end
   local dst32 = gr.buffer(n, "float32")
   local copy_ms = wall_ms(function() gr.copy(dst32, src) end)
   local copy_gbps = n * 8 / copy_ms / 1e6

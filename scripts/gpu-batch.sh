@@ -20,6 +20,8 @@
 #     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
 #   dot: issue 24's table, experiments/dot_bench.lua (gr.dot against the read ceiling of both inputs)
 #     beside experiments/peers/torch_dot.py's times (torch.dot, torch.vdot);
+#   several: issue 24's several-results table, experiments/several_bench.lua (opts.ops and gr.describe
+#     against one read and six calls) beside experiments/peers/torch_several.py's times;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
 #   operators: bench.lua's tables of user operators (speed beside the built-in sum, call overhead, compile
 #     and disk-cache times);
@@ -140,6 +142,10 @@ for step in $steps; do
          LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
              TORCH_TIMES="$OUT/torch_dot.txt" $LUA experiments/dot_bench.lua > "$OUT/dot.log" 2>&1
          echo "dot: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    several) python3 experiments/peers/torch_several.py > "$OUT/torch_several.txt" 2>&1
+         LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
+             TORCH_TIMES="$OUT/torch_several.txt" $LUA experiments/several_bench.lua > "$OUT/several.log" 2>&1
+         echo "several: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
                > "$OUT/multi-spec.log" 2>&1

@@ -31,6 +31,31 @@ function M.per_call_us(gr, f, batches)
   return med, t[1]
 end
 
+--- The median wall time of whole calls of f, in ms: 5 untimed, then `reps` timed one by one.
+function M.wall_ms(gr, f, reps)
+  for _ = 1, 5 do f() end
+  local t = {}
+  for i = 1, reps do
+    local t0 = gr.clock()
+    f()
+    t[i] = (gr.clock() - t0) * 1e3
+  end
+  return M.median(t)
+end
+
+--- The start of a GPU table script: exits unless gr runs on a GPU, prints the "# gpureduce ... on <GPU>"
+-- header line, and returns the repetitions (BENCH_REPS, default 30) and n (2 to the power log2_var's value,
+-- default 28).
+function M.start(gr, script, log2_var)
+  M.need_gpu(gr, script)
+  local reps = tonumber(os.getenv("BENCH_REPS") or "") or 30
+  local log2n = tonumber(os.getenv(log2_var) or "") or 28
+  local dev = gr.device()
+  print(string.format("# gpureduce %s on %s (%d SMs), CUDA runtime %s, driver %s; medians of %d reps after 5 warm-ups",
+    gr.version, dev.name, dev.sms, dev.cuda_runtime, dev.cuda_driver, reps))
+  return reps, 1 << log2n, log2n
+end
+
 --- A peer's times from the file `path` names (nil: none): lines "dtype op ms", or "dtype op - why" where the
 -- peer has no such op; "#" lines are comments. Returns t[dtype][op] = ms (a number) or the reason (a string).
 function M.peer_times(path)

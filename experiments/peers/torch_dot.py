@@ -9,16 +9,9 @@ that a run without torch still gives the Lua side a file to read.
 """
 import sys
 
-from cuda_events import median_ms
+from cuda_events import median_ms, peer_start
 
-LOG2N = int(sys.argv[1]) if len(sys.argv) > 1 else 28
-REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
-
-try:
-    import torch
-except ImportError:
-    print("# no torch here")
-    sys.exit(0)
+LOG2N, REPS, torch = peer_start()
 
 DTYPES = ["float32", "bfloat16", "float16", "float64", "int32", "int8"]
 OPS = {"dot": torch.dot, "vdot": torch.vdot}

@@ -8,16 +8,9 @@ why), so that a run without torch still gives the Lua side a file to read.
 """
 import sys
 
-from cuda_events import median_ms
+from cuda_events import median_ms, peer_start
 
-LOG2N = int(sys.argv[1]) if len(sys.argv) > 1 else 28
-REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 30
-
-try:
-    import torch
-except ImportError:
-    print("# no torch here")
-    sys.exit(0)
+LOG2N, REPS, torch = peer_start()
 
 DTYPES = {
     "float16": torch.float16,
