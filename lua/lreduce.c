@@ -96,6 +96,26 @@ static int reduce_ops(lua_State *L, gr_buffer *b, const lgr_request *r) {
     return 1;
 }
 
+/* opts.ops with segment, offsets or axis: each op reduced by a call of its own (one read each, for now),
+ * its result buffer(s) under its name -- two-result ops as a table of their two buffers. */
+static int reduce_ops_many(lua_State *L, gr_buffer *b, lgr_request *r) {
+    lua_createtable(L, 0, r->nops);
+    int table = lua_gettop(L);
+    gr_op asked = r->o.op;
+    for (int k = 0; k < r->nops; k++) {
+        r->o.op = r->ops[k];
+        int count = r->naxes ? lgr_reduce_axes(L, b, r) : reduce_segments(L, b, r);
+        if (count > 1) {
+            lua_createtable(L, count, 0);
+            lua_insert(L, -count - 1);
+            for (int i = count; i >= 1; i--) lua_rawseti(L, -(i + 1), i);     /* the top is result i */
+        }
+        lua_setfield(L, table, gr_op_name(r->ops[k]));
+    }
+    r->o.op = asked;
+    return 1;
+}
+
 /* Whether r's whole-buffer result is the same whatever the elements' order but for rounding (opts.ops:
  * every op's). */
 static int order_free(const lgr_request *r) {
@@ -118,13 +138,14 @@ static int reduce_with(lua_State *L, int op) {
         gr_buffer *v = lgr_check_buffer(L, 1);
         if (r.dtype >= 0)
             luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
+        if (r.nops) return reduce_ops_many(L, v, &r);
         lgr_request_prepare(L, &r, LGR_FOR_RUN, &v, 1);
         return r.async ? push_axes_pending(L, v, &r) : lgr_reduce_axes(L, v, &r);
     }
     gr_buffer *b = lgr_check_reduced_buffer(L, 1, order_free(&r));
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.nops) return reduce_ops(L, b, &r);
+    if (r.nops) return r.segment || r.offsets ? reduce_ops_many(L, b, &r) : reduce_ops(L, b, &r);
     lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     if (r.async) return push_pending(L, b, &r);

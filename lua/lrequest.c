@@ -231,9 +231,9 @@ void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) 
             luaL_argerror(L, arg, op >= 0 ? "opts.ops goes with gr.reduce (this function reduces its own op)"
                                           : "opts.ops goes with gr.reduce (one buffer, several ops)");
         if (r->op_given || r->user_op) luaL_argerror(L, arg, "opts.ops and opts.op: give one");
-        if (r->segment || r->offsets || r->naxes || r->async || r->streamed)
-            luaL_argerror(L, arg, "opts.ops reduces a whole buffer synchronously for now (not with segment, offsets, "
-                                  "axis, async or streamed: one call per op there)");
+        if (r->async || r->streamed || r->has_out)
+            luaL_argerror(L, arg, "opts.ops: synchronous, over buffers, into new results (not with async, streamed "
+                                  "or out, for now)");
     }
 }
 

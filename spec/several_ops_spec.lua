@@ -11,8 +11,9 @@ What it checks
   - acc = "float64", ddof, gpu_to_gpu (the sum family), every op's own error where its single call has
     one (an empty buffer's mean).
   - gr.describe: count is #b, the rest the single calls' values.
-  - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with segment,
-    axis or async, on reduce_many and plan, describe with op -- each a clear error naming opts.ops.
+  - With segment, offsets and axis: each op's result buffers, byte for byte the single calls'.
+  - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with async or
+    out, on reduce_many and plan, describe with op -- each a clear error naming opts.ops.
 ]]
 local gr = require "gpureduce"
 
@@ -98,6 +99,36 @@ describe("gr.reduce with opts.ops", function()
     check(i, { "sum", "mean", "var", "min", "max", "argmin" }, { ddof = 1 }, "int32 ddof 1")
   end)
 
+  it("with segment, offsets and axis: each op's buffers, the single calls' bit for bit", function()
+    local function same_buffers(got, want, what)
+      if type(want) == "table" then
+        same_buffers(got[1], want[1], what .. "[1]")
+        same_buffers(got[2], want[2], what .. "[2]")
+        return
+      end
+      assert.are.equal(want:dtype(), got:dtype(), what)
+      assert.are.equal(want:tobytes(), got:tobytes(), what)
+    end
+    local ops = { "sum", "mean", "argmax", "minmax", "std", "count" }
+    for _, d in ipairs({ "float32", "int16", "bfloat16" }) do
+      local b = gr.buffer(6000, d):random(4)
+      local m = b:view{ 60, 100 }
+      for _, opts in ipairs({ { segment = 300 }, { offsets = gr.buffer({ 0, 0, 17, 4000, 6000 }, "int64") },
+                              { axis = 1 }, { axis = 2 }, { axis = { 1, 2 }, keepdims = true } }) do
+        local v = opts.axis and m or b
+        local o = { ops = ops }
+        for k, x in pairs(opts) do o[k] = x end
+        local got = gr.reduce(v, o)
+        for _, op in ipairs(ops) do
+          local one = { op = op }
+          for k, x in pairs(opts) do one[k] = x end
+          local r = table.pack(gr.reduce(v, one))
+          same_buffers(got[op], r.n > 1 and { r[1], r[2] } or r[1], d .. " " .. op)
+        end
+      end
+    end
+  end)
+
   it("an op whose single call raises makes the call raise", function()
     local ok, err = pcall(gr.reduce, gr.buffer(0, "float32"), { ops = { "sum", "mean" } })
     assert(not ok and tostring(err):find("mean", 1, true), tostring(err))
@@ -120,8 +151,8 @@ describe("gr.reduce with opts.ops", function()
     fails("opts.ops: expected a list", gr.reduce, b, { ops = "sum" })
     fails("opts.ops and opts.op", gr.reduce, b, { ops = { "sum" }, op = "max" })
     fails("goes with gr.reduce", gr.sum, b, { ops = { "sum" } })
-    fails("opts.ops", gr.reduce, b, { ops = { "sum" }, segment = 1 })
-    fails("opts.ops", gr.reduce, b:view{ 3, 1 }, { ops = { "sum" }, axis = 1 })
+    fails("opts.ops", gr.reduce, b, { ops = { "sum" }, segment = 1, out = gr.buffer(3, "float32") })
+    fails("opts.ops", gr.reduce, b:view{ 3, 1 }, { ops = { "sum" }, axis = 1, async = true })
     fails("opts.ops", gr.reduce, b, { ops = { "sum" }, async = true })
     fails("goes with gr.reduce", gr.reduce_many, { b }, { ops = { "sum" } })
     fails("goes with gr.reduce", gr.plan, b, { ops = { "sum" } })

@@ -26,8 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const gr_dot_kernel gr_dot_gpu __attribute__((weak));
-
 static void host_dot(const void *xv, const void *yv, size_t n, gr_dtype t, gr_dtype acc, void *out);
 
 /* ---- the pass kernels: the sum's, with a first pass over both inputs ---------------------------------- */
