@@ -147,9 +147,17 @@ template <class Acc, class In> struct DotReader {
             for (u64 i = lane; i < head; i += lanes) acc = add_product(acc, x[i], y[i]);
             const V *vx = reinterpret_cast<const V *>(x + head), *vy = reinterpret_cast<const V *>(y + head);
             const u64 nvec = (n - head) / kV;
-            for (u64 i = lane; i < nvec; i += lanes) acc = fold_pair(acc, vx[i], vy[i]);
-            for (u64 i = head + nvec * kV + lane; i < n; i += lanes) acc = add_product(acc, x[i], y[i]);
-            return acc;
+            /* two vectors of each input in flight, into two running sums (as the whole-buffer kernel) */
+            Acc acc2 = Acc(0);
+            u64 i = lane;
+            for (; i + lanes < nvec; i += 2 * u64(lanes)) {
+                const V a0 = vx[i], b0 = vy[i], a1 = vx[i + lanes], b1 = vy[i + lanes];
+                acc = fold_pair(acc, a0, b0);
+                acc2 = fold_pair(acc2, a1, b1);
+            }
+            if (i < nvec) acc = fold_pair(acc, vx[i], vy[i]);
+            for (u64 j = head + nvec * kV + lane; j < n; j += lanes) acc = add_product(acc, x[j], y[j]);
+            return acc + acc2;
         }
         for (u64 i = lane; i < n; i += lanes) acc = add_product(acc, x[i], y[i]);
         return acc;
