@@ -52,17 +52,16 @@ template <int Kind, class Op, class In, bool kBool> int launch_for(gr_col_launch
         const u64 blocks = (x.A * groups_of(x.R) + per_block - 1) / per_block * tiles;
         return unsigned(blocks < L->grid ? (blocks ? blocks : 1) : L->grid);
     };
-    /* rows of 32 bytes are one pack only where staged (column_staged), and for ops of light state
-     * (kRowOf32); elsewhere they take half-row packs */
-    if (a.pack * int(sizeof(In)) == 32 && (a.R < u64(gr::kColRows) || !gr::kRowOf32<Op, In>)) a.pack /= 2;
+    /* a row of 32 bytes, two vectors (the engine gives it a pack of one vector), is one pack where it is
+     * staged (long enough: column_staged) and the op's state for a whole row is light (kRowOf32) */
+    if (sizeof(In) >= 2 && a.pack * int(sizeof(In)) == 16 && a.sc == 1 && a.C == u64(2 * a.pack) &&
+        a.sr == (long long)a.C && a.R >= u64(gr::kColRows) && gr::kRowOf32<Op, In>)
+        a.pack *= 2;
     unsigned grid = grid_for(a);
     a.staged = gr::column_staged(a, int(sizeof(In))) ? 1 : 0;
-    if constexpr (gr::may_stage(int(sizeof(In)))) {
+    if constexpr (gr::may_stage(int(sizeof(In))))       /* column_staged is false for 1- and 16-byte types */
         if (a.staged) columns_kernel<W, Op, In, true, true><<<grid, gr::kColThreads, 0, st>>>(a);
-        else columns_kernel<W, Op, In, true, false><<<grid, gr::kColThreads, 0, st>>>(a);
-    } else {
-        columns_kernel<W, Op, In, true, false><<<grid, gr::kColThreads, 0, st>>>(a);
-    }
+    if (!a.staged) columns_kernel<W, Op, In, true, false><<<grid, gr::kColThreads, 0, st>>>(a);
     int pass = 0;
     for (u64 groups = g1; groups > 1; groups = groups_of(groups)) {
         /* the next pass reads the groups as its rows: A x groups x C accumulators, one column a thread */

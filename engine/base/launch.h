@@ -139,8 +139,9 @@ typedef struct gr_seg_kernel {
 /* The input as A x R x C: element (a, r, c) at in + a * sa + r * sr + c * sc elements; output (a, c)
  * reduces its column's R elements, written as element a * oa + c * oc of out[0] (and out[1]) in the
  * dtypes of a segmented reduction's results. `pack` columns a thread (1; 16 bytes of them, 8 for 1-byte
- * types, or C when a vector holds several rows or a row is two vectors, with sc == 1; 0: one column with
- * sr == 1, read along it: see cuda/device/columns.cuh); the kernel lays its blocks out from R, C and pack. Passes after the first reduce the groups' accumulators in
+ * types, or C when a vector holds several rows, with sc == 1 -- the kernel makes a row of two vectors one
+ * pack where it stages it; 0: one column with sr == 1, read along it: see cuda/device/columns.cuh); the
+ * kernel lays its blocks out from R, C and pack. Passes after the first reduce the groups' accumulators in
  * `scratch` (gr_columns_scratch bytes), at most `grid` blocks each. */
 typedef struct gr_col_launch {
     const void *in;

@@ -91,7 +91,6 @@ static gr_status columns(gr_context *ctx, const char *data, gr_dtype t, const gr
     int aligned = (uintptr_t)data % lb == 0 && (sa * es) % lb == 0;
     int pack = 1;
     if (sr == 1 && es <= 8) pack = 0;                                                       /* along a row */
-    else if (sc == 1 && aligned && es >= 2 && C * es == 32 && sr == C) pack = (int)C;       /* two vectors a row */
     else if (sc == 1 && aligned && kv >= 2 && C % kv == 0 && (sr * es) % lb == 0) pack = (int)kv;   /* a row's vectors */
     else if (sc == 1 && aligned && C < kv && kv % C == 0 && sr == C) pack = (int)C;         /* several rows a vector */
     size_t as = run->plan.acc_size, g1 = (R + GR_COLUMN_GROUP_ROWS - 1) / GR_COLUMN_GROUP_ROWS;
