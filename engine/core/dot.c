@@ -88,29 +88,9 @@ static const gr_pass_kernel dot_op_pass = {
     .segments = op_segments, .segments_host = op_segments_host,
 };
 
-/* The exact products into one gr_xsum, in launches of at most 2^29 pairs per block (two terms each: a
- * block's shared words then cannot overflow, exact_pass.c). */
-static int exact_launch(const gr_run *run, gr_launch *L) {
-    void *sums = L->final_out ? L->final_out : L->out;
-    int rc = gr_dev_memset(sums, 0, sizeof(gr_xsum), L->stream);
-    gr_dtype t = run->plan.in_dtype;
-    size_t es = gr_dtype_size(t), per = L->grid * (GR_EXACT_MOST_PER_BLOCK / 2);
-    for (size_t lo = 0; lo < L->n && rc == 0; lo += per) {
-        size_t len = L->n - lo < per ? L->n - lo : per;
-        gr_inputs piece;
-        gr_inputs_one(&piece, (const char *)L->in->at[0].data + lo * es, t, len);
-        piece.count = 2;
-        piece.at[1] = piece.at[0];
-        piece.at[1].data = (const char *)L->in->at[1].data + lo * es;
-        gr_exact_launch X = {
-            .in = &piece, .n = len, .in_dtype = t, .op = GR_SUM, .sums = sums, .grid = L->grid, .block = L->block,
-            .stream = L->stream,
-        };
-        rc = gr_exact_gpu.launch(&X);
-        if (rc) L->site = X.site;
-    }
-    return rc;
-}
+/* The exact products into one gr_xsum: exact_pass.c's launches, which take both inputs (two terms a
+ * pair). */
+static int exact_launch(const gr_run *run, gr_launch *L) { return gr_exact_pass.launch(run, L); }
 
 static gr_status exact_result(gr_context *ctx, const gr_run *run, gr_slot *slot, const void *acc, size_t n,
                               gr_result *out) {

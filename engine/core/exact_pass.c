@@ -18,14 +18,22 @@
 
 #include <string.h>
 
+/* The input in launches of at most 2^30 terms per block: an element adds one, a product of gr.dot's two
+ * inputs (L->in->count == 2, one dtype) two. */
 static int launch(const gr_run *run, gr_launch *L) {
     void *sums = L->final_out ? L->final_out : L->out;
     int rc = gr_dev_memset(sums, 0, sizeof(gr_xsum), L->stream);
-    const char *data = L->in->at[0].data;
-    size_t es = gr_dtype_size(run->plan.in_dtype), per = L->grid * GR_EXACT_MOST_PER_BLOCK;
+    int count = L->in->count;
+    size_t es = gr_dtype_size(run->plan.in_dtype), per = L->grid * (GR_EXACT_MOST_PER_BLOCK / (size_t)count);
     for (size_t lo = 0; lo < L->n && rc == 0; lo += per) {
         gr_inputs piece;
-        gr_inputs_one(&piece, data + lo * es, run->plan.in_dtype, L->n - lo < per ? L->n - lo : per);
+        gr_inputs_one(&piece, (const char *)L->in->at[0].data + lo * es, run->plan.in_dtype,
+                      L->n - lo < per ? L->n - lo : per);
+        piece.count = count;
+        for (int k = 1; k < count; k++) {
+            piece.at[k] = piece.at[0];
+            piece.at[k].data = (const char *)L->in->at[k].data + lo * es;
+        }
         gr_exact_launch X = {
             .in = &piece, .n = (size_t)piece.at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = run->plan.op,
             .sums = sums, .grid = L->grid, .block = L->block, .stream = L->stream,
