@@ -263,6 +263,9 @@ typedef struct gr_options {
     /* when variant is a user kernel (gr_kernel_register): its kernels for this op, dtype and accumulator
      * (gr_kernel_prepare), which the passes run; NULL otherwise */
     const struct gr_image *kernel;
+    /* the inputs the reduction reads: 0 or 1 for one buffer; gr_reduce_inputs sets its count, which an
+     * operator's (user, cpu) must match */
+    int ninputs;
 } gr_options;
 
 void gr_options_init(gr_options *o, gr_op op);
@@ -295,6 +298,18 @@ gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
 gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
                       gr_buffer *out[2]);
 
+/* A user operator of several inputs (spec.ninputs of them) over bufs[0..count): count is the operator's,
+ * the buffers have one shape, one side and device, any dtypes. o->user is the image gr_operator_prepare_inputs
+ * made for their dtypes (device buffers; with segments for the segments and axes below), or o->cpu the
+ * operator's functions (host buffers, the cpu backend; map_inputs required). Strided views are read
+ * through compact copies, in their row-major order (map's i). The options are an operator's (no acc,
+ * no gpu_to_gpu). Errors name "bufs" (count, shape, side) or the option at fault. */
+gr_status gr_reduce_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
+                           gr_result *result);
+/* The same started on the device; gr_pending_wait gives the value (the pending holds every input). */
+gr_status gr_reduce_inputs_async(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
+                                 gr_pending **out);
+
 /* Streamed host data: a host buffer (pinned for full speed) is copied to the device in chunks of
  * chunk_bytes on `streams` streams, each chunk reduced by a single-pass kernel as soon as it has landed,
  * so copies overlap with the reduction of the chunks before them; the chunk values are combined in
@@ -319,6 +334,14 @@ typedef struct gr_segments {
  * of GR_SUM), into out[0] on a's side. Synchronous, on the context's stream; no o->stream. */
 gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                           gr_buffer *out[2]);
+
+/* An operator of several inputs (gr_reduce_inputs) per segment of 1-D inputs (gr_segments as for gr_reduce_segments; i counts within the segment), and
+ * along axes (as gr_reduce_axes; i counts within the row of reduced elements): the operator's results
+ * (gr_operator_segment_dtype) into out[0], on the inputs' side. Synchronous, on the context's stream. */
+gr_status gr_reduce_inputs_segments(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
+                                    const gr_segments *seg, gr_buffer *out[2]);
+gr_status gr_reduce_inputs_axes(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
+                                unsigned axes, gr_buffer *out[2]);
 
 /* The dtypes of a segmented reduction's results: *count buffers (1, or 2 for argmin, argmax, minmax). */
 gr_status gr_segment_result_dtypes(gr_context *ctx, const gr_options *o, gr_dtype in, gr_dtype out[2], int *count);
@@ -440,6 +463,7 @@ void gr_pool_trim(gr_context *ctx);
 
 /* An operator written as C expressions, compiled at run time with NVRTC for each input dtype. */
 typedef struct gr_operator gr_operator;
+#define GR_OPERATOR_INPUTS 8     /* the most inputs an operator names (engine/base/launch.h's GR_MAX_INPUTS) */
 typedef struct gr_operator_spec {
     const char *name;       /* a word of letters, digits and '_' that does not start with a digit */
     const char *map;        /* an element into an accumulator: over x (the element, as acc when acc is a
@@ -449,7 +473,18 @@ typedef struct gr_operator_spec {
     const char *identity;   /* the accumulator's neutral value: a C initializer */
     const char *acc;        /* a dtype name, or a struct declared in the preamble (then post is required) */
     const char *preamble;   /* NULL, or declarations the expressions use (device functions, the struct) */
+    /* the names map gives the inputs' elements, in order: 0 names = one input named x (the default);
+     * up to GR_OPERATOR_INPUTS C names, distinct, none of them i; gr_reduce_inputs reduces such an operator
+     * over as many buffers */
+    int ninputs;
+    const char *inputs[GR_OPERATOR_INPUTS];
 } gr_operator_spec;
+
+/* The dtypes of an operator's inputs, in order: the key of its images (one per tuple). */
+typedef struct gr_input_dtypes {
+    int count;
+    gr_dtype at[GR_OPERATOR_INPUTS];
+} gr_input_dtypes;
 
 /* Checks the spec (GR_EINVAL naming the field: "map", "acc", ...) and copies its strings; nothing is
  * compiled yet. */
@@ -461,6 +496,8 @@ void gr_operator_free(gr_operator *op);
 const gr_operator_spec *gr_operator_get_spec(const gr_operator *op);
 /* 1 when map uses the index i. */
 int gr_operator_indexed(const gr_operator *op);
+/* How many inputs map takes (1 for an operator that names none). */
+int gr_operator_inputs(const gr_operator *op);
 /* The accumulator's dtype, or -1 for a struct of the preamble. */
 int gr_operator_acc_dtype(const gr_operator *op);
 /* The identity as a number when acc is a dtype and the identity is a literal the host can read (an
@@ -535,6 +572,17 @@ gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_oper
  * on the first segmented use, so that whole-buffer reductions do not pay its compile). */
 gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
                                        const gr_image **out);
+/* The same for an operator's inputs of the dtypes `in` (in->count must be gr_operator_inputs): the
+ * functions above take one dtype for every input. An operator of several inputs has the shape of
+ * warp_shuffle: 16-byte runs of every input read side by side (cuda/device/inputs.cuh). */
+gr_status gr_operator_source_inputs(gr_context *ctx, const gr_operator *op, const gr_input_dtypes *in, char **out);
+gr_status gr_operator_compile_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                     const gr_input_dtypes *in, int arch, gr_image **out,
+                                     gr_operator_compile_info *info);
+gr_status gr_operator_check_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                   const gr_input_dtypes *in);
+gr_status gr_operator_prepare_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                     const gr_input_dtypes *in, int segments, const gr_image **out);
 /* The values the check tries for dtype t, as scalars of its kind (floats rounded to t): returns how
  * many (at most 8). */
 int gr_operator_check_values(gr_dtype t, gr_scalar values[8]);
@@ -601,6 +649,9 @@ typedef struct gr_operator_cpu {
      * an expression), else never called */
     gr_status (*identity)(void *ud, gr_cpu_acc *out);
     void *ud;
+    /* required for an operator of several inputs, which map does not serve: xs[0..count) the inputs'
+     * elements at one position, each converted as map's x is; i their 0-based index */
+    gr_status (*map_inputs)(void *ud, const gr_scalar *xs, int count, uint64_t i, gr_cpu_acc *out);
 } gr_operator_cpu;
 
 /* gr_options.fold by these functions, for the finishes hybrid and host of an operator whose acc is the
@@ -763,6 +814,9 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
 /* The ceiling: a kernel that only reads every byte of b (16-byte loads, a grid-stride loop, nothing
  * combined but an XOR so the loads stay), timed like gr_bench. GR_ENODEV on the cpu backend. */
 gr_status gr_bench_read(gr_context *ctx, gr_buffer *b, int warmup, int reps, gr_bench_result *out);
+/* gr_reduce_inputs over compact bufs timed like gr_bench (the bytes of every input in the figure). */
+gr_status gr_bench_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o, int warmup,
+                          int reps, gr_bench_result *out);
 /* gr_dot(a, b) timed like gr_bench (the bytes of both inputs in the figure); gr_dot_axes into out like
  * gr_bench_axes (device events around each whole call on device data). */
 gr_status gr_bench_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, int warmup, int reps,

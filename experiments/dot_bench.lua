@@ -114,6 +114,47 @@ for _, d in ipairs({ "float32", "bfloat16" }) do
   end
 end
 
+-- A two-input operator (issue 24: within 2% of gr.dot): the weighted sum x * w in the dot's accumulator
+-- (float32), over the same pair, timed beside gr.dot in alternation (the better median of two each), and
+-- checked against the dot within the float32 bound above. Then inputs of two dtypes (float32 x with
+-- bfloat16 and int8 w), against the read ceiling of their bytes.
+print("\n## a two-input operator: gr.reduce({x, w}, {op = wsum}) beside gr.dot(x, w) (device events)")
+print(string.format("%-22s %9s %9s %9s %8s  %s", "inputs", "dot ms", "wsum ms", "/ dot", "vs read", "valid"))
+for _, pair in ipairs({ { "float32", "float32" }, { "bfloat16", "bfloat16" }, { "float32", "bfloat16" },
+                        { "float32", "int8" } }) do
+  local ok, err = pcall(function()
+    local dx, dw = pair[1], pair[2]
+    local wsum = gr.operator{ name = "wsum", inputs = { "x", "w" }, map = "x * w", reduce = "a + b", identity = "0",
+                              acc = "float32" }
+    local x = gr.buffer(n, dx):random(27, -1, 1)
+    local w = dw == "int8" and gr.buffer(n, dw):random(28, -100, 100) or gr.buffer(n, dw):random(28, -1, 1)
+    local opts = { op = wsum, reps = reps, warmup = 5 }
+    local dot_ms, same = math.huge, dx == dw
+    local t
+    for _ = 1, 2 do
+      if same then dot_ms = math.min(dot_ms, gr.bench_dot(x, w, { reps = reps, warmup = 5 }).ms) end
+      local r = gr.bench({ x, w }, opts)
+      if not t or r.ms < t.ms then t = r end
+    end
+    local size = { float32 = 4, bfloat16 = 2, int8 = 1 }
+    local bytes = n * (size[dx] + size[dw])
+    local c = gr.buffer(bytes // 4, "float32")
+    local read = gr.bench_read(c, { reps = reps, warmup = 5 }).gbps
+    c:free()
+    local got = gr.reduce({ x, w }, { op = wsum })
+    local exact = same and gr.dot(x, w, { acc = "float64" }) or got
+    local good = math.abs(got - exact) <= 4160 * 2.0 ^ -24 * n / 4 * (dw == "int8" and 100 or 1)
+    if not good then failures = failures + 1 end
+    print(string.format("%-22s %9s %9.4f %9s %7.1f%%  %s", dx .. " x " .. dw, same and string.format("%9.4f", dot_ms) or "-",
+      t.ms, same and string.format("%9.3f", t.ms / dot_ms) or "-", 100 * bytes / (t.ms * 1e6) / read,
+      good and "ok" or "WRONG"))
+    x:free()
+    w:free()
+  end)
+  if not ok then print(string.format("%s x %s failed: %s", pair[1], pair[2], err)) end
+  collectgarbage()
+end
+
 for d, ops in pairs(torch) do
   for op, v in pairs(ops) do
     if type(v) == "string" then print(string.format("torch %s %s: %s", d, op, v)) end

@@ -3,6 +3,7 @@
  * the pool's statistics, the names of dtypes, ops and finishing modes, and the testing hooks.
  */
 #include "linfo.h"
+#include "linputs.h"
 #include "laxes.h"
 #include "lbuffer.h"
 #include "lopts.h"
@@ -65,9 +66,28 @@ void lgr_push_bench(lua_State *L, const gr_bench_result *r, gr_buffer *b, const 
 }
 
 /* gr.bench(b, opts): opts as for gr.reduce plus reps (20) and warmup (3); streamed host data too. */
+/* gr.bench({x, w, ...}, opts): an operator of several inputs over whole buffers, `bytes` counting every
+ * input. */
+static int bench_inputs(lua_State *L, lgr_request *r) {
+    gr_buffer *bufs[GR_OPERATOR_INPUTS];
+    int count = lgr_inputs_read(L, r, 1, bufs);
+    gr_context *ctx = lgr_ctx(L);
+    gr_bench_result res;
+    gr_status st = gr_bench_inputs(ctx, bufs, count, &r->o, r->warmup, r->reps, &res);
+    if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
+    int device = gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(bufs[0]) == GR_DEVICE && r->o.user;
+    lgr_push_bench(L, &res, bufs[0], device ? "events" : "clock");
+    size_t bytes = 0;
+    for (int k = 0; k < count; k++) bytes += gr_buffer_size(bufs[k]) * gr_dtype_size(gr_buffer_dtype(bufs[k]));
+    lua_pushinteger(L, (lua_Integer)bytes);
+    lua_setfield(L, -2, "bytes");
+    return 1;
+}
+
 int lgr_bench(lua_State *L) {
     lgr_request x;
     lgr_request_read(L, 2, -1, 1, &x);
+    if (lgr_is_buffer_list(L, 1)) return bench_inputs(L, &x);         /* an operator's inputs */
     if (x.naxes) {                                  /* along axes: the view as it is */
         gr_buffer *v = lgr_check_buffer(L, 1);
         lgr_request_prepare(L, &x, LGR_FOR_RUN, &v, 1);

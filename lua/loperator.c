@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const operator_keys[] = {"acc", "cpu", "identity", "map", "name", "post", "preamble", "reduce",
-                                            NULL};
+static const char *const operator_keys[] = {"acc", "cpu", "identity", "inputs", "map", "name", "post", "preamble",
+                                            "reduce", NULL};
 static const char *const cpu_keys[] = {"identity", "map", "post", "reduce", NULL};
 
 /* ---- the accessor and the release ---------------------------------------------------------------- */
@@ -80,6 +80,39 @@ const char *lgr_string_field(lua_State *L, int t, const char *key, const char *h
 static const char *string_field(lua_State *L, int t, const char *key) {
     return lgr_string_field(L, t, key, strcmp(key, "name") == 0 || strcmp(key, "acc") == 0 ? "" :
                                        strcmp(key, "preamble") == 0 ? " (C declarations)" : " (a C expression)");
+}
+
+/* inputs = {"x", "w", ...}: the names map gives the inputs, into spec (the strings stay on the stack,
+ * in the table, for the call). */
+static void inputs_field(lua_State *L, int t, gr_operator_spec *spec) {
+    int type = lua_getfield(L, t, "inputs");
+    spec->ninputs = 0;
+    if (type == LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (type != LUA_TTABLE)
+        luaL_argerror(L, 1, lua_pushfstring(L, "inputs: expected a list of names (strings), got %s",
+                                            luaL_typename(L, -1)));
+    int list = lua_gettop(L);
+    lua_Integer n = luaL_len(L, list);
+    if (n < 1 || n > GR_OPERATOR_INPUTS)
+        luaL_argerror(L, 1, lua_pushfstring(L, "inputs: names 1 to %d inputs (got %I)", GR_OPERATOR_INPUTS, n));
+    lua_pushnil(L);
+    while (lua_next(L, list)) {                 /* a list and nothing else: {x = 1} or {[9] = "y"} is a mistake */
+        lua_pop(L, 1);
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > n)
+            luaL_argerror(L, 1, lua_pushfstring(L, "inputs: expected a list of names, found key %s",
+                                                luaL_tolstring(L, -1, NULL)));
+    }
+    for (lua_Integer k = 1; k <= n; k++) {
+        if (lua_geti(L, list, k) != LUA_TSTRING)
+            luaL_argerror(L, 1, lua_pushfstring(L, "inputs[%I]: expected a name (a string), got %s", k,
+                                                luaL_typename(L, -1)));
+        spec->inputs[k - 1] = lua_tostring(L, -1);
+        lua_pop(L, 1);                          /* the table keeps the string alive */
+    }
+    spec->ninputs = (int)n;
 }
 
 /* The cpu table: functions map and reduce, post and identity checked later (they depend on the
@@ -198,11 +231,12 @@ static void check_cpu_identity(lua_State *L, const gr_operator *op, int cpu) {
     int top = lua_gettop(L);
     lgr_push_scalar(L, e);
     int id = lua_gettop(L);
+    int inputs = gr_operator_inputs(op);       /* each input given the same value */
     for (int k = 0; k < count; k++) {
         lua_getfield(L, cpu, "map");
-        lgr_push_scalar(L, values[k]);
+        for (int j = 0; j < inputs; j++) lgr_push_scalar(L, values[k]);
         lua_pushinteger(L, k);
-        lua_call(L, 2, 1);
+        lua_call(L, inputs + 1, 1);
         int m = lua_gettop(L);
         for (int side = 0; side < 2; side++) {
             lua_getfield(L, cpu, "reduce");
@@ -234,10 +268,12 @@ int lgr_operator(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lgr_refuse_unknown(L, 1, operator_keys, "");
     gr_operator_spec spec = {
-        string_field(L, 1, "name"),     string_field(L, 1, "map"), string_field(L, 1, "reduce"),
-        string_field(L, 1, "post"),     string_field(L, 1, "identity"), string_field(L, 1, "acc"),
-        string_field(L, 1, "preamble"),
+        .name = string_field(L, 1, "name"), .map = string_field(L, 1, "map"),
+        .reduce = string_field(L, 1, "reduce"), .post = string_field(L, 1, "post"),
+        .identity = string_field(L, 1, "identity"), .acc = string_field(L, 1, "acc"),
+        .preamble = string_field(L, 1, "preamble"),
     };
+    inputs_field(L, 1, &spec);
     int has_cpu = cpu_field(L, 1);
     int cpu = lua_gettop(L);
 
@@ -271,9 +307,24 @@ static const char *const kind_names[] = {"int", "uint", "float", "bool"};
  * float32 for a struct). */
 static int o_source(lua_State *L) {
     gr_operator *op = lgr_check_operator(L, 1);
-    gr_dtype t = lgr_check_dtype(L, 2, gr_dtype_name(default_dtype(op)));
     char *src;
-    gr_status st = gr_operator_source(lgr_ctx(L), op, t, &src);
+    gr_status st;
+    if (lua_istable(L, 2)) {                    /* {dtype, ...}: one per input */
+        gr_input_dtypes in = {.count = (int)luaL_len(L, 2)};
+        if (in.count != gr_operator_inputs(op))
+            return luaL_argerror(L, 2, lua_pushfstring(L, "operator %s takes %d input%s: give as many dtypes",
+                                                       gr_operator_get_spec(op)->name, gr_operator_inputs(op),
+                                                       gr_operator_inputs(op) > 1 ? "s" : ""));
+        for (int k = 0; k < in.count; k++) {
+            lua_geti(L, 2, k + 1);
+            in.at[k] = lgr_check_dtype(L, -1, NULL);
+            lua_pop(L, 1);
+        }
+        st = gr_operator_source_inputs(lgr_ctx(L), op, &in, &src);
+    } else {
+        gr_dtype t = lgr_check_dtype(L, 2, gr_dtype_name(default_dtype(op)));
+        st = gr_operator_source(lgr_ctx(L), op, t, &src);
+    }
     if (st != GR_OK) return lgr_fail(L, st, 0, "dtype", 2, NULL);
     lua_pushstring(L, src);
     free(src);
@@ -290,6 +341,12 @@ static int o_info(lua_State *L) {
     lgr_set_str(L, "name", s->name);
     lgr_set_str(L, "acc", s->acc);
     lgr_set_bool(L, "indexed", gr_operator_indexed(op));
+    lua_createtable(L, gr_operator_inputs(op), 0);
+    for (int k = 0; k < gr_operator_inputs(op); k++) {
+        lua_pushstring(L, s->ninputs ? s->inputs[k] : "x");
+        lua_rawseti(L, -2, k + 1);
+    }
+    lua_setfield(L, -2, "inputs");
     int has_cpu = lua_getiuservalue(L, 1, 1) != LUA_TNIL;
     lua_pop(L, 1);
     lgr_set_bool(L, "has_cpu", has_cpu);

@@ -100,6 +100,16 @@ static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
     return st == GR_OK ? take_acc(c, F_MAP, none, out) : st;
 }
 
+/* cpu.map(x1, ..., xn, i) for an operator of several inputs. */
+static gr_status cpu_map_inputs(void *ud, const gr_scalar *xs, int count, uint64_t i, gr_cpu_acc *out) {
+    lgr_operator_cpu *c = ud;
+    int base = push_fn(c, F_MAP), none;
+    for (int k = 0; k < count; k++) lgr_push_scalar(c->L, xs[k]);
+    lua_pushinteger(c->L, (lua_Integer)i);
+    gr_status st = call(c, F_MAP, base, count + 1, &none);
+    return st == GR_OK ? take_acc(c, F_MAP, none, out) : st;
+}
+
 static gr_status cpu_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out) {
     lgr_operator_cpu *c = ud;
     int base = push_fn(c, F_REDUCE), none;
@@ -166,6 +176,6 @@ int lgr_operator_cpu_push(lua_State *L, int op_idx, gr_operator *op, lgr_operato
     c->slots = cpu + 5;
     c->acc = gr_operator_acc_dtype(op);
     c->fns = (gr_operator_cpu){op, cpu_map, cpu_reduce, lua_isnil(L, c->fn + F_POST) ? NULL : cpu_post,
-                               lua_isnil(L, c->fn + F_IDENTITY) ? NULL : cpu_identity, c};
+                               lua_isnil(L, c->fn + F_IDENTITY) ? NULL : cpu_identity, c, cpu_map_inputs};
     return 1;
 }

@@ -8,6 +8,7 @@
 #include "lreduce.h"
 #include "laxes.h"
 #include "lbuffer.h"
+#include "linputs.h"
 #include "lrequest.h"
 #include "lsharded.h"
 
@@ -124,11 +125,37 @@ static int order_free(const lgr_request *r) {
     return lgr_request_order_free(r);
 }
 
+/* gr.reduce over a list of an operator's inputs: synchronously (linputs.c), or with opts.async a Pending
+ * whose wait gives the value (the engine's pending holds the inputs' memory; the Pending keeps
+ * opts.stream, user value 2). */
+static int reduce_inputs(lua_State *L, lgr_request *r) {
+    gr_buffer *bufs[GR_OPERATOR_INPUTS];
+    int count = lgr_inputs_read(L, r, 0, bufs);
+    if (!r->async) return lgr_reduce_inputs(L, r, bufs, count);
+    lgr_pending *u = lgr_new_pending(L, 0);
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_inputs_async(lgr_ctx(L), bufs, count, &r->o, &u->p));
+    if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
+    if (r->o.stream) {
+        lua_getfield(L, 2, "stream");
+        lua_setiuservalue(L, -2, 2);
+    }
+    return 1;
+}
+
 static int reduce_with(lua_State *L, int op) {
     lgr_request r;
     int is_buffer = luaL_testudata(L, 1, BUFFER_MT) != NULL;
     lgr_request_read(L, 2, op, op < 0 ? LGR_READ_OPS : 0, &r);
     if (op < 0 && !r.nops) require_op(L, &r);
+    /* an operator's inputs: a list of buffers, or any table given with an operator (but a streamed source) */
+    if (!is_buffer && !lgr_is_sharded(L, 1) &&
+        (lgr_is_buffer_list(L, 1) || (lua_type(L, 1) == LUA_TTABLE && r.user_op && !r.streamed)))
+        return reduce_inputs(L, &r);
+    if (is_buffer && r.user_op && gr_operator_inputs(r.user_op) > 1)
+        luaL_argerror(L, 1, lua_pushfstring(L, "operator %s reads %d inputs: give a list of %d buffers {b1, b2, ...}",
+                                            gr_operator_get_spec(r.user_op)->name, gr_operator_inputs(r.user_op),
+                                            gr_operator_inputs(r.user_op)));
     if (r.nops && !is_buffer && lgr_is_sharded(L, 1))
         luaL_argerror(L, 2, "opts.ops: a sharded buffer is reduced one op per call for now");
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);

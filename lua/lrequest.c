@@ -252,18 +252,24 @@ static int use_cpu_functions(lua_State *L, lgr_request *r) {
     return 1;
 }
 
-/* opts.op's kernels for elements of dtype t (r->o.user; the segments' form where `segments`), and for
- * the finishes on the CPU r->o.fold by its cpu.reduce; a Lua error where they cannot be had. */
-static void operator_kernels(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+/* opts.op's kernels for inputs of the dtypes `in` (r->o.user; the segments' form where `segments`), and
+ * for the finishes on the CPU r->o.fold by its cpu.reduce; a Lua error where they cannot be had. */
+static void inputs_kernels(lua_State *L, lgr_request *r, int segments, const gr_input_dtypes *in) {
     const gr_operator_image *img;
-    gr_status st = (segments ? gr_operator_prepare_segments : gr_operator_prepare)(lgr_ctx(L), lgr_operator_cache(L),
-                                                                                    r->user_op, t, &img);
+    gr_status st = gr_operator_prepare_inputs(lgr_ctx(L), lgr_operator_cache(L), r->user_op, in, segments, &img);
     if (st != GR_OK) lgr_fail(L, st, 2, NULL);
     r->o.user = img;
     if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
     if (!use_cpu_functions(L, r)) return;       /* the planner says what is missing */
     r->o.fold = lgr_operator_cpu_fold;
     r->o.fold_ud = &r->cpu;
+}
+
+/* The same for elements of dtype t (every input of it). */
+static void operator_kernels(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+    gr_input_dtypes in = {.count = gr_operator_inputs(r->user_op)};
+    for (int k = 0; k < in.count; k++) in.at[k] = t;
+    inputs_kernels(L, r, segments, &in);
 }
 
 static const char *operator_name(const lgr_request *r) { return gr_operator_get_spec(r->user_op)->name; }
@@ -317,6 +323,26 @@ static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
 
 void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count) {
     int segments = r->segment || r->offsets || r->naxes;      /* axes reduce rows through the segments' kernels */
+    if (r->user_op && why == LGR_FOR_INPUTS) {
+        /* the inputs of one operator: its kernels for their dtypes on device buffers, else its cpu functions */
+        if (r->o.determinism == GR_DET_GPU_TO_GPU)
+            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+                                "user's) (accepted with operators: not_guaranteed, run_to_run)");
+        gr_input_dtypes in = {.count = (int)count};
+        int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
+        for (size_t i = 0; i < count; i++) {
+            in.at[i] = gr_buffer_dtype(bufs[i]);
+            gpu = gpu && gr_buffer_where(bufs[i]) == GR_DEVICE;
+        }
+        if (gpu || !use_cpu_functions(L, r)) {
+            if (!gpu && gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
+                luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+                                                       "cannot run its kernels (give gr.operator a cpu table)",
+                                                    operator_name(r)));
+            inputs_kernels(L, r, segments, &in);
+        }
+        return;
+    }
     if (r->user_op && why == LGR_FOR_PLAN) {
         operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
     } else if (r->user_op) {

@@ -47,7 +47,8 @@ typedef enum {
     LGR_FOR_RUN,        /* gr.reduce and the shortcuts: one buffer (a streamed source's staged copy) */
     LGR_FOR_SHARDS,     /* the same over the shards of a sharded buffer */
     LGR_FOR_MANY,       /* gr.reduce_many over its buffers */
-    LGR_FOR_PLAN        /* gr.plan and gr.bench: the GPU's form, whatever the backend and the buffer */
+    LGR_FOR_PLAN,       /* gr.plan and gr.bench: the GPU's form, whatever the backend and the buffer */
+    LGR_FOR_INPUTS      /* gr.reduce over the inputs of an operator of several (bufs: them, in order) */
 } lgr_purpose;
 /* The one place that decides what a request over bufs (count of them) needs before the engine plans
  * it, called once per request: opts.op's kernels (r->o.user; per dtype for reduce_many, r->images) where

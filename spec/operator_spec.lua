@@ -87,7 +87,7 @@ describe("gr.operator", function()
 
     it("an unknown field, listing the accepted ones", function()
       expect("bad argument #1 to", gr.operator, spec { mapp = "x" })
-      expect("unknown field 'mapp' (accepted: acc, cpu, identity, map, name, post, preamble, reduce)",
+      expect("unknown field 'mapp' (accepted: acc, cpu, identity, inputs, map, name, post, preamble, reduce)",
         gr.operator, spec { mapp = "x" })
       expect("unknown field '1' (accepted: acc", gr.operator, { "x", name = "a" })
     end)

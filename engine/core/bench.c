@@ -171,6 +171,8 @@ gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
 typedef struct {
     gr_buffer *b;
     gr_buffer *b2;          /* gr.dot's second input, else NULL */
+    gr_buffer *const *bufs; /* an operator's several inputs (b is the first), else NULL */
+    int count;
     const gr_options *o;
     gr_run run;
     gr_slot *slot;
@@ -181,11 +183,18 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
     if (!j->slot) {
         gr_result value;
-        return j->b2 ? gr_dot(ctx, j->b, j->b2, j->o, &value) : gr_reduce(ctx, j->b, j->o, &value);
+        return j->b2 ? gr_dot(ctx, j->b, j->b2, j->o, &value)
+             : j->bufs ? gr_reduce_inputs(ctx, j->bufs, j->count, j->o, &value) : gr_reduce(ctx, j->b, j->o, &value);
     }
     gr_inputs in;
     if (j->b2) gr_dot_inputs(&in, j->b, j->b2);
     else gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
+    for (int k = 1; k < j->count; k++) {
+        in.at[k] = in.at[0];
+        in.at[k].data = gr_buffer_data(j->bufs[k]);
+        in.at[k].dtype = j->bufs[k]->dtype;
+    }
+    if (j->bufs) in.count = j->count;
     return gr_exec_start(ctx, &in, 0, &j->run, j->slot, j->stream, 0);
 }
 
@@ -228,4 +237,27 @@ gr_status gr_bench_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
     if (st != GR_OK) return st;
     if (host) memset(&j.run, 0, sizeof j.run);      /* no passes: gr_dot itself, timed with the clock */
     return bench_job(ctx, &j, warmup, reps, 2.0 * (double)a->n * gr_dtype_size(a->dtype), out);
+}
+
+gr_status gr_bench_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o, int warmup,
+                          int reps, gr_bench_result *out) {
+    if (count < 1 || count > GR_OPERATOR_INPUTS || !bufs[0])
+        return gr_fail_arg(ctx, GR_EINVAL, "bufs", "an operator reads 1 to %d inputs", GR_OPERATOR_INPUTS);
+    ctx = gr_ctx_for(ctx, bufs[0]);
+    gr_options c = *o;
+    c.ninputs = count;
+    reduce_job j = {.b = bufs[0], .bufs = bufs, .count = count, .o = &c};
+    double bytes = 0;
+    gr_status st = GR_OK;
+    for (int k = 0; k < count && st == GR_OK; k++) {
+        if (!bufs[k] || bufs[k]->n != bufs[0]->n)
+            return gr_fail_arg(ctx, GR_EINVAL, "bufs", "buffer %d: the inputs of an operator have one length", k + 1);
+        st = gr_buffer_check_compact(ctx, bufs[k], "bufs");
+        bytes += (double)bufs[k]->n * gr_dtype_size(bufs[k]->dtype);
+    }
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(bufs[0]) == GR_DEVICE && c.user;
+    if (st == GR_OK && device) st = gr_plan_run(ctx, bufs[0]->n, bufs[0]->dtype, GR_DEVICE, &c, &j.run);
+    if (st != GR_OK) return st;
+    if (!device) memset(&j.run, 0, sizeof j.run);  /* the cpu functions, timed with the clock */
+    return bench_job(ctx, &j, warmup, reps, bytes, out);
 }

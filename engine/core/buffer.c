@@ -324,6 +324,14 @@ gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const cha
     return gr_fail_arg(ctx, GR_EINVAL, arg, "a strided view is reduced through its compact copy (b:contiguous())");
 }
 
+const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size) {
+    size_t used = (size_t)snprintf(buf, size, "{");
+    for (int d = 0; d < b->ndim && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%zu", d ? ", " : "", b->shape[d]);
+    if (used < size) snprintf(buf + used, size - used, "}");
+    return buf;
+}
+
 /* ---- generated contents -------------------------------------------------------------------------- */
 
 /* A compact scratch of strided view b's dtype and size on its side, which a generator fills before

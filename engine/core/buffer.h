@@ -35,4 +35,7 @@ gr_status gr_buffer_scatter(gr_context *ctx, gr_buffer *view, const gr_buffer *s
  * caller reduces a strided view's compact copy, gr_buffer_contiguous). */
 gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const char *arg);
 
+/* b's shape as messages show it, "{2, 3}", into buf (cut short where size is). */
+const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size);
+
 #endif

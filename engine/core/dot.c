@@ -30,14 +30,6 @@ static void host_dot(const void *xv, const void *yv, size_t n, gr_dtype t, gr_dt
 
 /* ---- the pass kernels: the sum's, with a first pass over both inputs ---------------------------------- */
 
-/* A segments launch's input with the second input (run->with) beside it. */
-static void with_second(gr_inputs *in, const gr_seg_launch *L, const gr_run *run) {
-    *in = *L->in;
-    in->count = 2;
-    in->at[1] = in->at[0];
-    in->at[1].data = run->with;
-}
-
 static int op_launch(const gr_run *run, gr_launch *L) {
     return L->partials_in ? gr_op_pass.launch(run, L) : gr_dot_gpu.launch(L);
 }
@@ -56,15 +48,10 @@ static gr_seg_shape op_shape(const gr_context *ctx, const gr_run *run, size_t n,
     return gr_op_pass.shape(ctx, run, n, k);
 }
 
+/* The launch's inputs are both (segments.c's queue puts the second beside the first). */
 static int op_segments(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
-    (void)ctx;
-    gr_inputs in;
-    with_second(&in, L, run);
-    const gr_inputs *first = L->in;
-    L->in = &in;
-    int rc = gr_dot_gpu.segments(L);
-    L->in = first;
-    return rc;
+    (void)ctx, (void)run;
+    return gr_dot_gpu.segments(L);
 }
 
 /* Each segment's products on the host, its value stored as the sum's result. */
@@ -75,7 +62,7 @@ static gr_status op_segments_host(gr_context *ctx, const gr_run *run, const void
     for (size_t s = 0; s < k; s++) {
         size_t lo = size ? s * size : (size_t)bounds[s], hi = size ? lo + size : (size_t)bounds[s + 1];
         unsigned char value[8];
-        host_dot((const char *)in + lo * es, (const char *)run->with + lo * es, hi - lo, p->in_dtype, p->acc, value);
+        host_dot((const char *)in + lo * es, (const char *)run->with[0] + lo * es, hi - lo, p->in_dtype, p->acc, value);
         gr_result r = gr_op_result(GR_SUM, value, p->acc, p->in_dtype, hi - lo, 0);
         gr_status st = gr_segment_result_store(ctx, gr_buffer_data(out[0]), s, gr_buffer_dtype(out[0]), r.value[0]);
         if (st != GR_OK) return st;
@@ -109,10 +96,8 @@ static gr_seg_shape exact_shape(const gr_context *ctx, const gr_run *run, size_t
 /* Each segment's exact dot rounded on the device into element s of out[0] (exact.cu), as exact_pass.c's
  * segments are. */
 static int exact_segments(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
-    gr_inputs in;
-    with_second(&in, L, run);
     gr_exact_launch X = {
-        .in = &in, .n = (size_t)in.at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = GR_SUM, .block = L->block,
+        .in = L->in, .n = (size_t)L->in->at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = GR_SUM, .block = L->block,
         .grid = L->grid, .stream = L->stream, .k = L->k, .size = L->size, .offsets = L->offsets, .out = L->out[0],
         .out_dtype = run->plan.acc, .ddof = 0,
     };
@@ -131,7 +116,7 @@ static gr_status exact_segments_host(gr_context *ctx, const gr_run *run, const v
     for (size_t s = 0; s < k; s++) {
         size_t lo = size ? s * size : (size_t)bounds[s], hi = size ? lo + size : (size_t)bounds[s + 1];
         memset(a, 0, sizeof *a);
-        gr_exact_add_products(a, (const char *)in + lo * es, (const char *)run->with + lo * es, hi - lo, p->in_dtype);
+        gr_exact_add_products(a, (const char *)in + lo * es, (const char *)run->with[0] + lo * es, hi - lo, p->in_dtype);
         double v = gr_x_finish(a, GR_SUM, hi - lo, 0, p->acc == GR_FLOAT32);
         if (p->acc == GR_FLOAT32) ((float *)gr_buffer_data(out[0]))[s] = (float)v;
         else ((double *)gr_buffer_data(out[0]))[s] = v;
@@ -219,15 +204,6 @@ static gr_status dot_on_host(gr_context *ctx, const gr_buffer *a, const gr_buffe
 
 /* ---- checks and plans ------------------------------------------------------------------------------------ */
 
-/* b's shape as "{2, 3}" into buf. */
-static const char *shape_text(const gr_buffer *b, char *buf, size_t size) {
-    size_t used = (size_t)snprintf(buf, size, "{");
-    for (int d = 0; d < b->ndim && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%zu", d ? ", " : "", b->shape[d]);
-    if (used < size) snprintf(buf + used, size - used, "}");
-    return buf;
-}
-
 /* a and b: one dtype, one shape, one side and device; the options those of a sum of a. */
 static gr_status check_pair(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o) {
     if (a->dtype != b->dtype)
@@ -238,7 +214,7 @@ static gr_status check_pair(gr_context *ctx, const gr_buffer *a, const gr_buffer
     char sa[200], sb[200];
     if (!same)
         return gr_fail_arg(ctx, GR_EINVAL, "b", "gr.dot takes two buffers of one shape (a is %s, b is %s)",
-                           shape_text(a, sa, sizeof sa), shape_text(b, sb, sizeof sb));
+                           gr_buffer_shape_text(a, sa, sizeof sa), gr_buffer_shape_text(b, sb, sizeof sb));
     if (gr_buffer_where(a) != gr_buffer_where(b))
         return gr_fail_arg(ctx, GR_EINVAL, "b", "gr.dot takes two buffers on one side (a is in %s memory, b in %s)",
                            gr_buffer_where(a) == GR_DEVICE ? "device" : "host",
@@ -351,10 +327,10 @@ gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
     int host;
     gr_dtype acc;
     st = plan_dot(ctx, a, o, &p->run, &host, &acc);
-    if (st == GR_OK) st = compact_pair(ctx, a, b, &p->b, &p->b2);
+    if (st == GR_OK) st = compact_pair(ctx, a, b, &p->b, &p->more[0]);
     if (st == GR_OK && (host || p->run.plan.npasses == 0)) {
         /* nothing to queue: the value is known now */
-        p->status = host ? dot_on_host(ctx, p->b, p->b2, o, acc, &p->value)
+        p->status = host ? dot_on_host(ctx, p->b, p->more[0], o, acc, &p->value)
                          : gr_op_empty_result(ctx, GR_SUM, a->dtype, acc, &p->value);
         p->finished = 1;
         st = p->status;
@@ -363,10 +339,10 @@ gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
         st = gr_slot_acquire(ctx, p->run.plan.dev_bytes, p->run.plan.host_bytes, &p->slot);
         if (st == GR_OK) {
             gr_inputs in;
-            gr_dot_inputs(&in, p->b, p->b2);
+            gr_dot_inputs(&in, p->b, p->more[0]);
             st = gr_exec_start(ctx, &in, 0, &p->run, p->slot, stream, 0);
             if (st == GR_OK) st = gr_storage_mark_read(ctx, p->b->st, stream);
-            if (st == GR_OK) st = gr_storage_mark_read(ctx, p->b2->st, stream);
+            if (st == GR_OK) st = gr_storage_mark_read(ctx, p->more[0]->st, stream);
             if (st != GR_OK) gr_dev_stream_sync(stream);
         }
     }
@@ -391,8 +367,9 @@ static gr_status dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const
     int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(a) == GR_DEVICE;
     if (device && (!&gr_dot_gpu || !gr_dot_gpu.segments || (o->determinism == GR_DET_GPU_TO_GPU && !&gr_exact_gpu)))
         return gr_fail(ctx, GR_ENODEV, "gr.dot of device data needs the CUDA kernels (this build has none)");
-    return gr_segments_pair(ctx, a, b, o->determinism == GR_DET_GPU_TO_GPU ? &dot_exact_pass : &dot_op_pass, o, seg,
-                            axis_rows, out);
+    gr_buffer *pair[2] = {a, b};
+    return gr_segments_inputs(ctx, pair, 2, o->determinism == GR_DET_GPU_TO_GPU ? &dot_exact_pass : &dot_op_pass, o,
+                              seg, axis_rows, out);
 }
 
 gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,

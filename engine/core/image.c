@@ -83,13 +83,33 @@ gr_status gr_image_on(gr_context *ctx, const gr_image *img, const gr_image **out
     return GR_OK;
 }
 
+/* cuda/device/inputs.cuh's InputPtrs: the addresses of an operator's several inputs. */
+typedef struct input_ptrs {
+    const void *p[GR_MAX_INPUTS];
+} input_ptrs;
+
+/* in's addresses where it is the image's inputs, each contiguous and 1-D (as many as the image reads):
+ * 1, else 0. */
+static int image_inputs(const gr_inputs *in, const gr_image *img, input_ptrs *ptrs) {
+    memset(ptrs, 0, sizeof *ptrs);
+    if (in->count != img->inputs) return 0;
+    for (int k = 0; k < in->count; k++) {
+        if (in->at[k].ndim != 1 || in->at[k].strides[0] != 1) return 0;
+        ptrs->p[k] = in->at[k].data;
+    }
+    return 1;
+}
+
 int gr_image_launch(gr_launch *L, const gr_image *img) {
-    if (!gr_inputs_contiguous(L->in)) return 1;     /* cudaErrorInvalidValue: its kernels read one plain input */
+    input_ptrs ptrs;
+    int several = img->inputs > 1 && !L->partials_in;
+    if (several ? !image_inputs(L->in, img, &ptrs) : !gr_inputs_contiguous(L->in))
+        return 1;           /* cudaErrorInvalidValue: its kernels read plain inputs, as many as it says */
     unsigned long long n = L->n, first = L->first;
     const void *in = L->in->at[0].data;
     void *out = L->out, *final_out = L->final_out;
     unsigned *counter = L->counter;
-    void *main_args[] = {&in, &n, &out, &counter, &final_out, &first};
+    void *main_args[] = {several ? (void *)&ptrs : (void *)&in, &n, &out, &counter, &final_out, &first};
     void *partial_args[] = {&in, &n, &out, &counter, &final_out};
     int e = L->partials_in ? gr_dev_launch(img->kernels.partials, (unsigned)L->grid, (unsigned)L->block, 0, L->stream,
                                            partial_args)
@@ -113,9 +133,11 @@ int gr_image_launch_segments(gr_seg_launch *L, const gr_image *img) {
     int g = L->group, splits = L->splits;
     void *partials = L->partials;
     unsigned *counters = L->counters;
-    void *args[] = {&a, &g, &splits, &partials, &counters};
-    if (!img->kernels.segments || !gr_inputs_contiguous(L->in))
-        return 1;           /* cudaErrorInvalidValue: prepared without them (a caller's bug), or no plain input */
+    input_ptrs ptrs;
+    void *args[] = {&a, &g, &splits, &partials, &counters, &ptrs};
+    int several = img->inputs > 1;
+    if (!img->kernels.segments || (several ? !image_inputs(L->in, img, &ptrs) || L->items : !gr_inputs_contiguous(L->in)))
+        return 1;           /* cudaErrorInvalidValue: prepared without them (a caller's bug), or no plain inputs */
     int e = gr_dev_launch(img->kernels.segments, (unsigned)L->grid, (unsigned)L->block, 0, L->stream, args);
     if (e) L->site = "gr_op_segments (a user operator)";
     return e;

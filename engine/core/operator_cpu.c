@@ -147,6 +147,28 @@ static gr_status step(const run *r, gr_cpu_acc *acc, gr_scalar x, uint64_t i, si
     return st;
 }
 
+/* acc = reduce(acc, map(xs..., i)) for the elements xs of several inputs at one position, the `at`-th of
+ * the whole array (for messages). */
+static gr_status step_inputs(const run *r, gr_cpu_acc *acc, gr_scalar *xs, int count, uint64_t i, size_t at) {
+    for (int k = 0; k < count; k++) {
+        if (xs[k].kind == GR_SCALAR_BOOL) xs[k] = (gr_scalar){GR_SCALAR_UINT, {.u = (uint64_t)(xs[k].v.b != 0)}};
+        if (r->acc >= 0 && !convert(xs[k], &r->acc_form, &xs[k])) {
+            char shown[64];
+            show(shown, sizeof shown, xs[k]);
+            return gr_fail_arg(r->ctx, GR_EINVAL, "op", "element %zu of input %d (%s) has no value in its %s "
+                               "accumulator (the device's conversion is undefined there)", at + 1, k + 1, shown,
+                               gr_dtype_name((gr_dtype)r->acc));
+        }
+    }
+    gr_cpu_acc m = {.slot = 1}, c = {.slot = acc->slot};
+    gr_status st = r->f->map_inputs(r->f->ud, xs, count, i, &m);
+    if (st == GR_OK) st = settle(r, &m, "cpu.map");
+    if (st == GR_OK) st = r->f->reduce(r->f->ud, acc, &m, &c);
+    if (st == GR_OK) st = settle(r, &c, "cpu.reduce");
+    if (st == GR_OK) *acc = c;
+    return st;
+}
+
 /* Elements [at, at + len) of the array the parts make, into dst. */
 static gr_status read_parts(gr_context *ctx, gr_buffer *const *parts, size_t count, size_t at, unsigned char *dst,
                             size_t len) {
@@ -182,6 +204,34 @@ static gr_status fold(const run *r, gr_buffer *const *parts, size_t count, size_
         st = read_parts(r->ctx, parts, count, lo + at, chunk, len);
         for (size_t k = 0; k < len && st == GR_OK; k++)
             st = step(r, &acc, gr_scalar_load(chunk + k * es, t), at + k, lo + at + k);
+    }
+    if (st != GR_OK) return st;
+    if (!r->has_post) {
+        *out = acc.value;
+        return GR_OK;
+    }
+    memset(out, 0, sizeof *out);
+    return r->f->post(r->f->ud, &acc, n, out);
+}
+
+enum { INPUTS_CHUNK = 128 };    /* elements of each input at a time (8 of them on the stack) */
+
+/* Elements [lo, lo + n) of the inputs bufs[0..count) folded side by side, as fold does. */
+static gr_status fold_inputs(const run *r, gr_buffer *const *bufs, int count, size_t lo, size_t n, gr_scalar *out) {
+    gr_cpu_acc acc = {.slot = 0};
+    gr_status st = start(r, &acc);
+    unsigned char chunk[GR_OPERATOR_INPUTS][INPUTS_CHUNK * 8];
+    for (size_t at = 0; at < n && st == GR_OK; at += INPUTS_CHUNK) {
+        size_t len = n - at < INPUTS_CHUNK ? n - at : INPUTS_CHUNK;
+        for (int k = 0; k < count && st == GR_OK; k++) st = gr_buffer_read(r->ctx, bufs[k], lo + at, chunk[k], len);
+        for (size_t j = 0; j < len && st == GR_OK; j++) {
+            gr_scalar xs[GR_OPERATOR_INPUTS];
+            for (int k = 0; k < count; k++) {
+                gr_dtype t = gr_buffer_dtype(bufs[k]);
+                xs[k] = gr_scalar_load(chunk[k] + j * gr_dtype_size(t), t);
+            }
+            st = step_inputs(r, &acc, xs, count, at + j, lo + at + j);
+        }
     }
     if (st != GR_OK) return st;
     if (!r->has_post) {
@@ -268,6 +318,14 @@ gr_status gr_operator_cpu_options(gr_context *ctx, const gr_options *o) {
     const gr_operator *op = f->op;
     if (!op || !f->map || !f->reduce)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "a user operator's cpu functions need the operator, map and reduce");
+    int given = o->ninputs > 1 ? o->ninputs : 1;
+    if (gr_operator_inputs(op) != given)
+        return gr_fail_arg(ctx, GR_EINVAL, "bufs", "operator %s reads %d input%s: give it %s (%d given)", op->spec.name,
+                           gr_operator_inputs(op), gr_operator_inputs(op) > 1 ? "s" : "",
+                           gr_operator_inputs(op) > 1 ? "a list of that many buffers" : "one buffer", given);
+    if (gr_operator_inputs(op) > 1 && !f->map_inputs)
+        return gr_fail_arg(ctx, GR_EINVAL, "op", "operator %s reads %d inputs: its cpu functions need map_inputs",
+                           op->spec.name, gr_operator_inputs(op));
     if (op->spec.post && !f->post)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "operator %s has post: its cpu functions need one too", op->spec.name);
     gr_scalar id;
@@ -301,12 +359,14 @@ static gr_status store(gr_context *ctx, gr_scalar v, gr_dtype rt, unsigned char 
     return GR_OK;
 }
 
-gr_status gr_operator_cpu_segments(gr_context *ctx, const gr_options *o, gr_buffer *const *parts, size_t count,
-                                   size_t size, const int64_t *bounds, size_t k, gr_buffer *out) {
+/* The segments of the array the parts make (inputs 0), or of the inputs parts[0..count) side by side
+ * (inputs 1), into element s of out. */
+static gr_status segments_of(gr_context *ctx, const gr_options *o, gr_buffer *const *parts, size_t count, int inputs,
+                             size_t size, const int64_t *bounds, size_t k, gr_buffer *out) {
     run r;
     held h, ho;
     gr_status st = begin(ctx, o, &r);
-    if (st == GR_OK) st = one_dtype(ctx, parts, count);
+    if (st == GR_OK && !inputs) st = one_dtype(ctx, parts, count);
     int rt = st == GR_OK ? gr_operator_segment_dtype(ctx, r.has_post, r.acc) : 0;
     if (st != GR_OK || rt < 0) return rt < 0 ? GR_EINVAL : st;
     unsigned char *results = malloc(k ? k * gr_dtype_size((gr_dtype)rt) : 1);
@@ -323,7 +383,7 @@ gr_status gr_operator_cpu_segments(gr_context *ctx, const gr_options *o, gr_buff
     for (size_t s = 0; s < k && st == GR_OK; s++) {
         size_t lo = size ? s * size : (size_t)bounds[s], hi = size ? lo + size : (size_t)bounds[s + 1];
         gr_scalar v;
-        st = fold(&r, h.b, count, lo, hi - lo, &v);
+        st = inputs ? fold_inputs(&r, h.b, (int)count, lo, hi - lo, &v) : fold(&r, h.b, count, lo, hi - lo, &v);
         if (st == GR_OK) st = store(ctx, v, (gr_dtype)rt, results, s);
     }
     if (st == GR_OK) st = gr_buffer_write(ctx, ho.b[0], 0, results, k);
@@ -331,6 +391,29 @@ gr_status gr_operator_cpu_segments(gr_context *ctx, const gr_options *o, gr_buff
     let_go(ctx, &h);
     free(results);
     return st;
+}
+
+gr_status gr_operator_cpu_segments(gr_context *ctx, const gr_options *o, gr_buffer *const *parts, size_t count,
+                                   size_t size, const int64_t *bounds, size_t k, gr_buffer *out) {
+    return segments_of(ctx, o, parts, count, 0, size, bounds, k, out);
+}
+
+gr_status gr_operator_cpu_inputs_reduce(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, int count,
+                                        gr_result *out) {
+    run r;
+    held h;
+    gr_status st = begin(ctx, o, &r);
+    if (st != GR_OK || (st = hold(ctx, o, bufs, (size_t)count, &h)) != GR_OK) return st;
+    gr_scalar v;
+    st = fold_inputs(&r, h.b, count, 0, gr_buffer_size(h.b[0]), &v);
+    let_go(ctx, &h);
+    if (st == GR_OK) *out = one_value(v);
+    return st;
+}
+
+gr_status gr_operator_cpu_inputs_segments(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, int count,
+                                          size_t size, const int64_t *bounds, size_t k, gr_buffer *out) {
+    return segments_of(ctx, o, bufs, (size_t)count, 1, size, bounds, k, out);
 }
 
 gr_status gr_operator_cpu_many(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, size_t count,

@@ -30,6 +30,13 @@ gr_status gr_operator_cpu_reduce(gr_context *ctx, const gr_options *o, gr_buffer
 gr_status gr_operator_cpu_segments(gr_context *ctx, const gr_options *o, gr_buffer *const *parts, size_t count,
                                    size_t size, const int64_t *bounds, size_t k, gr_buffer *out);
 
+/* An operator of several inputs: bufs[0..count), one buffer each (of one length, checked by the caller),
+ * their elements side by side through the functions' map_inputs -- whole, or per segment as above. */
+gr_status gr_operator_cpu_inputs_reduce(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, int count,
+                                        gr_result *out);
+gr_status gr_operator_cpu_inputs_segments(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, int count,
+                                          size_t size, const int64_t *bounds, size_t k, gr_buffer *out);
+
 /* results[i]: bufs[i] reduced as gr_operator_cpu_reduce does, for reduce_many. */
 gr_status gr_operator_cpu_many(gr_context *ctx, const gr_options *o, gr_buffer *const *bufs, size_t count,
                                gr_result *results);

@@ -10,7 +10,8 @@
 struct gr_pending {
     gr_context *ctx;        /* the context of the buffer's device (devices.h) */
     gr_buffer *b;           /* a handle of our own on the buffer's memory */
-    gr_buffer *b2;          /* gr.dot's second input, the same (else NULL) */
+    gr_buffer *more[GR_MAX_INPUTS - 1];     /* the other inputs (gr.dot's second, an operator's), the same;
+                                             * NULL past the last */
     gr_slot *slot;          /* a whole buffer's run: its scratch and its `done` event */
     gr_run run;
     int finished;

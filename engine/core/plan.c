@@ -181,14 +181,30 @@ static gr_status plan_exact(gr_context *ctx, size_t n, gr_dtype t, gr_where wher
     return build_passes(ctx, run, block, o);
 }
 
+/* The inputs the operator of o (its image, or its cpu functions) reads must be the reduction's. */
+static gr_status check_inputs(gr_context *ctx, const gr_options *o) {
+    int want = o->user ? (o->user->inputs > 1 ? o->user->inputs : 1) : o->cpu ? gr_operator_inputs(o->cpu->op) : 1;
+    int given = o->ninputs > 1 ? o->ninputs : 1;
+    if (want == given) return GR_OK;
+    if (want == 1)
+        return gr_fail_arg(ctx, GR_EINVAL, "bufs", "the operator reads one input: give it one buffer (%d given)", given);
+    return gr_fail_arg(ctx, GR_EINVAL, "bufs", "the operator reads %d inputs: give it a list of %d buffers (%d given)",
+                       want, want, given);
+}
+
 /* A user operator (o->user): the shape its generated kernel has (engine/user/operator_source.c) --
- * pipelined's or warp_shuffle's, as policy.c's gr_policy_operator_variant says -- or
+ * pipelined's or warp_shuffle's, as policy.c's gr_policy_operator_variant says (warp_shuffle's for several
+ * inputs) -- or
  * a user kernel's that takes every op (run with the operator: o->kernel), on device buffers, with the
  * finishes that end on the device. An empty buffer still runs one block, whose epilogue writes the
  * identity (and post then sees it). */
 static gr_status plan_operator(gr_context *ctx, size_t n, gr_dtype t, gr_where where, const gr_options *o,
                                gr_run *run) {
-    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant : gr_policy_operator_variant(t);
+    gr_status ist = check_inputs(ctx, o);
+    if (ist != GR_OK) return ist;
+    static int warp_shuffle = -1;       /* an operator of several inputs has this shape for every dtype */
+    int vi = o->variant >= 0 && gr_variant_row_get(o->variant)->user ? o->variant
+           : o->user->inputs > 1 ? gr_catalogue_index("warp_shuffle", &warp_shuffle) : gr_policy_operator_variant(t);
     const gr_variant *v = gr_variant_get(vi);
     const gr_variant_row *row = gr_variant_row_get(vi);
     if (ctx->base.backend != GR_BACKEND_CUDA || !row->kernel)
@@ -360,6 +376,7 @@ gr_status gr_plan_segments(gr_context *ctx, const gr_options *o, gr_dtype t, int
     plan->in_dtype = t;
     plan->ddof = o->ddof;
     if (o->user || o->cpu) {        /* a user operator: its own accumulator, one result per segment */
+        if ((st = check_inputs(ctx, o)) != GR_OK) return st;
         if (o->acc >= 0)
             return gr_fail_arg(ctx, GR_EINVAL, "acc", "a user operator's accumulator is its own (gr.operator's acc)");
         int has_post = o->user ? o->user->has_post : gr_operator_get_spec(o->cpu->op)->post != NULL;

@@ -76,8 +76,9 @@ struct gr_run {
                                          * gpu_to_gpu */
     const gr_image *image;              /* the image the passes launch, on the run's device, or NULL */
     const gr_image *user;               /* a user operator's image, on the run's device: its result (post) */
-    const void *with;                   /* gr.dot per segment: the second input's data, element for element
-                                         * with the first's (which the segments' launch and host loop read) */
+    const void *with[GR_MAX_INPUTS - 1];    /* several inputs per segment: the other inputs' data, element for
+                                             * element with the first's (gr.dot's host loop reads the second) */
+    int nwith;
     gr_user_fold fold;                  /* a user operator's combine on the CPU (the finishes hybrid, host) */
     void *fold_ud;
     int epilogue;                       /* the first pass ends in its own kernel, its value at final_out */

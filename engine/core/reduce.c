@@ -166,6 +166,6 @@ void gr_pending_free(gr_context *ctx, gr_pending *p) {
         gr_slot_release(ctx, p->slot);
     }
     gr_buffer_free(ctx, p->b);
-    gr_buffer_free(ctx, p->b2);
+    for (int k = 0; k < GR_MAX_INPUTS - 1; k++) gr_buffer_free(ctx, p->more[k]);
     free(p);
 }

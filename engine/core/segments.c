@@ -180,7 +180,8 @@ gr_status gr_segments_wait(gr_seg_wait *w) {
  * data, which need not be compact then; 0: compact segments): axis_rows takes the launch shape from the
  * row's length alone (gr_policy_axis_rows). */
 static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t pitch,
-                       int axis_rows, gr_buffer *out[2], gr_seg_wait *w, gr_buffer *b2, const gr_pass_kernel *pair) {
+                       int axis_rows, gr_buffer *out[2], gr_seg_wait *w, gr_buffer *const *more, int nmore,
+                       const gr_pass_kernel *pair) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
     gr_status cs = pitch ? GR_OK : gr_buffer_check_compact(ctx, b, "b");
@@ -193,12 +194,13 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
     if (st == GR_OK) st = gr_segment_count(ctx, b, seg, &k);
     if (st == GR_OK)
         st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
-    if (st == GR_OK && b2)      /* gr.dot: the products of b's and b2's elements, by the dot's kernel */
-        st = gr_segment_outs_check(ctx, b2, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
-    if (b2) {
-        run.kernel = pair;
-        run.with = gr_buffer_data(b2);
-    }
+    /* more inputs, element for element with b's (gr.dot's second, an operator's others): the results
+     * share no memory with them either */
+    for (int m = 0; m < nmore && st == GR_OK; m++)
+        st = gr_segment_outs_check(ctx, more[m], seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
+    for (int m = 0; m < nmore; m++) run.with[m] = gr_buffer_data(more[m]);
+    run.nwith = nmore;
+    if (pair) run.kernel = pair;
     if (st == GR_OK) st = gr_same_device(ctx, b, seg->size ? NULL : seg->offsets, "offsets");
     for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     if (st != GR_OK) return st;
@@ -215,7 +217,11 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
-        if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
+        if (st == GR_OK && by_cpu && nmore) {
+            gr_buffer *all[GR_MAX_INPUTS] = {b};
+            for (int m = 0; m < nmore; m++) all[m + 1] = more[m];
+            st = gr_operator_cpu_inputs_segments(ctx, o, all, nmore + 1, seg->size, offsets, k, out[0]);
+        } else if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
         else if (st == GR_OK) st = run.kernel->segments_host(ctx, &run, gr_buffer_data(b), seg->size, offsets, k, out);
         free(offsets);
         return st;
@@ -235,6 +241,12 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
     if (counters) rc = gr_dev_memset((char *)slot->dev + partials, 0, counters, ctx->stream);
     gr_inputs in;
     gr_inputs_one(&in, gr_buffer_data(b), gr_buffer_dtype(b), gr_buffer_size(b));
+    for (int m = 0; m < nmore; m++) {
+        in.at[m + 1] = in.at[0];
+        in.at[m + 1].data = run.with[m];
+        in.at[m + 1].dtype = gr_buffer_dtype(more[m]);
+    }
+    in.count = 1 + nmore;
     gr_seg_launch L = {
         .in = &in, .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
         .k = k, .size = seg->size, .pitch = seg->size ? pitch : 0,
@@ -251,13 +263,13 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
 
 gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], gr_seg_wait *w) {
-    return queue(ctx, b, o, seg, 0, 0, out, w, NULL, NULL);
+    return queue(ctx, b, o, seg, 0, 0, out, w, NULL, 0, NULL);
 }
 
-gr_status gr_segments_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_pass_kernel *pair,
-                           const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
+gr_status gr_segments_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_pass_kernel *pair,
+                             const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
     gr_seg_wait w;
-    gr_status st = queue(ctx, a, o, seg, 0, axis_rows, out, &w, b, pair);
+    gr_status st = queue(ctx, bufs[0], o, seg, 0, axis_rows, out, &w, bufs + 1, count - 1, pair);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }
@@ -266,7 +278,7 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
                            const gr_buffer *offsets, gr_buffer *out[2]) {
     gr_segments seg = {row, offsets};
     gr_seg_wait w;
-    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w, NULL, NULL);
+    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w, NULL, 0, NULL);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }
@@ -274,7 +286,7 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w) {
     gr_segments seg = {row, NULL};
-    return queue(ctx, b, o, &seg, pitch, 1, out, w, NULL, NULL);
+    return queue(ctx, b, o, &seg, pitch, 1, out, w, NULL, 0, NULL);
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {

@@ -38,12 +38,13 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
  * wait for the stream and give w->slot back itself. */
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w);
-/* gr.dot per segment (core/dot.c): the segments of compact a and b together -- or, with axis_rows, their
- * rows of seg->size elements, shaped by the row's length alone -- reduced by `pair` (the dot's pass
- * kernel, planned here as the sum: it reads b's elements from run->with) into the sum's results, which
- * must share no memory with either; synchronously. */
-gr_status gr_segments_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const struct gr_pass_kernel *pair,
-                           const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]);
+/* Several inputs per segment (gr.dot, core/dot.c; an operator of several inputs, core/inputs.c): the
+ * segments of compact bufs[0..count) together -- or, with axis_rows, their rows of seg->size -- reduced
+ * by `pair` (gr.dot's kernel, planned here as the sum: it reads the others' elements from run->with), or
+ * with pair NULL by the planned kernel (an operator's image of count inputs, or its cpu functions), into
+ * the results, which must share no memory with any input; synchronously. */
+gr_status gr_segments_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const struct gr_pass_kernel *pair,
+                             const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]);
 /* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
  * kernel's failure, if any. Does nothing for a record with nothing in flight. */
 gr_status gr_segments_wait(gr_seg_wait *w);

@@ -32,6 +32,8 @@ struct gr_image {
     int has_post;                   /* a user operator's post runs on the device (gr_op_post) */
     int has_segments;               /* its source has gr_op_segments */
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct */
+    int inputs;                     /* the inputs its kernels read (user/operator.c; 0 or 1: one, the
+                                     * kernels of image.h; more: inputs.cuh's, which take gr::InputPtrs) */
     int variant, op;                /* a user kernel's registry index and built-in op (-1: a user operator's
                                      * functor); -1 and -1 for an operator's own image */
     int fused_count;                /* several built-in ops fused (user/fused_source.c): how many, which, and */

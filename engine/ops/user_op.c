@@ -32,6 +32,12 @@ void gr_operator_free(gr_operator *op) {
     free((char *)op->spec.identity);
     free((char *)op->spec.acc);
     free((char *)op->spec.preamble);
+    for (int k = 0; k < op->spec.ninputs; k++) free((char *)op->spec.inputs[k]);
+    while (op->ready_inputs) {
+        gr_op_ready *next = op->ready_inputs->next;
+        free(op->ready_inputs);
+        op->ready_inputs = next;
+    }
     free(op);
 }
 
@@ -39,11 +45,18 @@ gr_status gr_user_op_new(gr_context *ctx, const gr_operator_spec *spec, int acc_
     *out = NULL;
     gr_operator *op = calloc(1, sizeof *op);
     if (!op) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    op->spec = (gr_operator_spec){copy_of(spec->name), copy_of(spec->map), copy_of(spec->reduce),
-                                  copy_of(spec->post), copy_of(spec->identity), copy_of(spec->acc),
-                                  copy_of(spec->preamble)};
+    op->spec = (gr_operator_spec){.name = copy_of(spec->name), .map = copy_of(spec->map),
+                                  .reduce = copy_of(spec->reduce), .post = copy_of(spec->post),
+                                  .identity = copy_of(spec->identity), .acc = copy_of(spec->acc),
+                                  .preamble = copy_of(spec->preamble)};
     op->refs = 1;
-    if (!op->spec.name || !op->spec.map || !op->spec.reduce || !op->spec.identity || !op->spec.acc ||
+    int copied = 1;
+    for (int k = 0; k < spec->ninputs; k++) {
+        op->spec.inputs[k] = copy_of(spec->inputs[k]);
+        op->spec.ninputs = k + 1;           /* freed with the operator from here on */
+        copied = copied && op->spec.inputs[k];
+    }
+    if (!copied || !op->spec.name || !op->spec.map || !op->spec.reduce || !op->spec.identity || !op->spec.acc ||
         (spec->post && !op->spec.post) || (spec->preamble && !op->spec.preamble)) {
         gr_operator_free(op);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
@@ -55,6 +68,7 @@ gr_status gr_user_op_new(gr_context *ctx, const gr_operator_spec *spec, int acc_
 
 const gr_operator_spec *gr_operator_get_spec(const gr_operator *op) { return &op->spec; }
 int gr_operator_indexed(const gr_operator *op) { return op->indexed; }
+int gr_operator_inputs(const gr_operator *op) { return op->spec.ninputs > 1 ? op->spec.ninputs : 1; }
 int gr_operator_acc_dtype(const gr_operator *op) { return op->acc_dtype; }
 
 int gr_operator_segment_dtype(gr_context *ctx, int has_post, int acc_dtype) {

@@ -11,6 +11,14 @@
 
 #include "gr.h"
 
+/* The loaded image of an operator of several inputs for one tuple of dtypes (with segments or not). */
+typedef struct gr_op_ready {
+    int segments;
+    gr_dtype dtypes[GR_OPERATOR_INPUTS];
+    gr_image *img;
+    struct gr_op_ready *next;
+} gr_op_ready;
+
 struct gr_operator {
     gr_operator_spec spec;          /* the operator's own copies; post and preamble may be NULL */
     int acc_dtype;                  /* a gr_dtype, or -1 for a struct of the preamble */
@@ -19,6 +27,7 @@ struct gr_operator {
      * the cache that holds it: a reduction finds its kernels here without generating the source or
      * hashing the key */
     gr_image *ready[2][GR_DTYPE_COUNT];     /* [1]: the images with gr_op_segments */
+    gr_op_ready *ready_inputs;              /* several inputs: per tuple of dtypes, a list */
     const gr_operator_cache *ready_in;
     /* the caller's handle, and one per reduction running its cpu functions (operator_cpu.c), which may
      * free the caller's: the operator goes with the last (gr_operator_free) */

@@ -72,10 +72,47 @@ static gr_status check_acc(gr_context *ctx, const gr_operator_spec *spec, int *d
     return GR_OK;
 }
 
+/* Words C++ keeps for itself: a parameter of map cannot be called so (NVRTC's error would point at a
+ * generated line, not at the field). */
+static const char *const cpp_words[] = {
+    "auto", "bool", "break", "case", "char", "class", "const", "constexpr", "continue", "default", "delete",
+    "do", "double", "else", "enum", "extern", "false", "float", "for", "goto", "if", "inline", "int", "long",
+    "namespace", "new", "nullptr", "operator", "private", "public", "register", "return", "short", "signed",
+    "sizeof", "static", "struct", "switch", "template", "this", "true", "typedef", "typename", "union",
+    "unsigned", "using", "void", "volatile", "while", NULL};
+
+/* The names of the inputs: C names map may use, distinct, not i (the index) nor a C++ word. */
+static gr_status check_inputs(gr_context *ctx, const gr_operator_spec *spec) {
+    if (spec->ninputs < 0 || spec->ninputs > GR_OPERATOR_INPUTS)
+        return gr_fail_arg(ctx, GR_EINVAL, "inputs", "names 1 to %d inputs (got %d)", GR_OPERATOR_INPUTS,
+                           spec->ninputs);
+    for (int k = 0; k < spec->ninputs; k++) {
+        const char *name = spec->inputs[k];
+        if (!name || !gr_is_identifier(name))
+            return gr_fail_arg(ctx, GR_EINVAL, "inputs", "input %d: '%.64s' is not a C name (letters, digits and "
+                               "'_', not starting with a digit)", k + 1, name ? name : "(null)");
+        gr_status st = gr_user_name_check(ctx, "inputs", name, "an input's name");
+        if (st != GR_OK) return st;
+        if (strcmp(name, "i") == 0)
+            return gr_fail_arg(ctx, GR_EINVAL, "inputs", "input %d: 'i' is the element's index in map: name the "
+                               "input otherwise", k + 1);
+        for (int w = 0; cpp_words[w]; w++)
+            if (strcmp(name, cpp_words[w]) == 0)
+                return gr_fail_arg(ctx, GR_EINVAL, "inputs", "input %d: '%s' is a C++ keyword", k + 1, name);
+        for (int j = 0; j < k; j++)
+            if (strcmp(name, spec->inputs[j]) == 0)
+                return gr_fail_arg(ctx, GR_EINVAL, "inputs", "'%s' names inputs %d and %d: each name once", name,
+                                   j + 1, k + 1);
+    }
+    return GR_OK;
+}
+
 static gr_status check_spec(gr_context *ctx, const gr_operator_spec *spec, int *acc_dtype) {
     if (!spec) return gr_fail_arg(ctx, GR_EINVAL, "spec", "is NULL");
     gr_status st = gr_check_name(ctx, spec->name);
-    if (st == GR_OK) st = check_expression(ctx, "map", spec->map, "a C expression over x and i");
+    if (st == GR_OK) st = check_inputs(ctx, spec);
+    if (st == GR_OK) st = check_expression(ctx, "map", spec->map, spec->ninputs > 1 ? "a C expression over the inputs "
+                                           "and i" : "a C expression over x and i");
     if (st == GR_OK) st = check_expression(ctx, "reduce", spec->reduce, "a C expression over a and b");
     if (st == GR_OK) st = check_expression(ctx, "identity", spec->identity, "a C initializer of the accumulator");
     if (st == GR_OK && spec->post) st = check_expression(ctx, "post", spec->post, "a C expression over a and n");
@@ -125,38 +162,91 @@ gr_status gr_operator_check_image(gr_context *ctx, const gr_operator *op, const 
 
 /* ---- compiling and preparing ---------------------------------------------------------------------- */
 
+/* Every input of dtype t. */
+static gr_input_dtypes all_of(const gr_operator *op, gr_dtype t) {
+    gr_input_dtypes in = {.count = gr_operator_inputs(op)};
+    for (int k = 0; k < in.count; k++) in.at[k] = t;
+    return in;
+}
+
+static gr_status check_dtypes(gr_context *ctx, const gr_operator *op, const gr_input_dtypes *in) {
+    if (in->count != gr_operator_inputs(op))
+        return gr_fail_arg(ctx, GR_EINVAL, "bufs", "operator %s takes %d input%s (got %d)", op->spec.name,
+                           gr_operator_inputs(op), gr_operator_inputs(op) > 1 ? "s" : "", in->count);
+    for (int k = 0; k < in->count; k++)
+        if ((unsigned)in->at[k] >= GR_DTYPE_COUNT)
+            return gr_fail_arg(ctx, GR_EINVAL, "dtype", "%d is not a dtype", (int)in->at[k]);
+    return GR_OK;
+}
+
 /* The image of the whole-buffer kernels, or with segments set of those and gr_op_segments. */
-static gr_status compile_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
-                              int segments, gr_image **out, gr_operator_compile_info *info) {
+static gr_status compile_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, const gr_input_dtypes *in,
+                              int arch, int segments, gr_image **out, gr_operator_compile_info *info) {
     *out = NULL;
-    char *source;
-    gr_status st = gr_operator_source_part(ctx, op, in, segments, &source);
+    gr_status st = check_dtypes(ctx, op, in);
     if (st != GR_OK) return st;
-    char what[128];
-    snprintf(what, sizeof what, "operator %s over %s elements", op->spec.name, gr_dtype_name(in));
-    st = gr_image_compile(ctx, cache, source, in, arch, what, out, info);
+    char *source;
+    st = gr_operator_source_part(ctx, op, in, segments, &source);
+    if (st != GR_OK) return st;
+    char what[160];
+    int used = snprintf(what, sizeof what, "operator %s over %s", op->spec.name, gr_dtype_name(in->at[0]));
+    for (int k = 1; k < in->count && used < (int)sizeof what; k++)
+        used += snprintf(what + used, sizeof what - (size_t)used, ", %s", gr_dtype_name(in->at[k]));
+    if (used < (int)sizeof what) snprintf(what + used, sizeof what - (size_t)used, " elements");
+    st = gr_image_compile(ctx, cache, source, in->at[0], arch, what, out, info);
     free(source);
     if (st == GR_OK) st = gr_operator_check_image(ctx, op, *out, what);
+    if (st == GR_OK) (*out)->inputs = in->count;
     return st;
 }
 
 gr_status gr_operator_compile(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int arch,
                               gr_image **out, gr_operator_compile_info *info) {
+    gr_input_dtypes all = all_of(op, in);
+    return compile_part(ctx, cache, op, &all, arch, 0, out, info);
+}
+
+gr_status gr_operator_compile_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                     const gr_input_dtypes *in, int arch, gr_image **out,
+                                     gr_operator_compile_info *info) {
     return compile_part(ctx, cache, op, in, arch, 0, out, info);
 }
 
-static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in, int segments,
-                              const gr_image **out) {
+/* Where the loaded image of dtypes `in` (with segments or not) is remembered on op: its slot in
+ * op->ready for one input, else an entry of op->ready_inputs (made here where `make`); NULL when none. */
+static gr_image **remembered(gr_operator *op, const gr_input_dtypes *in, int segments, int make) {
+    if (in->count == 1) return &op->ready[segments][in->at[0]];
+    for (gr_op_ready *r = op->ready_inputs; r; r = r->next)
+        if (r->segments == segments && memcmp(r->dtypes, in->at, (size_t)in->count * sizeof in->at[0]) == 0)
+            return &r->img;
+    if (!make) return NULL;
+    gr_op_ready *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->segments = segments;
+    memcpy(r->dtypes, in->at, (size_t)in->count * sizeof in->at[0]);
+    r->next = op->ready_inputs;
+    op->ready_inputs = r;
+    return &r->img;
+}
+
+static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, const gr_input_dtypes *in,
+                              int segments, const gr_image **out) {
     *out = NULL;
     ctx = gr_ctx_enter(ctx);    /* the operator's modules live on the context's own device */
-    if ((unsigned)in >= GR_DTYPE_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "dtype", "unknown dtype");
-    if (op->ready_in == cache && op->ready[segments][in]) {
-        *out = op->ready[segments][in];
+    gr_status st = check_dtypes(ctx, op, in);
+    if (st != GR_OK) return st;
+    if (op->ready_in != cache) {            /* another context's cache: its images are not ours */
+        memset(op->ready, 0, sizeof op->ready);
+        for (gr_op_ready *r = op->ready_inputs; r; r = r->next) r->img = NULL;
+        op->ready_in = cache;
+    }
+    gr_image **slot = remembered(op, in, segments, 0);
+    if (slot && *slot) {
+        *out = *slot;
         return GR_OK;
     }
     gr_device_info info;
-    gr_status st = gr_device_info_get(ctx, &info);
-    if (st != GR_OK) return st;
+    if ((st = gr_device_info_get(ctx, &info)) != GR_OK) return st;
     gr_image *img;
     st = compile_part(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, segments, &img, NULL);
     if (st != GR_OK) return st;
@@ -165,34 +255,44 @@ static gr_status prepare_part(gr_context *ctx, gr_operator_cache *cache, gr_oper
     if ((st = gr_image_load(ctx, img, &k)) != GR_OK) return st;
     img->has_post = op->spec.post != NULL;
     img->acc_dtype = op->acc_dtype;
-    if (op->ready_in != cache) {            /* another context's cache: its images are not ours */
-        memset(op->ready, 0, sizeof op->ready);
-        op->ready_in = cache;
-    }
-    op->ready[segments][in] = img;
+    if ((slot = remembered(op, in, segments, 1)) != NULL) *slot = img;  /* else found again next time */
     *out = img;
     return GR_OK;
 }
 
 gr_status gr_operator_prepare(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
                               const gr_image **out) {
-    return prepare_part(ctx, cache, op, in, 0, out);
+    gr_input_dtypes all = all_of(op, in);
+    return prepare_part(ctx, cache, op, &all, 0, out);
 }
 
 gr_status gr_operator_prepare_segments(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in,
                                        const gr_image **out) {
-    return prepare_part(ctx, cache, op, in, 1, out);
+    gr_input_dtypes all = all_of(op, in);
+    return prepare_part(ctx, cache, op, &all, 1, out);
+}
+
+gr_status gr_operator_prepare_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                     const gr_input_dtypes *in, int segments, const gr_image **out) {
+    return prepare_part(ctx, cache, op, in, segments != 0, out);
 }
 
 gr_status gr_operator_check(gr_context *ctx, gr_operator_cache *cache, gr_operator *op, gr_dtype in) {
+    gr_input_dtypes all = all_of(op, in);
+    return gr_operator_check_inputs(ctx, cache, op, &all);
+}
+
+gr_status gr_operator_check_inputs(gr_context *ctx, gr_operator_cache *cache, gr_operator *op,
+                                   const gr_input_dtypes *ins) {
     ctx = gr_ctx_enter(ctx);
     gr_device_info info;
     gr_status st = gr_device_info_get(ctx, &info);
     if (st != GR_OK) return st;
     gr_image *img;
     const gr_image_kernels *k;
-    if ((st = gr_operator_compile(ctx, cache, op, in, info.cc_major * 10 + info.cc_minor, &img, NULL)) != GR_OK)
+    if ((st = compile_part(ctx, cache, op, ins, info.cc_major * 10 + info.cc_minor, 0, &img, NULL)) != GR_OK)
         return st;
+    gr_dtype in = ins->at[0];
     if ((st = gr_image_load(ctx, img, &k)) != GR_OK) return st;
     gr_buffer *flags;
     if ((st = gr_buffer_new(ctx, 8, GR_UINT32, GR_DEVICE, &flags)) != GR_OK) return st;

@@ -15,9 +15,10 @@ struct gr_text;
 gr_status gr_operator_source_head(gr_context *ctx, const gr_operator *op, gr_dtype in, struct gr_text *t);
 void gr_operator_source_tail(struct gr_text *t, gr_dtype in);
 
-/* gr_operator_source's text, with gr_op_segments after the rest when `segments` is set: a second image
+/* gr_operator_source_inputs's text, with gr_op_segments after the rest when `segments` is set: a second image
  * per dtype, compiled on the first segmented reduction, so that whole-buffer ones compile no more. */
-gr_status gr_operator_source_part(gr_context *ctx, const gr_operator *op, gr_dtype in, int segments, char **out);
+gr_status gr_operator_source_part(gr_context *ctx, const gr_operator *op, const gr_input_dtypes *in, int segments,
+                                  char **out);
 
 /* Whether s is empty or only white space (the spec's checks and the generated source share it). */
 int gr_operator_is_blank(const char *s);

@@ -73,8 +73,9 @@ static gr_status mean_identity(void *ud, gr_cpu_acc *out) {
 }
 
 static int check_cpu_functions(gr_context *ctx) {
-    const gr_operator_spec spec = {"cmean", "{x, 1}", "{a.s + b.s, a.n + b.n}", "a.s / a.n", "{0, 0}", "P",
-                                   "struct P { double s; unsigned long long n; };"};
+    const gr_operator_spec spec = {.name = "cmean", .map = "{x, 1}", .reduce = "{a.s + b.s, a.n + b.n}",
+                                   .post = "a.s / a.n", .identity = "{0, 0}", .acc = "P",
+                                   .preamble = "struct P { double s; unsigned long long n; };"};
     gr_operator *op;
     gr_buffer *b;
     if (gr_operator_create(ctx, &spec, &op) != GR_OK || gr_buffer_new(ctx, 10, GR_INT32, GR_DEVICE, &b) != GR_OK) {
@@ -84,7 +85,8 @@ static int check_cpu_functions(gr_context *ctx) {
     gr_scalar one = {GR_SCALAR_INT, {.i = 1}};
     gr_buffer_iota(ctx, b, one, one);
     mean_state m = {.ctx = ctx, .victim = b};
-    gr_operator_cpu f = {op, mean_map, mean_reduce, mean_post, mean_identity, &m};
+    gr_operator_cpu f = {.op = op, .map = mean_map, .reduce = mean_reduce, .post = mean_post,
+                         .identity = mean_identity, .ud = &m};
     gr_options o;
     gr_options_init(&o, GR_SUM);
     o.cpu = &f;

@@ -79,7 +79,7 @@ end
 
 --- Calls fn(index) for every multi-index of the lengths, in row-major order (the last index fastest);
 -- once with {} for no lengths, never when a length is 0. The index table is reused between calls.
-local function each_index(lengths, fn)
+function A.each_index(lengths, fn)
   for _, len in ipairs(lengths) do
     if len == 0 then return end
   end
@@ -151,11 +151,11 @@ function A.groups(v, axes)
     end
   end
   local out = {}
-  each_index(kept_len, function(kidx)
+  A.each_index(kept_len, function(kidx)
     local base = v.offset
     for d = 1, #kidx do base = base + (kidx[d] - 1) * kept_stride[d] end
     local group = {}
-    each_index(red_len, function(ridx)
+    A.each_index(red_len, function(ridx)
       local pos = base
       for d = 1, #ridx do pos = pos + (ridx[d] - 1) * red_stride[d] end
       group[#group + 1] = v.data[pos + 1]
