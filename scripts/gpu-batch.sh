@@ -5,7 +5,8 @@
 # test: the specs in SPEC_SHARDS processes (default 6: whole files dealt out, scripts/run-specs.sh).
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's), then
-#     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many;
+#     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many, the several-input operators' fuzz
+#     (spec/several_inputs_spec.lua) with a hundredth as many per path;
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
@@ -162,7 +163,12 @@ for step in $steps; do
           # gr.dot's fuzz (spec/dot_fuzz_spec.lua), a tenth as many cases, the same seed
           env GPUREDUCE_DOT_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 10 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/dot_fuzz_spec.lua > "$OUT/dot-fuzz.log" 2>&1
-          echo "dot fuzz: $(grep -E '^dot fuzz:' "$OUT/dot-fuzz.log" | tail -1); $(tail -1 "$OUT/dot-fuzz.log")" >> "$OUT/summary.txt" ;;
+          echo "dot fuzz: $(grep -E '^dot fuzz:' "$OUT/dot-fuzz.log" | tail -1); $(tail -1 "$OUT/dot-fuzz.log")" >> "$OUT/summary.txt"
+          # several-input operators' fuzz (spec/several_inputs_spec.lua), a hundredth as many cases per path
+          env GPUREDUCE_INPUTS_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 100 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+              $LUA $BUSTED -o spec/support/summary_output.lua --filter=fuzz spec/several_inputs_spec.lua \
+              > "$OUT/inputs-fuzz.log" 2>&1
+          echo "inputs fuzz: $(tail -1 "$OUT/inputs-fuzz.log")" >> "$OUT/summary.txt" ;;
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \
