@@ -287,6 +287,11 @@ $(BUILD)/cub_yardsticks: experiments/tuning/cub_yardsticks.cu experiments/tuning
 	@mkdir -p $(dir $@)
 	$(NVCC) -std=c++17 -O3 $(GENCODE) $< -o $@
 
+# CUB's sort and ReduceByKey: issue 25's yardstick for reductions by key. Not part of `all` either.
+$(BUILD)/cub_by_key: experiments/tuning/cub_by_key.cu experiments/tuning/timing.cuh
+	@mkdir -p $(dir $@)
+	$(NVCC) -std=c++17 -O3 $(GENCODE) $< -o $@
+
 deps:
 	@sh scripts/ensure-deps.sh
 
@@ -351,7 +356,7 @@ check-valgrind: all
 	done; \
 	if [ $$ok = 1 ]; then echo "1 passed, 0 failed, 0 skipped"; else echo "0 passed, 1 failed, 0 skipped"; exit 1; fi
 
-bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks)
+bench: deps all $(if $(NVCC),$(BUILD)/cub_yardsticks $(BUILD)/cub_by_key)
 	$(LUA_ENV) $(LUA) experiments/bench.lua
 
 # Issue 22's table: the new dtypes against the read ceiling and PyTorch (python3 with torch, if there is one)

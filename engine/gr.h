@@ -371,6 +371,18 @@ gr_status gr_segment_offsets_read(gr_context *ctx, const gr_buffer *b, const gr_
 /* The same for n elements (the buffer of seg->offsets may be on any device): a sharded buffer's. */
 gr_status gr_segment_bounds_read(gr_context *ctx, size_t n, const gr_segments *seg, int64_t **out);
 
+/* Reductions by key (engine/core/by_key.c): the values grouped by their keys -- keys a 1-D buffer of an
+ * integer dtype or bool, values one of any dtype of the same length, on one side and device -- each group's
+ * values in their order reduced as a segment is (every op, o->user's segments image or o->cpu's functions,
+ * every determinism level), the groups in ascending key order. With `sorted` the caller says equal keys are
+ * consecutive already (no sort; GR_EINVAL naming "sorted" where they are not). ops[0..nops) built-in ops
+ * reduced over the same groups (nops 0: o->op, or the operator); results[k] takes op k's one or two result
+ * buffers. *keys_out and each results[k][i]: NULL for a new buffer of exactly *count elements on the
+ * values' side, or a buffer of the caller's whose first *count elements take them (GR_EINVAL naming "out"
+ * where it is too small). argmin/argmax indices are 1-based positions in `values`. Synchronous. */
+gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, const gr_options *o, int sorted,
+                           const gr_op *ops, int nops, gr_buffer **keys_out, gr_buffer *(*results)[2], size_t *count);
+
 /* Many buffers at once: results[i] is the reduction of bufs[i] by the same options, in one launch per
  * dtype on the GPU. */
 gr_status gr_reduce_many(gr_context *ctx, gr_buffer *const *bufs, size_t count, const gr_options *o,

@@ -6,6 +6,7 @@
  * Every function registered here has the context userdata as upvalue 1 (lcore.c reaches it there).
  */
 #include "lbuffer.h"
+#include "lby_key.h"
 #include "lcomm.h"
 #include "lcore.h"
 #include "linfo.h"
@@ -27,7 +28,7 @@ static const luaL_Reg module_funcs[] = {
     {"kernel_compile", lgr_kernel_compile}, {"kernel_source", lgr_kernel_source},
     {"memory_limit", lgr_memory_limit}, {"nccl_version", lgr_nccl_version},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
-    {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
+    {"pool_trim", lgr_pool_trim}, {"reduce", lgr_reduce}, {"reduce_by_key", lgr_reduce_by_key}, {"reduce_many", lgr_reduce_many}, {"stream", lgr_stream},
     {"variants", lgr_variants}, {"wrap", lgr_wrap}, {NULL, NULL}};
 
 /* gr.sum, gr.prod, ..., gr.nanmean and the aliases gr.all, gr.any: one function per op of the engine's

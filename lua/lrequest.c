@@ -164,6 +164,7 @@ static const lgr_opt reduce_specs[] = {
     {"ops", read_ops, R(nops), 0, 0, NULL},
     {"out", read_out, R(has_out), 0, 0, NULL},
     {"segment", lgr_read_size, R(segment), ANY_SIZE, NULL},
+    {"sorted", lgr_read_bool, R(sorted), 0, 0, NULL},
     {"stream", read_stream, R(o.stream), 0, 0, NULL},
     {"streamed", lgr_read_bool, R(streamed), 0, 0, NULL},
     {"streams", lgr_read_int, R(streams), 1, INT_MAX, NULL},
@@ -223,10 +224,15 @@ void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) 
     if (r->naxes && r->streamed)
         luaL_argerror(L, arg, "opts.axis: reductions along axes take buffers, not streamed data");
     if (r->keepdims && !r->naxes) luaL_argerror(L, arg, "opts.keepdims goes with opts.axis");
-    if (r->has_out && !r->segment && !r->offsets && !r->naxes)
+    if (r->sorted && !(flags & LGR_READ_KEYS))
+        luaL_argerror(L, arg, "opts.sorted goes with gr.reduce_by_key (keys already grouped)");
+    if (r->has_out && !r->segment && !r->offsets && !r->naxes && !(flags & LGR_READ_KEYS))
         luaL_argerror(L, arg, "opts.out goes with opts.segment, opts.offsets or opts.axis (results of one value come "
                               "back as values)");
-    if (r->nops) {
+    if (r->nops && (flags & LGR_READ_KEYS)) {
+        if (r->op_given || r->user_op) luaL_argerror(L, arg, "opts.ops and opts.op: give one");
+        if (r->has_out) luaL_argerror(L, arg, "opts.out: with opts.ops the results are new buffers (for now)");
+    } else if (r->nops) {
         if (!(flags & LGR_READ_OPS))
             luaL_argerror(L, arg, op >= 0 ? "opts.ops goes with gr.reduce (this function reduces its own op)"
                                           : "opts.ops goes with gr.reduce (one buffer, several ops)");
@@ -243,7 +249,7 @@ void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) 
  * request's. 0 (nothing pushed) when the operator has no cpu table. */
 static int use_cpu_functions(lua_State *L, lgr_request *r) {
     if (r->o.cpu) return 1;
-    lua_getfield(L, 2, "op");
+    lua_getfield(L, r->arg, "op");
     if (!lgr_operator_cpu_push(L, lua_gettop(L), r->user_op, &r->cpu)) {
         lua_pop(L, 1);
         return 0;
@@ -257,7 +263,7 @@ static int use_cpu_functions(lua_State *L, lgr_request *r) {
 static void inputs_kernels(lua_State *L, lgr_request *r, int segments, const gr_input_dtypes *in) {
     const gr_operator_image *img;
     gr_status st = gr_operator_prepare_inputs(lgr_ctx(L), lgr_operator_cache(L), r->user_op, in, segments, &img);
-    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) lgr_fail(L, st, r->arg, NULL);
     r->o.user = img;
     if (r->o.finish != GR_FINISH_HYBRID && r->o.finish != GR_FINISH_HOST) return;
     if (!use_cpu_functions(L, r)) return;       /* the planner says what is missing */
@@ -279,7 +285,7 @@ static const char *operator_name(const lgr_request *r) { return gr_operator_get_
 static void off_the_gpu(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
     if (use_cpu_functions(L, r)) return;
     if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
-        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
                                                "cannot run its kernels (give gr.operator a cpu table)",
                                             operator_name(r)));
     operator_kernels(L, r, segments, t);
@@ -300,7 +306,7 @@ static void operator_many(lua_State *L, lgr_request *r, gr_buffer *const *bufs, 
         }
     }
     if (off && !use_cpu_functions(L, r))
-        luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give gr.operator a "
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.op: operator %s has no cpu functions for %s (give gr.operator a "
                                                "cpu table)", operator_name(r), gpu ? "host buffers" : "the cpu backend"));
 }
 
@@ -317,16 +323,17 @@ static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
     const char *arg = gr_errarg(ctx);
     if (st == GR_EINVAL && strcmp(arg, "variant") && strcmp(arg, "dtype") && strcmp(arg, "acc") && strcmp(arg, "cache"))
         lgr_raise_compile_error(L);
-    if (st != GR_OK) lgr_fail(L, st, 2, NULL);
+    if (st != GR_OK) lgr_fail(L, st, r->arg, NULL);
     r->o.kernel = img;
 }
 
 void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count) {
-    int segments = r->segment || r->offsets || r->naxes;      /* axes reduce rows through the segments' kernels */
+    /* axes reduce rows through the segments' kernels, and a reduction by key its groups */
+    int segments = r->segment || r->offsets || r->naxes || why == LGR_FOR_KEYS;
     if (r->user_op && why == LGR_FOR_INPUTS) {
         /* the inputs of one operator: its kernels for their dtypes on device buffers, else its cpu functions */
         if (r->o.determinism == GR_DET_GPU_TO_GPU)
-            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+            luaL_argerror(L, r->arg, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
                                 "user's) (accepted with operators: not_guaranteed, run_to_run)");
         gr_input_dtypes in = {.count = (int)count};
         int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
@@ -336,7 +343,7 @@ void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffe
         }
         if (gpu || !use_cpu_functions(L, r)) {
             if (!gpu && gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
-                luaL_argerror(L, 2, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
+                luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
                                                        "cannot run its kernels (give gr.operator a cpu table)",
                                                     operator_name(r)));
             inputs_kernels(L, r, segments, &in);
@@ -348,7 +355,7 @@ void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffe
     } else if (r->user_op) {
         /* gpu_to_gpu has no form for an operator: refused before anything runs */
         if (r->o.determinism == GR_DET_GPU_TO_GPU)
-            luaL_argerror(L, 2, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
+            luaL_argerror(L, r->arg, "opts.determinism: 'gpu_to_gpu' has no form for a user operator (its combine is the "
                                 "user's) (accepted with operators: not_guaranteed, run_to_run)");
         if (why == LGR_FOR_MANY) {
             operator_many(L, r, bufs, count);

@@ -25,14 +25,16 @@ typedef struct lgr_request {
     gr_op ops[GR_OP_COUNT];
     lua_Integer axes[GR_MAX_DIMS];  /* as given: 1-based, negative from the end (laxes.c resolves them) */
     int keepdims;               /* opts.keepdims */
+    int sorted;                 /* opts.sorted (gr.reduce_by_key: equal keys already consecutive) */
     gr_operator *user_op;       /* opts.op was a gr.operator (the Operator is the options table's) */
     int op_given;               /* opts.op was given (gr.reduce needs it) */
     lgr_operator_cpu cpu;       /* opts.op's cpu functions, where the request runs them (o.cpu, o.fold) */
     const gr_operator_image *images[GR_DTYPE_COUNT];    /* gr.reduce_many: opts.op's kernels per dtype */
 } lgr_request;
 
-/* What lgr_request_read reads: gr.bench's keys (reps, warmup); opts.ops (gr.reduce's only). */
-enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2 };
+/* What lgr_request_read reads: gr.bench's keys (reps, warmup); opts.ops (gr.reduce's and
+ * gr.reduce_by_key's); gr.reduce_by_key's sorted and out (a list of its result buffers). */
+enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2, LGR_READ_KEYS = 4 };
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (flags 0) and
  * gr.bench (LGR_READ_BENCH); opts.ops is refused unless flags has LGR_READ_OPS. */
 void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r);
@@ -48,7 +50,8 @@ typedef enum {
     LGR_FOR_SHARDS,     /* the same over the shards of a sharded buffer */
     LGR_FOR_MANY,       /* gr.reduce_many over its buffers */
     LGR_FOR_PLAN,       /* gr.plan and gr.bench: the GPU's form, whatever the backend and the buffer */
-    LGR_FOR_INPUTS      /* gr.reduce over the inputs of an operator of several (bufs: them, in order) */
+    LGR_FOR_INPUTS,     /* gr.reduce over the inputs of an operator of several (bufs: them, in order) */
+    LGR_FOR_KEYS        /* gr.reduce_by_key: the values (bufs[0]), reduced as segments */
 } lgr_purpose;
 /* The one place that decides what a request over bufs (count of them) needs before the engine plans
  * it, called once per request: opts.op's kernels (r->o.user; per dtype for reduce_many, r->images) where

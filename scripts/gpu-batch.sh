@@ -6,7 +6,8 @@
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's), then
 #     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many, the several-input operators' fuzz
-#     (spec/several_inputs_spec.lua) with a hundredth as many per path;
+#     (spec/several_inputs_spec.lua) with a hundredth as many per path, and reductions by key's
+#     (spec/reduce_by_key_spec.lua) with a hundredth as many;
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
@@ -21,6 +22,9 @@
 #     runs the table with DIR/gpureduce/core.so.xz (the module before a change) too, A B A B;
 #   dot: issue 24's table, experiments/dot_bench.lua (gr.dot against the read ceiling of both inputs)
 #     beside experiments/peers/torch_dot.py's times (torch.dot, torch.vdot);
+#   by_key: issue 25's table, experiments/by_key_bench.lua (reductions by key against the read ceiling) beside
+#     build/cub_by_key (CUB's SortPairs + ReduceByKey; PREBUILT/bin/cub_by_key where carried) and
+#     experiments/peers/torch_by_key.py's times (index_add_, scatter_reduce_, default and deterministic);
 #   several: issue 24's several-results table, experiments/several_bench.lua (opts.ops and gr.describe
 #     against one read and six calls) beside experiments/peers/torch_several.py's times;
 #   ops: bench.lua's tables of the new ops and of reduce_many; segments: experiments/segments.lua (the lab);
@@ -147,6 +151,15 @@ for step in $steps; do
          LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
              TORCH_TIMES="$OUT/torch_several.txt" $LUA experiments/several_bench.lua > "$OUT/several.log" 2>&1
          echo "several: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    by_key) # issue 25's table: CUB's SortPairs + ReduceByKey and PyTorch's scatter reductions, then gr's
+         cub=build/cub_by_key; [ -x "$cub" ] || cub=${PREBUILT:-build}/bin/cub_by_key
+         [ -x "$cub" ] || make build/cub_by_key > "$OUT/cub_by_key-build.log" 2>&1
+         "$cub" 26 20 > "$OUT/cub_by_key.txt" 2>&1
+         python3 experiments/peers/torch_by_key.py 26 5 > "$OUT/torch_by_key.txt" 2>&1
+         LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}" \
+             CUB_TIMES="$OUT/cub_by_key.txt" TORCH_TIMES="$OUT/torch_by_key.txt" BY_KEY_LOG2N=26 \
+             $LUA experiments/by_key_bench.lua > "$OUT/by_key.log" 2>&1
+         echo "by_key: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
                > "$OUT/multi-spec.log" 2>&1
@@ -168,7 +181,12 @@ for step in $steps; do
           env GPUREDUCE_INPUTS_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 100 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua --filter=fuzz spec/several_inputs_spec.lua \
               > "$OUT/inputs-fuzz.log" 2>&1
-          echo "inputs fuzz: $(tail -1 "$OUT/inputs-fuzz.log")" >> "$OUT/summary.txt" ;;
+          echo "inputs fuzz: $(tail -1 "$OUT/inputs-fuzz.log")" >> "$OUT/summary.txt"
+          # reductions by key's fuzz (spec/reduce_by_key_spec.lua), a hundredth as many cases
+          env GPUREDUCE_BY_KEY_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 100 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+              $LUA $BUSTED -o spec/support/summary_output.lua --filter=fuzz spec/reduce_by_key_spec.lua \
+              > "$OUT/by-key-fuzz.log" 2>&1
+          echo "by_key fuzz: $(tail -1 "$OUT/by-key-fuzz.log")" >> "$OUT/summary.txt" ;;
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \

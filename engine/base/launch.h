@@ -197,6 +197,37 @@ typedef struct gr_exact_kernel {
     int (*segments)(gr_exact_launch *L);
 } gr_exact_kernel;
 
+/* ---- the steps of a reduction by key (cuda/kernels/by_key.cu) ------------------------------------------ */
+
+/* Keys travel as ordered words: unsigned words of the key's width (1, 2, 4 or 8 bytes) whose unsigned order
+ * is the key's (signed dtypes: the sign bit flipped). Each step queues on `stream` and returns 0 or a CUDA
+ * error code; the CUB steps with temp NULL only set *temp_bytes. */
+typedef struct gr_by_key_kernel {
+    /* to[i] = from[i]'s ordered word less base (n keys of dtype t), or with back the key of word from[i] + base */
+    int (*order_bits)(const void *from, void *to, size_t n, gr_dtype t, unsigned long long base, int back,
+                      void *stream);
+    int (*iota)(unsigned *idx, size_t n, void *stream);                     /* idx[i] = i */
+    /* a stable radix sort of n (key word of kbytes, value word of vbytes) pairs by the words' low `bits` bits
+     * (0: all of them) */
+    int (*sort_pairs)(void *temp, size_t *temp_bytes, const void *keys_in, void *keys_out, const void *vals_in,
+                      void *vals_out, size_t n, int kbytes, int vbytes, int bits, void *stream);
+    /* the runs of equal words among n (n < 2^31): one word each, their lengths, their count at *nruns */
+    int (*runs)(void *temp, size_t *temp_bytes, const void *keys, void *unique, unsigned *counts,
+                unsigned long long *nruns, size_t n, int kbytes, void *stream);
+    /* offsets[0..k] (int64) of k run lengths: their exclusive sum, offsets[k] = n */
+    int (*offsets)(void *temp, size_t *temp_bytes, const unsigned *counts, long long *offsets, size_t k, size_t n,
+                   void *stream);
+    /* out[i] = in[perm[i]], elements of ebytes */
+    int (*gather)(const void *in, const unsigned *perm, void *out, size_t n, int ebytes, void *stream);
+    /* *flag |= 1 where words[0..k) are not strictly ascending */
+    int (*ascending)(const void *words, size_t k, int kbytes, unsigned *flag, void *stream);
+    /* idx[s] (1-based within run s) -> the 1-based position in the input: perm[offsets[s] + idx - 1] + 1, or
+     * without perm offsets[s] + idx */
+    int (*global_index)(long long *idx, const long long *offsets, const unsigned *perm, size_t k, void *stream);
+    /* *out = the largest of k run lengths */
+    int (*longest)(const unsigned *counts, size_t k, unsigned *out, void *stream);
+} gr_by_key_kernel;
+
 /* What the planner tells a grid function about the device. */
 typedef struct gr_launch_device {
     int sms;

@@ -116,6 +116,25 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
     return s;
 }
 
+/* Segments of very uneven lengths, whose longest is `longest` elements (a reduction by key over skewed keys):
+ * the mean says little, and lanes sized by it would leave the longest to a few threads. A block of 1024
+ * threads per segment instead, and where the longest is many MiB and the segments few enough, several blocks
+ * per segment (one per 2 MiB of the longest), so that no segment waits on one block for long. Taken where
+ * the longest is over 16 times the mean and over a warp's share. */
+gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k, size_t longest, size_t es,
+                                       const gr_seg_shape *even) {
+    size_t mean_bytes = k ? n / k * es : 0, long_bytes = longest * es;
+    if (long_bytes <= 16 * mean_bytes || long_bytes <= SEG_WARP_BYTES) return *even;
+    gr_seg_shape s = {0, SEG_BLOCK_MAX, 1, 1};
+    int sms = ctx->info.sms > 0 ? ctx->info.sms : 1;
+    size_t slots = (size_t)sms * SEG_THREADS_PER_SM / SEG_BLOCK_MAX;
+    size_t parts = (long_bytes + ((size_t)2 << 20) - 1) / ((size_t)2 << 20);
+    if (parts > 1 && k * parts <= slots * 8) s.splits = (int)parts;
+    s.grid = s.splits > 1 ? k * (size_t)s.splits : (k < slots * 4 ? k : slots * 4);
+    if (s.grid < 1) s.grid = 1;
+    return s;
+}
+
 /* Rows of an axis reduction (one segment per output): the same ways of sharing, but every choice that
  * shapes a row's order of combination -- lanes per row, threads per block, blocks per row -- taken from
  * the row's length alone, never from how many rows there are, so that a row's bits do not depend on the

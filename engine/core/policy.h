@@ -30,6 +30,10 @@ typedef struct gr_seg_shape {
 } gr_seg_shape;
 /* The shape for k segments of n elements in all (their mean size n / k) of es bytes each. */
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
+/* The shape for k segments of n elements whose longest has `longest` elements: `even` (the shape chosen
+ * from the mean) unless the longest is far above the mean, then blocks per segment. */
+gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k, size_t longest, size_t es,
+                                       const gr_seg_shape *even);
 /* The shape for k rows of `row` elements of es bytes of an axis reduction: lanes, block and splits from
  * the row's length alone (batch invariance), the grid from k. */
 gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, size_t es);

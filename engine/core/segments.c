@@ -181,7 +181,7 @@ gr_status gr_segments_wait(gr_seg_wait *w) {
  * row's length alone (gr_policy_axis_rows). */
 static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t pitch,
                        int axis_rows, gr_buffer *out[2], gr_seg_wait *w, gr_buffer *const *more, int nmore,
-                       const gr_pass_kernel *pair) {
+                       const gr_pass_kernel *pair, size_t longest) {
     memset(w, 0, sizeof *w);
     ctx = gr_ctx_for(ctx, b);
     gr_status cs = pitch ? GR_OK : gr_buffer_check_compact(ctx, b, "b");
@@ -232,6 +232,8 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
 
     gr_seg_shape shape = axis_rows ? gr_policy_axis_rows(ctx, seg->size, k, gr_dtype_size(gr_buffer_dtype(b)))
                                    : run.kernel->shape(ctx, &run, gr_buffer_size(b), k);
+    if (longest && !axis_rows && !run.plan.exact)     /* the exact kernel shapes its launch its own way */
+        shape = gr_policy_uneven_segments(ctx, gr_buffer_size(b), k, longest, gr_dtype_size(gr_buffer_dtype(b)), &shape);
     size_t as = run.plan.acc_size;
     size_t partials = shape.splits > 1 ? (shape.grid * as + 255) / 256 * 256 : 0;
     size_t counters = shape.splits > 1 ? k * sizeof(unsigned) : 0;
@@ -263,13 +265,21 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
 
 gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                             gr_buffer *out[2], gr_seg_wait *w) {
-    return queue(ctx, b, o, seg, 0, 0, out, w, NULL, 0, NULL);
+    return queue(ctx, b, o, seg, 0, 0, out, w, NULL, 0, NULL, 0);
 }
 
 gr_status gr_segments_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_pass_kernel *pair,
                              const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
     gr_seg_wait w;
-    gr_status st = queue(ctx, bufs[0], o, seg, 0, axis_rows, out, &w, bufs + 1, count - 1, pair);
+    gr_status st = queue(ctx, bufs[0], o, seg, 0, axis_rows, out, &w, bufs + 1, count - 1, pair, 0);
+    gr_status done = gr_segments_wait(&w);
+    return st != GR_OK ? st : done;
+}
+
+gr_status gr_segments_uneven(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t longest,
+                             gr_buffer *out[2]) {
+    gr_seg_wait w;
+    gr_status st = queue(ctx, b, o, seg, 0, 0, out, &w, NULL, 0, NULL, longest);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }
@@ -278,7 +288,7 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
                            const gr_buffer *offsets, gr_buffer *out[2]) {
     gr_segments seg = {row, offsets};
     gr_seg_wait w;
-    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w, NULL, 0, NULL);
+    gr_status st = queue(ctx, b, o, &seg, row ? pitch : 0, 1, out, &w, NULL, 0, NULL, 0);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }
@@ -286,7 +296,7 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w) {
     gr_segments seg = {row, NULL};
-    return queue(ctx, b, o, &seg, pitch, 1, out, w, NULL, 0, NULL);
+    return queue(ctx, b, o, &seg, pitch, 1, out, w, NULL, 0, NULL, 0);
 }
 
 static int is_alone(const gr_buffer *b, size_t bytes) {

@@ -38,6 +38,11 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
  * wait for the stream and give w->slot back itself. */
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w);
+/* gr_reduce_segments where the caller knows the longest segment (`longest` elements): segments of very
+ * uneven lengths are shared out by blocks (gr_policy_uneven_segments) rather than by their mean. */
+gr_status gr_segments_uneven(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t longest,
+                             gr_buffer *out[2]);
+
 /* Several inputs per segment (gr.dot, core/dot.c; an operator of several inputs, core/inputs.c): the
  * segments of compact bufs[0..count) together -- or, with axis_rows, their rows of seg->size -- reduced
  * by `pair` (gr.dot's kernel, planned here as the sum: it reads the others' elements from run->with), or

@@ -1,0 +1,515 @@
+/*
+ * by_key.c -- gr_reduce_by_key: values grouped by their keys, each group reduced as a segment.
+ *
+ * First the grouping: the values in key order (a stable sort, so each key's values keep their order), the
+ * CSR offsets of the groups and the distinct keys in ascending order -- on the device by by_key.cu's steps
+ * (keys as ordered words, CUB's radix sort of (key, value) pairs, or of (key, position) pairs and a gather
+ * where the positions are wanted, run-length encoding, a scan), on the host by a sort of positions. With
+ * `sorted` the caller's grouping is taken as it is: its runs are found, checked to be distinct keys, and
+ * reordered into ascending order after the reduction where they are not in it. Then every op is the
+ * segmented reduction of the grouped values over the offsets (core/segments.c): every op, user operator
+ * and determinism level that segments take, the same bits every run. argmin/argmax indices, 1-based within
+ * a group there, become positions in the input through the sort's permutation.
+ */
+#include "gr.h"
+#include "base/device.h"
+#include "base/error.h"
+#include "base/launch.h"
+#include "core/buffer.h"
+#include "core/context.h"
+#include "core/segments.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The device steps (cuda/kernels/by_key.cu), a weak reference: a CPU-only build has none. */
+extern const gr_by_key_kernel gr_by_key_gpu __attribute__((weak));
+
+/* The groups of one call. */
+typedef struct grouping {
+    int device;             /* the values are on the GPU (cuda backend, device memory) */
+    size_t n, k;            /* elements, groups */
+    size_t longest;         /* the largest group's elements (the segments' launch shape) */
+    gr_buffer *values;      /* the values grouped: the input itself (sorted), or a sorted copy */
+    gr_buffer *offsets;     /* k + 1 int64 boundaries into values */
+    gr_buffer *perm;        /* uint32, grouped position -> input position, where a sort moved them; else NULL */
+    gr_buffer *order;       /* uint32, ascending position -> run (sorted with runs out of order); else NULL */
+    gr_buffer *keys;        /* the k distinct keys, ascending, of the keys' dtype */
+} grouping;
+
+static void grouping_free(gr_context *ctx, grouping *g) {
+    gr_buffer_free(ctx, g->values);
+    gr_buffer_free(ctx, g->offsets);
+    gr_buffer_free(ctx, g->perm);
+    gr_buffer_free(ctx, g->order);
+    gr_buffer_free(ctx, g->keys);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- checks --------------------------------------------------------------------------------------------- */
+
+static gr_status check_inputs(gr_context *ctx, const gr_buffer *keys, const gr_buffer *values) {
+    gr_dtype kt = gr_buffer_dtype(keys);
+    if (gr_dtype_is_float(kt))
+        return gr_fail_arg(ctx, GR_EINVAL, "keys", "keys are an integer dtype or bool (got %s: convert them with "
+                           "astype)", gr_dtype_name(kt));
+    int same = gr_buffer_ndim(keys) == gr_buffer_ndim(values) && gr_buffer_size(keys) == gr_buffer_size(values);
+    for (int d = 0; same && d < keys->ndim; d++) same = keys->shape[d] == values->shape[d];
+    char sk[200], sv[200];
+    if (!same)      /* views of several axes are read in row-major order, element for element */
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "keys and values have one length and shape (keys %s, values %s)",
+                           gr_buffer_shape_text(keys, sk, sizeof sk), gr_buffer_shape_text(values, sv, sizeof sv));
+    if (gr_buffer_where(keys) != gr_buffer_where(values))
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "keys and values are on one side (keys in %s memory, values in "
+                           "%s)", gr_buffer_where(keys) == GR_DEVICE ? "device" : "host",
+                           gr_buffer_where(values) == GR_DEVICE ? "device" : "host");
+    return gr_same_device(ctx, keys, values, "values");
+}
+
+/* ---- the grouping on the device ------------------------------------------------------------------------ */
+
+/* A device buffer of `bytes` bytes (at least one), left as the allocator gives it: every buffer here is
+ * written whole before it is read, and zeroing hundreds of MiB would cost as much as the work. */
+static gr_status scratch(gr_context *ctx, size_t bytes, gr_buffer **out) {
+    return gr_buffer_new_unset(ctx, bytes ? bytes : 1, GR_UINT8, GR_DEVICE, out);
+}
+
+static gr_status step(gr_context *ctx, int rc, const char *what) {
+    return rc ? gr_fail_dev(ctx, rc, what) : GR_OK;
+}
+
+/* The runs of n key words at `words` (kbytes each) into g: offsets, and the run words at *unique (k of
+ * them, a new buffer). */
+static gr_status device_runs(gr_context *ctx, const void *words, size_t n, int kbytes, grouping *g,
+                             gr_buffer **unique) {
+    const gr_by_key_kernel *K = &gr_by_key_gpu;
+    void *s = ctx->stream;
+    gr_buffer *counts = NULL, *nruns = NULL, *temp = NULL;
+    size_t bytes = 0, scan_bytes = 0;
+    unsigned long long k = 0;
+    gr_status st = scratch(ctx, n * (size_t)kbytes, unique);      /* n runs at most */
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, n ? n : 1, GR_UINT32, GR_DEVICE, &counts);
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, 1, GR_UINT64, GR_DEVICE, &nruns);
+    if (st == GR_OK) st = step(ctx, K->runs(NULL, &bytes, words, NULL, NULL, NULL, n, kbytes, s), "the runs' size");
+    if (st == GR_OK) st = scratch(ctx, bytes, &temp);
+    if (st == GR_OK)
+        st = step(ctx, K->runs(gr_buffer_data(temp), &bytes, words, gr_buffer_data(*unique), gr_buffer_data(counts),
+                               gr_buffer_data(nruns), n, kbytes, s), "the runs of equal keys");
+    if (st == GR_OK) st = gr_buffer_read(ctx, nruns, 0, &k, 1);
+    g->k = (size_t)k;
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, g->k + 1, GR_INT64, GR_DEVICE, &g->offsets);
+    if (st == GR_OK) st = step(ctx, K->offsets(NULL, &scan_bytes, NULL, NULL, g->k, n, s), "the offsets' size");
+    gr_buffer_free(ctx, temp);
+    temp = NULL;
+    if (st == GR_OK) st = scratch(ctx, scan_bytes, &temp);
+    if (st == GR_OK)
+        st = step(ctx, K->offsets(gr_buffer_data(temp), &scan_bytes, gr_buffer_data(counts),
+                                  gr_buffer_data(g->offsets), g->k, n, s), "the groups' offsets");
+    /* the longest group: the segments' launch shape depends on it */
+    gr_buffer *most = NULL;
+    unsigned longest = 0;
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, 1, GR_UINT32, GR_DEVICE, &most);
+    if (st == GR_OK) st = step(ctx, K->longest(gr_buffer_data(counts), g->k, gr_buffer_data(most), s), "the longest group");
+    if (st == GR_OK) st = gr_buffer_read(ctx, most, 0, &longest, 1);
+    g->longest = longest;
+    gr_buffer_free(ctx, most);
+    gr_buffer_free(ctx, temp);
+    gr_buffer_free(ctx, counts);
+    gr_buffer_free(ctx, nruns);
+    return st;
+}
+
+/* A stable sort of n (word, value) pairs into keys_out and vals_out (device memory of n words each). */
+static gr_status device_sort(gr_context *ctx, const void *words, const void *vals, size_t n, int kbytes, int vbytes,
+                             int bits, void *keys_out, void *vals_out) {
+    const gr_by_key_kernel *K = &gr_by_key_gpu;
+    size_t bytes = 0;
+    gr_buffer *temp = NULL;
+    gr_status st = step(ctx, K->sort_pairs(NULL, &bytes, NULL, NULL, NULL, NULL, n, kbytes, vbytes, bits, ctx->stream),
+                        "the sort's size");
+    if (st == GR_OK) st = scratch(ctx, bytes, &temp);
+    if (st == GR_OK)
+        st = step(ctx, K->sort_pairs(gr_buffer_data(temp), &bytes, words, keys_out, vals, vals_out, n, kbytes, vbytes,
+                                     bits, ctx->stream), "the sort by key");
+    /* the scratch goes back to the pool once the sort is done */
+    if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the sort by key");
+    gr_buffer_free(ctx, temp);
+    return st;
+}
+
+/* Keys in any order: sorted with their values (or their positions, with_perm, then the values gathered). */
+/* A key's ordered word in its own width: the sign bit flipped for the signed dtypes. */
+static uint64_t word_of(gr_scalar s, gr_dtype t) {
+    unsigned bits = 8u * (unsigned)gr_dtype_size(t);
+    uint64_t mask = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    if (s.kind == GR_SCALAR_INT) return ((uint64_t)s.v.i ^ (1ull << (bits - 1))) & mask;
+    if (s.kind == GR_SCALAR_BOOL) return s.v.b ? 1 : 0;
+    return s.v.u & mask;
+}
+
+/* The keys' range: the smallest ordered word (what the sort's words are taken from) and the bits their
+ * differences from it need (1 at least): a radix sort of fewer bits takes fewer passes. */
+static gr_status key_range(gr_context *ctx, gr_buffer *keys, uint64_t *base, int *bits) {
+    gr_options o;
+    gr_options_init(&o, GR_MINMAX);
+    gr_result r;
+    gr_status st = gr_reduce(ctx, keys, &o, &r);
+    if (st != GR_OK) return st;
+    gr_dtype t = gr_buffer_dtype(keys);
+    uint64_t lo = word_of(r.value[0], t), span = word_of(r.value[1], t) - lo;
+    *base = lo;
+    *bits = 1;
+    while (*bits < 64 && (span >> *bits)) (*bits)++;
+    return GR_OK;
+}
+
+static gr_status device_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int with_perm, grouping *g) {
+    const gr_by_key_kernel *K = &gr_by_key_gpu;
+    gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
+    int kbytes = (int)gr_dtype_size(kt), vbytes = (int)gr_dtype_size(vt);
+    size_t n = g->n;
+    uint64_t base = 0;
+    int bits = 8 * kbytes;
+    gr_buffer *ordered = NULL, *sorted = NULL, *positions = NULL, *unique = NULL;
+    gr_status st = n ? key_range(ctx, keys, &base, &bits) : GR_OK;
+    if (st == GR_OK) st = scratch(ctx, n * (size_t)kbytes, &ordered);
+    if (st == GR_OK) st = scratch(ctx, n * (size_t)kbytes, &sorted);
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, vt, GR_DEVICE, &g->values);
+    if (st == GR_OK)
+        st = step(ctx, K->order_bits(gr_buffer_data(keys), gr_buffer_data(ordered), n, kt, base, 0, ctx->stream),
+                  "the keys' order");
+    if (st == GR_OK && with_perm) {
+        /* (key, position) pairs sorted, the values gathered through the permutation */
+        st = gr_buffer_new_unset(ctx, n, GR_UINT32, GR_DEVICE, &positions);
+        if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, GR_UINT32, GR_DEVICE, &g->perm);
+        if (st == GR_OK) st = step(ctx, K->iota(gr_buffer_data(positions), n, ctx->stream), "the positions");
+        if (st == GR_OK)
+            st = device_sort(ctx, gr_buffer_data(ordered), gr_buffer_data(positions), n, kbytes, 4, bits,
+                             gr_buffer_data(sorted), gr_buffer_data(g->perm));
+        if (st == GR_OK)
+            st = step(ctx, K->gather(gr_buffer_data(values), gr_buffer_data(g->perm), gr_buffer_data(g->values), n,
+                                     vbytes, ctx->stream), "the values' gather");
+    } else if (st == GR_OK) {
+        /* (key, value) pairs sorted, the values moved as words of their width */
+        st = device_sort(ctx, gr_buffer_data(ordered), gr_buffer_data(values), n, kbytes, vbytes, bits,
+                         gr_buffer_data(sorted), gr_buffer_data(g->values));
+    }
+    if (st == GR_OK) st = device_runs(ctx, gr_buffer_data(sorted), n, kbytes, g, &unique);
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, g->k, kt, GR_DEVICE, &g->keys);
+    if (st == GR_OK)
+        st = step(ctx, K->order_bits(gr_buffer_data(unique), gr_buffer_data(g->keys), g->k, kt, base, 1, ctx->stream),
+                  "the distinct keys");
+    if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the grouping by key");
+    gr_buffer_free(ctx, ordered);
+    gr_buffer_free(ctx, sorted);
+    gr_buffer_free(ctx, positions);
+    gr_buffer_free(ctx, unique);
+    return st;
+}
+
+/* *flag of the ascending step over k words: 1 where they are not strictly ascending. */
+static gr_status device_not_ascending(gr_context *ctx, const void *words, size_t k, int kbytes, unsigned *flag) {
+    gr_buffer *f = NULL;
+    *flag = 0;
+    gr_status st = gr_buffer_new_unset(ctx, 1, GR_UINT32, GR_DEVICE, &f);
+    if (st == GR_OK) st = gr_buffer_write(ctx, f, 0, flag, 1);
+    if (st == GR_OK)
+        st = step(ctx, gr_by_key_gpu.ascending(words, k, kbytes, gr_buffer_data(f), ctx->stream), "the keys' order check");
+    if (st == GR_OK) st = gr_buffer_read(ctx, f, 0, flag, 1);
+    gr_buffer_free(ctx, f);
+    return st;
+}
+
+/* Keys the caller grouped: their runs, checked to be distinct keys. Runs already in ascending order are the
+ * groups as they lie (the values copied only where they start off a 16-byte boundary, so that every group
+ * starts where the sorted path's does and the results are the same bits); runs in another order leave
+ * *resort set, for the sort to lay them out as it does any keys. */
+static gr_status device_grouped(gr_context *ctx, gr_buffer *keys, gr_buffer *values, grouping *g, int *resort) {
+    const gr_by_key_kernel *K = &gr_by_key_gpu;
+    gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
+    int kbytes = (int)gr_dtype_size(kt);
+    gr_buffer *unique = NULL, *ordered = NULL, *runs = NULL, *sorted = NULL, *order = NULL;
+    *resort = 0;
+    gr_status st = device_runs(ctx, gr_buffer_data(keys), g->n, kbytes, g, &unique);
+    if (st == GR_OK) st = scratch(ctx, g->k * (size_t)kbytes, &ordered);
+    if (st == GR_OK)
+        st = step(ctx, K->order_bits(gr_buffer_data(unique), gr_buffer_data(ordered), g->k, kt, 0, 0, ctx->stream),
+                  "the keys' order");
+    unsigned out_of_order = 0;
+    if (st == GR_OK) st = device_not_ascending(ctx, gr_buffer_data(ordered), g->k, kbytes, &out_of_order);
+    if (st == GR_OK && out_of_order) {
+        /* the runs sorted by key: a key in two runs is then next to itself */
+        st = gr_buffer_new_unset(ctx, g->k, GR_UINT32, GR_DEVICE, &runs);
+        if (st == GR_OK) st = gr_buffer_new_unset(ctx, g->k, GR_UINT32, GR_DEVICE, &order);
+        if (st == GR_OK) st = scratch(ctx, g->k * (size_t)kbytes, &sorted);
+        if (st == GR_OK) st = step(ctx, K->iota(gr_buffer_data(runs), g->k, ctx->stream), "the runs' positions");
+        if (st == GR_OK)
+            st = device_sort(ctx, gr_buffer_data(ordered), gr_buffer_data(runs), g->k, kbytes, 4, 0,
+                             gr_buffer_data(sorted), gr_buffer_data(order));
+        unsigned repeated = 0;
+        if (st == GR_OK) st = device_not_ascending(ctx, gr_buffer_data(sorted), g->k, kbytes, &repeated);
+        if (st == GR_OK && repeated)
+            st = gr_fail_arg(ctx, GR_EINVAL, "sorted", "the keys are not grouped (a key appears in two runs of equal "
+                             "keys): leave sorted out, and they are sorted");
+        *resort = st == GR_OK;
+    } else if (st == GR_OK) {
+        st = gr_buffer_new_unset(ctx, g->k, kt, GR_DEVICE, &g->keys);
+        if (st == GR_OK && g->k)
+            st = step(ctx, gr_dev_copy(gr_buffer_data(g->keys), gr_buffer_data(unique), g->k * (size_t)kbytes,
+                                       ctx->stream), "the distinct keys");
+        if (st == GR_OK && (uintptr_t)gr_buffer_data(values) % 16 == 0) {
+            st = gr_buffer_slice(ctx, values, 0, g->n, &g->values);
+        } else if (st == GR_OK) {
+            st = gr_buffer_new_unset(ctx, g->n, vt, GR_DEVICE, &g->values);
+            if (st == GR_OK && g->n)
+                st = step(ctx, gr_dev_copy(gr_buffer_data(g->values), gr_buffer_data(values),
+                                           g->n * gr_dtype_size(vt), ctx->stream), "the values' copy");
+        }
+    }
+    if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the grouping by key");
+    gr_buffer_free(ctx, unique);
+    gr_buffer_free(ctx, ordered);
+    gr_buffer_free(ctx, runs);
+    gr_buffer_free(ctx, sorted);
+    gr_buffer_free(ctx, order);
+    return st;
+}
+
+/* ---- the grouping on the host ---------------------------------------------------------------------------- */
+
+/* A key as an ordered 64-bit word: its unsigned order is the key's. */
+static uint64_t ordered_word(gr_scalar s) {
+    if (s.kind == GR_SCALAR_INT) return (uint64_t)s.v.i ^ (1ull << 63);
+    if (s.kind == GR_SCALAR_BOOL) return s.v.b ? 1 : 0;
+    return s.v.u;
+}
+
+typedef struct { uint64_t word; uint32_t pos; } keyed;
+
+static int by_word_then_pos(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    if (x->word != y->word) return x->word < y->word ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Host data: positions sorted by (key, position) -- stable -- or, sorted, the caller's runs checked. */
+static gr_status host_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int sorted, grouping *g) {
+    gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
+    size_t n = g->n, ks = gr_dtype_size(kt), vs = gr_dtype_size(vt);
+    gr_where where = gr_buffer_where(values);
+    unsigned char *kb = malloc(n ? n * ks : 1), *vb = malloc(n ? n * vs : 1), *grouped = malloc(n ? n * vs : 1);
+    keyed *e = malloc((n ? n : 1) * sizeof *e);
+    int64_t *offsets = malloc((n + 1) * sizeof *offsets);
+    uint32_t *runs_order = NULL;
+    gr_status st = kb && vb && grouped && e && offsets ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    if (st == GR_OK) st = gr_buffer_read(ctx, keys, 0, kb, n);
+    if (st == GR_OK) st = gr_buffer_read(ctx, values, 0, vb, n);
+    for (size_t i = 0; i < n && st == GR_OK; i++) e[i] = (keyed){ordered_word(gr_scalar_load(kb + i * ks, kt)), (uint32_t)i};
+    if (st == GR_OK && !sorted) qsort(e, n, sizeof *e, by_word_then_pos);
+    /* runs of equal words, in the (sorted or given) order */
+    size_t k = 0;
+    for (size_t i = 0; i < n && st == GR_OK; i++) {
+        if (i == 0 || e[i].word != e[i - 1].word) offsets[k++] = (int64_t)i;
+        memcpy(grouped + i * vs, vb + (size_t)e[i].pos * vs, vs);
+    }
+    offsets[k] = (int64_t)n;
+    g->k = k;
+    keyed *r = NULL;
+    if (st == GR_OK && sorted) {
+        /* the runs' words sorted: a key in two runs is then next to itself; their order where it moved */
+        r = malloc((k ? k : 1) * sizeof *r);
+        if (!r) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        for (size_t s = 0; s < k && st == GR_OK; s++) r[s] = (keyed){e[offsets[s]].word, (uint32_t)s};
+        int moved = 0;
+        for (size_t s = 1; s < k && st == GR_OK; s++) moved |= !(r[s - 1].word < r[s].word);
+        if (st == GR_OK && moved) {
+            qsort(r, k, sizeof *r, by_word_then_pos);
+            for (size_t s = 1; s < k && st == GR_OK; s++)
+                if (r[s - 1].word == r[s].word)
+                    st = gr_fail_arg(ctx, GR_EINVAL, "sorted", "the keys are not grouped (a key appears in two runs of "
+                                     "equal keys): leave sorted out, and they are sorted");
+            runs_order = malloc((k ? k : 1) * sizeof *runs_order);
+            if (st == GR_OK && !runs_order) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+            for (size_t s = 0; s < k && st == GR_OK; s++) runs_order[s] = r[s].pos;
+        }
+    }
+    /* the buffers: grouped values, offsets, the distinct keys ascending, the permutation, the order */
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, vt, where, &g->values);
+    if (st == GR_OK) st = gr_buffer_write(ctx, g->values, 0, grouped, n);
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, k + 1, GR_INT64, where, &g->offsets);
+    if (st == GR_OK) st = gr_buffer_write(ctx, g->offsets, 0, offsets, k + 1);
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, k, kt, where, &g->keys);
+    for (size_t s = 0; s < k && st == GR_OK; s++) {
+        size_t run = runs_order ? runs_order[s] : s;
+        st = gr_buffer_write(ctx, g->keys, s, kb + (size_t)e[offsets[run]].pos * ks, 1);
+    }
+    if (st == GR_OK && !sorted) {
+        uint32_t *perm = malloc((n ? n : 1) * sizeof *perm);
+        if (!perm) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        for (size_t i = 0; i < n && st == GR_OK; i++) perm[i] = e[i].pos;
+        if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, GR_UINT32, where, &g->perm);
+        if (st == GR_OK) st = gr_buffer_write(ctx, g->perm, 0, perm, n);
+        free(perm);
+    }
+    if (st == GR_OK && runs_order) st = gr_buffer_new_unset(ctx, k, GR_UINT32, where, &g->order);
+    if (st == GR_OK && runs_order) st = gr_buffer_write(ctx, g->order, 0, runs_order, k);
+    free(kb);
+    free(vb);
+    free(grouped);
+    free(e);
+    free(offsets);
+    free(r);
+    free(runs_order);
+    return st;
+}
+
+/* ---- the reductions of the groups ---------------------------------------------------------------------- */
+
+/* out[s] = in[perm[s]] for k elements (the results' reorder into ascending keys). */
+static gr_status gather_into(gr_context *ctx, const grouping *g, gr_buffer *in, gr_buffer *perm, gr_buffer *out) {
+    size_t k = gr_buffer_size(out), es = gr_dtype_size(gr_buffer_dtype(out));
+    if (!k) return GR_OK;
+    if (g->device) {
+        gr_status st = step(ctx, gr_by_key_gpu.gather(gr_buffer_data(in), gr_buffer_data(perm), gr_buffer_data(out), k,
+                                                      (int)es, ctx->stream), "the results' order");
+        return st == GR_OK ? step(ctx, gr_dev_stream_sync(ctx->stream), "the results' order") : st;
+    }
+    unsigned char *a = malloc(k * es), *b = malloc(k * es);
+    uint32_t *p = malloc(k * sizeof *p);
+    gr_status st = a && b && p ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    if (st == GR_OK) st = gr_buffer_read(ctx, in, 0, a, k);
+    if (st == GR_OK) st = gr_buffer_read(ctx, perm, 0, p, k);
+    for (size_t s = 0; s < k && st == GR_OK; s++) memcpy(b + s * es, a + (size_t)p[s] * es, es);
+    if (st == GR_OK) st = gr_buffer_write(ctx, out, 0, b, k);
+    free(a);
+    free(b);
+    free(p);
+    return st;
+}
+
+/* argmin/argmax indices, 1-based within their group, as 1-based positions in the input. */
+static gr_status input_positions(gr_context *ctx, const grouping *g, gr_buffer *idx) {
+    size_t k = gr_buffer_size(idx);
+    if (!k) return GR_OK;
+    if (g->device) {
+        gr_status st = step(ctx, gr_by_key_gpu.global_index(gr_buffer_data(idx), gr_buffer_data(g->offsets),
+                                                            g->perm ? gr_buffer_data(g->perm) : NULL, k, ctx->stream),
+                            "the indices' positions");
+        return st == GR_OK ? step(ctx, gr_dev_stream_sync(ctx->stream), "the indices' positions") : st;
+    }
+    int64_t *v = malloc(k * sizeof *v), *off = malloc((k + 1) * sizeof *off);
+    uint32_t *p = g->perm ? malloc(g->n * sizeof *p) : NULL;
+    gr_status st = v && off && (p || !g->perm) ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    if (st == GR_OK) st = gr_buffer_read(ctx, idx, 0, v, k);
+    if (st == GR_OK) st = gr_buffer_read(ctx, g->offsets, 0, off, k + 1);
+    if (st == GR_OK && p) st = gr_buffer_read(ctx, g->perm, 0, p, g->n);
+    for (size_t s = 0; s < k && st == GR_OK; s++) {
+        int64_t j = off[s] + v[s] - 1;
+        v[s] = (p ? (int64_t)p[j] : j) + 1;
+    }
+    if (st == GR_OK) st = gr_buffer_write(ctx, idx, 0, v, k);
+    free(v);
+    free(off);
+    free(p);
+    return st;
+}
+
+/* The caller's buffer for k results (its first k elements, a new handle), or a new one of dtype t. */
+static gr_status target(gr_context *ctx, gr_buffer *given, size_t k, gr_dtype t, gr_where where, gr_buffer **out) {
+    if (!given) return gr_buffer_new_unset(ctx, k, t, where, out);
+    if (gr_buffer_size(given) < k)
+        return gr_fail_arg(ctx, GR_EINVAL, "out", "holds %zu elements, and there are %zu distinct keys",
+                           gr_buffer_size(given), k);
+    if (gr_buffer_dtype(given) != t)
+        return gr_fail_arg(ctx, GR_EINVAL, "out", "is %s; this result is %s", gr_dtype_name(gr_buffer_dtype(given)),
+                           gr_dtype_name(t));
+    gr_status st = gr_buffer_check_compact(ctx, given, "out");
+    return st == GR_OK ? gr_buffer_slice(ctx, given, 0, k, out) : st;
+}
+
+/* One op (o's) over the groups, into results[0..1] (the caller's buffers or new ones). */
+static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_options *o, gr_buffer *results[2]) {
+    gr_dtype dt[2];
+    int count = 1;
+    gr_status st = gr_segment_result_dtypes(ctx, o, gr_buffer_dtype(g->values), dt, &count);
+    if (st != GR_OK) return st;
+    gr_where where = gr_buffer_where(g->values);
+    gr_buffer *out[2] = {NULL, NULL}, *runs[2] = {NULL, NULL};
+    for (int i = 0; i < count && st == GR_OK; i++) st = target(ctx, results[i], g->k, dt[i], where, &out[i]);
+    for (int i = 0; i < count && st == GR_OK && g->order; i++) st = gr_buffer_new_unset(ctx, g->k, dt[i], where, &runs[i]);
+    gr_segments seg = {0, g->offsets};
+    if (st == GR_OK) st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, g->order ? runs : out);
+    if (st == GR_OK && o->op != GR_MINMAX && count == 2) st = input_positions(ctx, g, g->order ? runs[1] : out[1]);
+    for (int i = 0; i < count && st == GR_OK && g->order; i++) st = gather_into(ctx, g, runs[i], g->order, out[i]);
+    for (int i = 0; i < 2; i++) gr_buffer_free(ctx, runs[i]);
+    for (int i = 0; i < count; i++) {
+        if (st == GR_OK && !results[i]) results[i] = out[i];    /* a new buffer: the caller's now */
+        else gr_buffer_free(ctx, out[i]);
+    }
+    return st;
+}
+
+gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, const gr_options *o, int sorted,
+                           const gr_op *ops, int nops, gr_buffer **keys_out, gr_buffer *(*results)[2], size_t *count) {
+    *count = 0;
+    ctx = gr_ctx_for(ctx, values);
+    gr_status st = check_inputs(ctx, keys, values);
+    if (st != GR_OK) return st;
+    if (nops < 0 || nops > GR_OP_COUNT) return gr_fail_arg(ctx, GR_EINVAL, "ops", "0 to %d ops", GR_OP_COUNT);
+    if (o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, "stream", "a reduction by key runs on the context's stream, synchronously "
+                           "(leave opts.stream out)");
+    int with_perm = 0;
+    for (int k = 0; k < (nops ? nops : 1); k++) {
+        gr_op op = nops ? ops[k] : o->op;
+        with_perm |= !o->user && !o->cpu && (op == GR_ARGMIN || op == GR_ARGMAX);
+    }
+    /* what the caller gave (the rest is made here, and freed again on a failure) */
+    gr_buffer *given_keys = *keys_out, *given[GR_OP_COUNT][2];
+    for (int k = 0; k < (nops ? nops : 1); k++) given[k][0] = results[k][0], given[k][1] = results[k][1];
+    grouping g = {.n = gr_buffer_size(values)};
+    g.device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(values) == GR_DEVICE;
+    if (g.device && (!&gr_by_key_gpu || !gr_by_key_gpu.sort_pairs))
+        return gr_fail(ctx, GR_ENODEV, "reductions by key of device data need the CUDA kernels (this build has none)");
+    if (g.device && g.n > INT_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key on the device takes up to 2^31 - 1 elements "
+                           "(got %zu)", g.n);
+    if (!g.device && g.n > UINT32_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key takes up to 2^32 - 1 elements (got %zu)", g.n);
+    gr_buffer *ck = NULL, *cv = NULL;           /* compact handles: strided views through copies */
+    st = gr_buffer_contiguous(ctx, keys, &ck);
+    if (st == GR_OK) st = gr_buffer_contiguous(ctx, values, &cv);
+    int resort = 0;
+    if (st == GR_OK && !g.device) st = host_group(ctx, ck, cv, sorted, &g);
+    else if (st == GR_OK && sorted) st = device_grouped(ctx, ck, cv, &g, &resort);
+    if (st == GR_OK && g.device && (!sorted || resort)) {
+        size_t n = g.n;                 /* runs out of order: laid out by the sort, as unsorted keys are */
+        grouping_free(ctx, &g);
+        g = (grouping){.device = 1, .n = n};
+        st = device_group(ctx, ck, cv, with_perm, &g);
+    }
+    gr_buffer *kout = NULL;
+    if (st == GR_OK) st = target(ctx, *keys_out, g.k, gr_buffer_dtype(keys), gr_buffer_where(values), &kout);
+    if (st == GR_OK) st = gr_buffer_copy(ctx, kout, g.keys);
+    for (int k = 0; k < (nops ? nops : 1) && st == GR_OK; k++) {
+        gr_options one = *o;
+        if (nops) one.op = ops[k];
+        st = reduce_groups(ctx, &g, &one, results[k]);
+    }
+    if (st == GR_OK && !*keys_out) *keys_out = kout;
+    else gr_buffer_free(ctx, kout);
+    for (int k = 0; k < (nops ? nops : 1) && st != GR_OK; k++)
+        for (int i = 0; i < 2; i++)
+            if (results[k][i] != given[k][i]) {
+                gr_buffer_free(ctx, results[k][i]);
+                results[k][i] = given[k][i];
+            }
+    if (st != GR_OK) *keys_out = given_keys;
+    if (st == GR_OK) *count = g.k;
+    grouping_free(ctx, &g);
+    gr_buffer_free(ctx, ck);
+    gr_buffer_free(ctx, cv);
+    return st;
+}
