@@ -49,9 +49,28 @@ template <class W> __global__ void flip_kernel(const W *from, W *to, size_t n, W
         to[i] = back ? W(W(from[i] + base) ^ mask) : W(W(from[i] ^ mask) - base);
 }
 
+/* A key dtype's width in bytes and whether it is a signed integer, from gr.h's list (a kernel file calls no
+ * function of the engine). */
+#define GR_BY_KEY_WIDTH(E, name, ctype, bytes, is_float, is_signed, ...) case GR_##E: return bytes;
+#define GR_BY_KEY_SIGNED(E, name, ctype, bytes, is_float, is_signed, ...) case GR_##E: return is_signed && !is_float;
+int width_of(gr_dtype t) {
+    switch (t) {
+        GR_DTYPE_LIST(GR_BY_KEY_WIDTH)
+    default: return 0;
+    }
+}
+bool signed_integer(gr_dtype t) {
+    switch (t) {
+        GR_DTYPE_LIST(GR_BY_KEY_SIGNED)
+    default: return false;
+    }
+}
+#undef GR_BY_KEY_WIDTH
+#undef GR_BY_KEY_SIGNED
+
 int order_bits(const void *from, void *to, size_t n, gr_dtype t, unsigned long long base, int back, void *stream) {
-    const int bytes = int(gr_dtype_size(t));
-    const bool is_signed = gr_dtype_is_signed(t) && !gr_dtype_is_float(t);
+    const int bytes = width_of(t);
+    const bool is_signed = signed_integer(t);
     return with_width(bytes, [&](auto tag) -> cudaError_t {
         using W = typename decltype(tag)::type;
         const W mask = is_signed ? W(W(1) << (8 * sizeof(W) - 1)) : W(0);
