@@ -169,10 +169,9 @@ gr_status gr_bench_streamed(gr_context *ctx, gr_buffer *h, const gr_options *o, 
  * of the hybrid and host modes runs after the closing event and is outside the figure, as in the
  * textbook's timing. Host variants are timed with the clock. */
 typedef struct {
-    gr_buffer *b;
-    gr_buffer *b2;          /* gr.dot's second input, else NULL */
-    gr_buffer *const *bufs; /* an operator's several inputs (b is the first), else NULL */
+    gr_buffer *const *bufs; /* the inputs: one buffer, gr.dot's pair, an operator's several */
     int count;
+    int dot;                /* the pair is gr.dot's */
     const gr_options *o;
     gr_run run;
     gr_slot *slot;
@@ -183,18 +182,12 @@ static gr_status run_reduce(gr_context *ctx, void *arg) {
     reduce_job *j = arg;
     if (!j->slot) {
         gr_result value;
-        return j->b2 ? gr_dot(ctx, j->b, j->b2, j->o, &value)
-             : j->bufs ? gr_reduce_inputs(ctx, j->bufs, j->count, j->o, &value) : gr_reduce(ctx, j->b, j->o, &value);
+        return j->dot ? gr_dot(ctx, j->bufs[0], j->bufs[1], j->o, &value)
+             : j->count > 1 ? gr_reduce_inputs(ctx, j->bufs, j->count, j->o, &value)
+                            : gr_reduce(ctx, j->bufs[0], j->o, &value);
     }
     gr_inputs in;
-    if (j->b2) gr_dot_inputs(&in, j->b, j->b2);
-    else gr_inputs_one(&in, gr_buffer_data(j->b), j->b->dtype, j->b->n);
-    for (int k = 1; k < j->count; k++) {
-        in.at[k] = in.at[0];
-        in.at[k].data = gr_buffer_data(j->bufs[k]);
-        in.at[k].dtype = j->bufs[k]->dtype;
-    }
-    if (j->bufs) in.count = j->count;
+    gr_buffer_inputs(&in, j->bufs, j->count);
     return gr_exec_start(ctx, &in, 0, &j->run, j->slot, j->stream, 0);
 }
 
@@ -221,7 +214,7 @@ static gr_status bench_job(gr_context *ctx, reduce_job *j, int warmup, int reps,
 gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmup, int reps,
                    gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, b);
-    reduce_job j = {.b = b, .o = o};
+    reduce_job j = {.bufs = &b, .count = 1, .o = o};
     gr_status st = gr_buffer_check_compact(ctx, b, "b");
     if (st == GR_OK) st = gr_plan_run(ctx, b->n, b->dtype, gr_buffer_where(b), o, &j.run);
     if (st != GR_OK) return st;
@@ -231,7 +224,8 @@ gr_status gr_bench(gr_context *ctx, gr_buffer *b, const gr_options *o, int warmu
 gr_status gr_bench_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, int warmup, int reps,
                        gr_bench_result *out) {
     ctx = gr_ctx_for(ctx, a);
-    reduce_job j = {.b = a, .b2 = b, .o = o};
+    gr_buffer *pair[2] = {a, b};
+    reduce_job j = {.bufs = pair, .count = 2, .dot = 1, .o = o};
     int host;
     gr_status st = gr_dot_plan(ctx, a, b, o, &j.run, &host);
     if (st != GR_OK) return st;
@@ -246,7 +240,7 @@ gr_status gr_bench_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, co
     ctx = gr_ctx_for(ctx, bufs[0]);
     gr_options c = *o;
     c.ninputs = count;
-    reduce_job j = {.b = bufs[0], .bufs = bufs, .count = count, .o = &c};
+    reduce_job j = {.bufs = bufs, .count = count, .o = &c};
     double bytes = 0;
     gr_status st = GR_OK;
     for (int k = 0; k < count && st == GR_OK; k++) {

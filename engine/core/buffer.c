@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/memory.h"
 #include "core/layout.h"
+#include "base/launch.h"
 #include "core/pool.h"
 
 #include <stdio.h>
@@ -322,6 +323,16 @@ gr_status gr_buffer_scatter(gr_context *ctx, gr_buffer *view, const gr_buffer *s
 gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const char *arg) {
     if (!b || gr_buffer_is_compact(b)) return GR_OK;
     return gr_fail_arg(ctx, GR_EINVAL, arg, "a strided view is reduced through its compact copy (b:contiguous())");
+}
+
+void gr_buffer_inputs(gr_inputs *in, gr_buffer *const *bufs, int count) {
+    gr_inputs_one(in, gr_buffer_data(bufs[0]), gr_buffer_dtype(bufs[0]), gr_buffer_size(bufs[0]));
+    for (int k = 1; k < count; k++) {
+        in->at[k] = in->at[0];
+        in->at[k].data = gr_buffer_data(bufs[k]);
+        in->at[k].dtype = gr_buffer_dtype(bufs[k]);
+    }
+    in->count = count;
 }
 
 const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size) {

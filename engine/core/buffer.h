@@ -35,6 +35,11 @@ gr_status gr_buffer_scatter(gr_context *ctx, gr_buffer *view, const gr_buffer *s
  * caller reduces a strided view's compact copy, gr_buffer_contiguous). */
 gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const char *arg);
 
+/* The launch's input descriptor of compact buffers of one length, element for element, in order (gr.dot's
+ * pair, an operator's inputs): bufs[0]'s shape, each its own data and dtype. */
+struct gr_inputs;
+void gr_buffer_inputs(struct gr_inputs *in, gr_buffer *const *bufs, int count);
+
 /* b's shape as messages show it, "{2, 3}", into buf (cut short where size is). */
 const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size);
 

@@ -272,13 +272,6 @@ static gr_status plan_dot(gr_context *ctx, const gr_buffer *a, const gr_options 
     return GR_OK;
 }
 
-void gr_dot_inputs(gr_inputs *in, const gr_buffer *a, const gr_buffer *b) {
-    gr_inputs_one(in, gr_buffer_data(a), a->dtype, a->n);
-    in->count = 2;
-    in->at[1] = in->at[0];
-    in->at[1].data = gr_buffer_data(b);
-}
-
 static void *stream_of(gr_context *ctx, const gr_options *o) {
     return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
 }
@@ -308,7 +301,8 @@ gr_status gr_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *
     else if (run.plan.npasses == 0) st = gr_op_empty_result(ctx, GR_SUM, a->dtype, acc, out);
     else {
         gr_inputs in;
-        gr_dot_inputs(&in, ca, cb);
+        gr_buffer *pair[2] = {ca, cb};
+        gr_buffer_inputs(&in, pair, 2);
         st = gr_exec(ctx, &in, &run, stream_of(ctx, o), out);
     }
     gr_buffer_free(ctx, ca);
@@ -339,7 +333,8 @@ gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
         st = gr_slot_acquire(ctx, p->run.plan.dev_bytes, p->run.plan.host_bytes, &p->slot);
         if (st == GR_OK) {
             gr_inputs in;
-            gr_dot_inputs(&in, p->b, p->more[0]);
+            gr_buffer *pair[2] = {p->b, p->more[0]};
+            gr_buffer_inputs(&in, pair, 2);
             st = gr_exec_start(ctx, &in, 0, &p->run, p->slot, stream, 0);
             if (st == GR_OK) st = gr_storage_mark_read(ctx, p->b->st, stream);
             if (st == GR_OK) st = gr_storage_mark_read(ctx, p->more[0]->st, stream);

@@ -14,7 +14,5 @@ extern const gr_dot_kernel gr_dot_gpu __attribute__((weak));
  * where the host reads the data (then run is not planned). */
 gr_status gr_dot_plan(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o, gr_run *run,
                       int *host);
-/* The two inputs of a run of gr_dot_plan. */
-void gr_dot_inputs(gr_inputs *in, const gr_buffer *a, const gr_buffer *b);
 
 #endif

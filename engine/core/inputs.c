@@ -48,6 +48,12 @@ static gr_status check_bufs(gr_context *ctx, gr_buffer *const *bufs, int count) 
     return GR_OK;
 }
 
+/* The context of the inputs' device (where there is a first buffer to say it), then the inputs checked. */
+static gr_status enter(gr_context **ctx, gr_buffer *const *bufs, int count) {
+    if (count >= 1 && count <= GR_OPERATOR_INPUTS && bufs[0]) *ctx = gr_ctx_for(*ctx, bufs[0]);
+    return check_bufs(*ctx, bufs, count);
+}
+
 /* o with the reduction's input count, which the planner matches against the operator's. */
 static gr_options with_count(const gr_options *o, int count) {
     gr_options c = *o;
@@ -76,17 +82,6 @@ static void free_all(gr_context *ctx, gr_buffer **bufs, int count) {
     for (int k = 0; k < count; k++) gr_buffer_free(ctx, bufs[k]);
 }
 
-/* The launch's inputs: the compact buffers, element for element. */
-static void inputs_of(gr_inputs *in, gr_buffer *const *bufs, int count) {
-    gr_inputs_one(in, gr_buffer_data(bufs[0]), gr_buffer_dtype(bufs[0]), gr_buffer_size(bufs[0]));
-    for (int k = 1; k < count; k++) {
-        in->at[k] = in->at[0];
-        in->at[k].data = gr_buffer_data(bufs[k]);
-        in->at[k].dtype = gr_buffer_dtype(bufs[k]);
-    }
-    in->count = count;
-}
-
 static void *stream_of(gr_context *ctx, const gr_options *o) {
     return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
 }
@@ -104,10 +99,8 @@ static gr_status plan(gr_context *ctx, const gr_buffer *b, const gr_options *o, 
 gr_status gr_reduce_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
                            gr_result *out) {
     memset(out, 0, sizeof *out);
-    gr_status st = count >= 1 && bufs[0] ? GR_OK : check_bufs(ctx, bufs, count);
+    gr_status st = enter(&ctx, bufs, count);
     if (st != GR_OK) return st;
-    ctx = gr_ctx_for(ctx, bufs[0]);
-    if ((st = check_bufs(ctx, bufs, count)) != GR_OK) return st;
     gr_options c = with_count(o, count);
     gr_buffer *compact[GR_OPERATOR_INPUTS];
     int by_cpu = gr_operator_cpu_takes(ctx, &c, bufs[0]);
@@ -118,7 +111,7 @@ gr_status gr_reduce_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, c
         st = gr_operator_cpu_inputs_reduce(ctx, &c, compact, count, out);
     } else {
         gr_inputs in;
-        inputs_of(&in, compact, count);
+        gr_buffer_inputs(&in, compact, count);
         st = gr_exec(ctx, &in, &run, stream_of(ctx, &c), out);
     }
     free_all(ctx, compact, count);
@@ -128,10 +121,8 @@ gr_status gr_reduce_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, c
 gr_status gr_reduce_inputs_async(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
                                  gr_pending **out) {
     *out = NULL;
-    gr_status st = count >= 1 && bufs[0] ? GR_OK : check_bufs(ctx, bufs, count);
+    gr_status st = enter(&ctx, bufs, count);
     if (st != GR_OK) return st;
-    ctx = gr_ctx_for(ctx, bufs[0]);
-    if ((st = check_bufs(ctx, bufs, count)) != GR_OK) return st;
     gr_options c = with_count(o, count);
     if (gr_operator_cpu_takes(ctx, &c, bufs[0]))
         return gr_fail_arg(ctx, GR_EINVAL, "async", "a user operator's cpu functions run synchronously");
@@ -152,7 +143,7 @@ gr_status gr_reduce_inputs_async(gr_context *ctx, gr_buffer *const *bufs, int co
         st = gr_slot_acquire(ctx, p->run.plan.dev_bytes, p->run.plan.host_bytes, &p->slot);
         if (st == GR_OK) {
             gr_inputs in;
-            inputs_of(&in, compact, count);
+            gr_buffer_inputs(&in, compact, count);
             st = gr_exec_start(ctx, &in, 0, &p->run, p->slot, stream, 0);
             for (int k = 0; k < count && st == GR_OK; k++) st = gr_storage_mark_read(ctx, compact[k]->st, stream);
             if (st != GR_OK) gr_dev_stream_sync(stream);    /* queued passes end before the slot goes back */
@@ -181,10 +172,8 @@ static gr_status segments(gr_context *ctx, gr_buffer *const *bufs, int count, co
 
 gr_status gr_reduce_inputs_segments(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
                                     const gr_segments *seg, gr_buffer *out[2]) {
-    gr_status st = count >= 1 && bufs[0] ? GR_OK : check_bufs(ctx, bufs, count);
+    gr_status st = enter(&ctx, bufs, count);
     if (st != GR_OK) return st;
-    ctx = gr_ctx_for(ctx, bufs[0]);
-    if ((st = check_bufs(ctx, bufs, count)) != GR_OK) return st;
     for (int k = 0; k < count && st == GR_OK; k++) st = gr_buffer_check_compact(ctx, bufs[k], "bufs");
     gr_options c = with_count(o, count);
     return st == GR_OK ? segments(ctx, bufs, count, &c, seg, 0, out) : st;
@@ -192,10 +181,8 @@ gr_status gr_reduce_inputs_segments(gr_context *ctx, gr_buffer *const *bufs, int
 
 gr_status gr_reduce_inputs_axes(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_options *o,
                                 unsigned axes, gr_buffer *out[2]) {
-    gr_status st = count >= 1 && bufs[0] ? GR_OK : check_bufs(ctx, bufs, count);
+    gr_status st = enter(&ctx, bufs, count);
     if (st != GR_OK) return st;
-    ctx = gr_ctx_for(ctx, bufs[0]);
-    if ((st = check_bufs(ctx, bufs, count)) != GR_OK) return st;
     const gr_buffer *a = bufs[0];
     if (!axes || axes >> a->ndim)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes 1..%d of a view of %d axes", a->ndim, a->ndim);

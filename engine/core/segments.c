@@ -196,6 +196,8 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
         st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
     /* more inputs, element for element with b's (gr.dot's second, an operator's others): the results
      * share no memory with them either */
+    gr_buffer *all[GR_MAX_INPUTS] = {b};
+    for (int m = 0; m < nmore; m++) all[m + 1] = more[m];
     for (int m = 0; m < nmore && st == GR_OK; m++)
         st = gr_segment_outs_check(ctx, more[m], seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
     for (int m = 0; m < nmore; m++) run.with[m] = gr_buffer_data(more[m]);
@@ -217,11 +219,9 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
         int64_t *offsets = NULL;
         if (!seg->size && (st = host_offsets(ctx, seg->offsets, &offsets)) != GR_OK) return st;
         st = seg->size ? GR_OK : check_offsets(ctx, b, seg->offsets, offsets);
-        if (st == GR_OK && by_cpu && nmore) {
-            gr_buffer *all[GR_MAX_INPUTS] = {b};
-            for (int m = 0; m < nmore; m++) all[m + 1] = more[m];
+        if (st == GR_OK && by_cpu && nmore)
             st = gr_operator_cpu_inputs_segments(ctx, o, all, nmore + 1, seg->size, offsets, k, out[0]);
-        } else if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
+        else if (st == GR_OK && by_cpu) st = gr_operator_cpu_segments(ctx, o, &b, 1, seg->size, offsets, k, out[0]);
         else if (st == GR_OK) st = run.kernel->segments_host(ctx, &run, gr_buffer_data(b), seg->size, offsets, k, out);
         free(offsets);
         return st;
@@ -242,13 +242,7 @@ static gr_status queue(gr_context *ctx, gr_buffer *b, const gr_options *o, const
     int rc = 0;
     if (counters) rc = gr_dev_memset((char *)slot->dev + partials, 0, counters, ctx->stream);
     gr_inputs in;
-    gr_inputs_one(&in, gr_buffer_data(b), gr_buffer_dtype(b), gr_buffer_size(b));
-    for (int m = 0; m < nmore; m++) {
-        in.at[m + 1] = in.at[0];
-        in.at[m + 1].data = run.with[m];
-        in.at[m + 1].dtype = gr_buffer_dtype(more[m]);
-    }
-    in.count = 1 + nmore;
+    gr_buffer_inputs(&in, all, 1 + nmore);
     gr_seg_launch L = {
         .in = &in, .in_dtype = gr_buffer_dtype(b), .acc = run.plan.acc, .op = o->op, .ddof = o->ddof,
         .k = k, .size = seg->size, .pitch = seg->size ? pitch : 0,
