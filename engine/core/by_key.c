@@ -5,10 +5,10 @@
  * CSR offsets of the groups and the distinct keys in ascending order -- on the device by by_key.cu's steps
  * (keys as ordered words, CUB's radix sort of (key, value) pairs, or of (key, position) pairs and a gather
  * where the positions are wanted, run-length encoding, a scan), on the host by a sort of positions. With
- * `sorted` the caller's grouping is taken as it is: its runs are found, checked to be distinct keys, and
- * reordered into ascending order after the reduction where they are not in it. Then every op is the
- * segmented reduction of the grouped values over the offsets (core/segments.c): every op, user operator
- * and determinism level that segments take, the same bits every run. argmin/argmax indices, 1-based within
+ * `sorted` the caller's grouping is taken as it is where its runs ascend; runs in another order are checked
+ * to be distinct keys and then laid out by the sort (so `sorted` never changes a result's bits). Then every
+ * op is the segmented reduction of the grouped values over the offsets (core/segments.c): every op, user
+ * operator and determinism level that segments take, the same bits every run. argmin/argmax indices, 1-based within
  * a group there, become positions in the input through the sort's permutation.
  */
 #include "gr.h"
@@ -35,7 +35,6 @@ typedef struct grouping {
     gr_buffer *values;      /* the values grouped: the input itself (sorted), or a sorted copy */
     gr_buffer *offsets;     /* k + 1 int64 boundaries into values */
     gr_buffer *perm;        /* uint32, grouped position -> input position, where a sort moved them; else NULL */
-    gr_buffer *order;       /* uint32, ascending position -> run (sorted with runs out of order); else NULL */
     gr_buffer *keys;        /* the k distinct keys, ascending, of the keys' dtype */
 } grouping;
 
@@ -43,7 +42,6 @@ static void grouping_free(gr_context *ctx, grouping *g) {
     gr_buffer_free(ctx, g->values);
     gr_buffer_free(ctx, g->offsets);
     gr_buffer_free(ctx, g->perm);
-    gr_buffer_free(ctx, g->order);
     gr_buffer_free(ctx, g->keys);
     memset(g, 0, sizeof *g);
 }
@@ -288,13 +286,28 @@ static uint64_t ordered_word(gr_scalar s) {
 
 typedef struct { uint64_t word; uint32_t pos; } keyed;
 
+static int by_word(const void *a, const void *b) {
+    const uint64_t *x = a, *y = b;
+    return *x < *y ? -1 : *x > *y;
+}
+
 static int by_word_then_pos(const void *a, const void *b) {
     const keyed *x = a, *y = b;
     if (x->word != y->word) return x->word < y->word ? -1 : 1;
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Host data: positions sorted by (key, position) -- stable -- or, sorted, the caller's runs checked. */
+/* The runs of equal words in e[0..n): their starts at offsets[0..k), offsets[k] = n; returns k. */
+static size_t runs_of(const keyed *e, size_t n, int64_t *offsets) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || e[i].word != e[i - 1].word) offsets[k++] = (int64_t)i;
+    offsets[k] = (int64_t)n;
+    return k;
+}
+
+/* Host data: positions sorted by (key, position) -- stable -- or, sorted, the caller's runs as they lie where
+ * they ascend; runs in another order are checked distinct and then laid out by the sort, as on the device. */
 static gr_status host_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int sorted, grouping *g) {
     gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
     size_t n = g->n, ks = gr_dtype_size(kt), vs = gr_dtype_size(vt);
@@ -302,92 +315,52 @@ static gr_status host_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values,
     unsigned char *kb = malloc(n ? n * ks : 1), *vb = malloc(n ? n * vs : 1), *grouped = malloc(n ? n * vs : 1);
     keyed *e = malloc((n ? n : 1) * sizeof *e);
     int64_t *offsets = malloc((n + 1) * sizeof *offsets);
-    uint32_t *runs_order = NULL;
+    uint64_t *run_words = NULL;
+    uint32_t *perm = NULL;
     gr_status st = kb && vb && grouped && e && offsets ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
     if (st == GR_OK) st = gr_buffer_read(ctx, keys, 0, kb, n);
     if (st == GR_OK) st = gr_buffer_read(ctx, values, 0, vb, n);
     for (size_t i = 0; i < n && st == GR_OK; i++) e[i] = (keyed){ordered_word(gr_scalar_load(kb + i * ks, kt)), (uint32_t)i};
-    if (st == GR_OK && !sorted) qsort(e, n, sizeof *e, by_word_then_pos);
-    /* runs of equal words, in the (sorted or given) order */
     size_t k = 0;
-    for (size_t i = 0; i < n && st == GR_OK; i++) {
-        if (i == 0 || e[i].word != e[i - 1].word) offsets[k++] = (int64_t)i;
-        memcpy(grouped + i * vs, vb + (size_t)e[i].pos * vs, vs);
-    }
-    offsets[k] = (int64_t)n;
-    g->k = k;
-    keyed *r = NULL;
+    int moved = !sorted;
     if (st == GR_OK && sorted) {
-        /* the runs' words sorted: a key in two runs is then next to itself; their order where it moved */
-        r = malloc((k ? k : 1) * sizeof *r);
-        if (!r) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
-        for (size_t s = 0; s < k && st == GR_OK; s++) r[s] = (keyed){e[offsets[s]].word, (uint32_t)s};
-        int moved = 0;
-        for (size_t s = 1; s < k && st == GR_OK; s++) moved |= !(r[s - 1].word < r[s].word);
-        if (st == GR_OK && moved) {
-            qsort(r, k, sizeof *r, by_word_then_pos);
-            for (size_t s = 1; s < k && st == GR_OK; s++)
-                if (r[s - 1].word == r[s].word)
-                    st = gr_fail_arg(ctx, GR_EINVAL, "sorted", "the keys are not grouped (a key appears in two runs of "
-                                     "equal keys): leave sorted out, and they are sorted");
-            runs_order = malloc((k ? k : 1) * sizeof *runs_order);
-            if (st == GR_OK && !runs_order) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
-            for (size_t s = 0; s < k && st == GR_OK; s++) runs_order[s] = r[s].pos;
-        }
+        /* the caller's runs: where their words do not ascend, sorted words show a key in two runs */
+        k = runs_of(e, n, offsets);
+        for (size_t s = 1; s < k && !moved; s++) moved = !(e[offsets[s - 1]].word < e[offsets[s]].word);
+        if (moved && !(run_words = malloc(k * sizeof *run_words))) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        for (size_t s = 0; s < k && moved && st == GR_OK; s++) run_words[s] = e[offsets[s]].word;
+        if (moved && st == GR_OK) qsort(run_words, k, sizeof *run_words, by_word);
+        for (size_t s = 1; s < k && moved && st == GR_OK; s++)
+            if (run_words[s - 1] == run_words[s])
+                st = gr_fail_arg(ctx, GR_EINVAL, "sorted", "the keys are not grouped (a key appears in two runs of "
+                                 "equal keys): leave sorted out, and they are sorted");
     }
-    /* the buffers: grouped values, offsets, the distinct keys ascending, the permutation, the order */
+    if (st == GR_OK && moved) qsort(e, n, sizeof *e, by_word_then_pos);
+    if (st == GR_OK) k = runs_of(e, n, offsets);
+    g->k = k;
+    for (size_t i = 0; i < n && st == GR_OK; i++) memcpy(grouped + i * vs, vb + (size_t)e[i].pos * vs, vs);
+    /* the buffers: grouped values, offsets, the distinct keys ascending, the permutation where there was a sort */
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, vt, where, &g->values);
     if (st == GR_OK) st = gr_buffer_write(ctx, g->values, 0, grouped, n);
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, k + 1, GR_INT64, where, &g->offsets);
     if (st == GR_OK) st = gr_buffer_write(ctx, g->offsets, 0, offsets, k + 1);
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, k, kt, where, &g->keys);
-    for (size_t s = 0; s < k && st == GR_OK; s++) {
-        size_t run = runs_order ? runs_order[s] : s;
-        st = gr_buffer_write(ctx, g->keys, s, kb + (size_t)e[offsets[run]].pos * ks, 1);
-    }
-    if (st == GR_OK && !sorted) {
-        uint32_t *perm = malloc((n ? n : 1) * sizeof *perm);
-        if (!perm) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
-        for (size_t i = 0; i < n && st == GR_OK; i++) perm[i] = e[i].pos;
-        if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, GR_UINT32, where, &g->perm);
-        if (st == GR_OK) st = gr_buffer_write(ctx, g->perm, 0, perm, n);
-        free(perm);
-    }
-    if (st == GR_OK && runs_order) st = gr_buffer_new_unset(ctx, k, GR_UINT32, where, &g->order);
-    if (st == GR_OK && runs_order) st = gr_buffer_write(ctx, g->order, 0, runs_order, k);
+    for (size_t s = 0; s < k && st == GR_OK; s++) st = gr_buffer_write(ctx, g->keys, s, kb + (size_t)e[offsets[s]].pos * ks, 1);
+    if (st == GR_OK && moved && !(perm = malloc((n ? n : 1) * sizeof *perm))) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    for (size_t i = 0; i < n && st == GR_OK && moved; i++) perm[i] = e[i].pos;
+    if (st == GR_OK && moved) st = gr_buffer_new_unset(ctx, n, GR_UINT32, where, &g->perm);
+    if (st == GR_OK && moved) st = gr_buffer_write(ctx, g->perm, 0, perm, n);
     free(kb);
     free(vb);
     free(grouped);
     free(e);
     free(offsets);
-    free(r);
-    free(runs_order);
+    free(run_words);
+    free(perm);
     return st;
 }
 
 /* ---- the reductions of the groups ---------------------------------------------------------------------- */
-
-/* out[s] = in[perm[s]] for k elements (the results' reorder into ascending keys). */
-static gr_status gather_into(gr_context *ctx, const grouping *g, gr_buffer *in, gr_buffer *perm, gr_buffer *out) {
-    size_t k = gr_buffer_size(out), es = gr_dtype_size(gr_buffer_dtype(out));
-    if (!k) return GR_OK;
-    if (g->device) {
-        gr_status st = step(ctx, gr_by_key_gpu.gather(gr_buffer_data(in), gr_buffer_data(perm), gr_buffer_data(out), k,
-                                                      (int)es, ctx->stream), "the results' order");
-        return st == GR_OK ? step(ctx, gr_dev_stream_sync(ctx->stream), "the results' order") : st;
-    }
-    unsigned char *a = malloc(k * es), *b = malloc(k * es);
-    uint32_t *p = malloc(k * sizeof *p);
-    gr_status st = a && b && p ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    if (st == GR_OK) st = gr_buffer_read(ctx, in, 0, a, k);
-    if (st == GR_OK) st = gr_buffer_read(ctx, perm, 0, p, k);
-    for (size_t s = 0; s < k && st == GR_OK; s++) memcpy(b + s * es, a + (size_t)p[s] * es, es);
-    if (st == GR_OK) st = gr_buffer_write(ctx, out, 0, b, k);
-    free(a);
-    free(b);
-    free(p);
-    return st;
-}
 
 /* argmin/argmax indices, 1-based within their group, as 1-based positions in the input. */
 static gr_status input_positions(gr_context *ctx, const grouping *g, gr_buffer *idx) {
@@ -436,14 +409,11 @@ static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_opti
     gr_status st = gr_segment_result_dtypes(ctx, o, gr_buffer_dtype(g->values), dt, &count);
     if (st != GR_OK) return st;
     gr_where where = gr_buffer_where(g->values);
-    gr_buffer *out[2] = {NULL, NULL}, *runs[2] = {NULL, NULL};
+    gr_buffer *out[2] = {NULL, NULL};
     for (int i = 0; i < count && st == GR_OK; i++) st = target(ctx, results[i], g->k, dt[i], where, &out[i]);
-    for (int i = 0; i < count && st == GR_OK && g->order; i++) st = gr_buffer_new_unset(ctx, g->k, dt[i], where, &runs[i]);
     gr_segments seg = {0, g->offsets};
-    if (st == GR_OK) st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, g->order ? runs : out);
-    if (st == GR_OK && o->op != GR_MINMAX && count == 2) st = input_positions(ctx, g, g->order ? runs[1] : out[1]);
-    for (int i = 0; i < count && st == GR_OK && g->order; i++) st = gather_into(ctx, g, runs[i], g->order, out[i]);
-    for (int i = 0; i < 2; i++) gr_buffer_free(ctx, runs[i]);
+    if (st == GR_OK) st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, out);
+    if (st == GR_OK && o->op != GR_MINMAX && count == 2) st = input_positions(ctx, g, out[1]);
     for (int i = 0; i < count; i++) {
         if (st == GR_OK && !results[i]) results[i] = out[i];    /* a new buffer: the caller's now */
         else gr_buffer_free(ctx, out[i]);
