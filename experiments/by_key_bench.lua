@@ -1,11 +1,15 @@
 --- Issue 25's table: gr.reduce_by_key over 2^26 float32 values with int32 keys of 2^4 ... 2^24 distinct
 -- values, uniform and Zipf-skewed (log-uniform: floor(K^u) - 1, u uniform in [0, 1)), unsorted, and with
--- sorted = true over keys already grouped (uniform: floor(i K / n)); against the read ceiling of keys plus
--- values (and the two ends: every key equal, every key distinct), CUB's SortPairs + ReduceByKey (experiments/tuning/cub_by_key.cu, its lines in the file CUB_TIMES
+-- sorted = true over keys already grouped (uniform: floor(i K / n); zipf: the unsorted case's keys in
+-- ascending order -- the same multiset, each key's run n / 2^20 times its count in the 2^20-key pattern);
+-- against the read ceiling of keys plus values (and the two ends: every key equal, every key distinct),
+-- CUB's SortPairs + ReduceByKey and its ReduceByKey alone over the same grouped keys
+-- (experiments/tuning/cub_by_key.cu, which makes them by the same formulas; its lines in the file CUB_TIMES
 -- names) and PyTorch's index_add_ / scatter_reduce_ (experiments/peers/torch_by_key.py, TORCH_TIMES), from
 -- the same run. Each case is checked first on a 2^20-element prefix against a reference in Lua (values
--- small integers, so every sum is exact): sum, max, argmax and count. Times: whole synchronous calls (the
--- call returns its buffers), medians of BENCH_REPS (default 30) after 5 warm-ups.
+-- small integers, so every sum is exact): sum, max, argmax and count; the grouped zipf keys also on their
+-- sorted pattern (every distinct key), and by their counts over all n against the pattern's. Times: whole
+-- synchronous calls (the call returns its buffers), medians of BENCH_REPS (default 30) after 5 warm-ups.
 --   BY_KEY_LOG2N=26 lua experiments/by_key_bench.lua     (scripts/gpu-batch.sh by_key runs it with the peers)
 local gr = require "gpureduce"
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
@@ -57,6 +61,43 @@ local function sorted_keys(K)
   return gr.buffer(n, "float64"):iota(0, K / n):astype("int32")
 end
 
+--- The keys of `pattern` grouped in ascending order, n of them: the same multiset as keys_of(pattern), each
+-- key n / PATTERN times its count in the pattern. The pattern sorted (returned too), each element then
+-- repeated n / PATTERN times: copied into every column of an (PATTERN, n / PATTERN) view of the keys.
+local function grouped_keys(pattern)
+  local sorted = table.move(pattern, 1, #pattern, 1, {})
+  table.sort(sorted)
+  local p = gr.buffer(sorted, "int32")
+  local times = n // PATTERN
+  if times == 1 then return p, sorted end
+  local k = gr.buffer(n, "int32")
+  local grid, column = k:view({ PATTERN, times }), p:view({ PATTERN, 1 })
+  for j = 1, times do gr.copy(grid:narrow(2, j, 1), column) end
+  p:free()
+  return k, sorted
+end
+
+--- Whether the n grouped keys hold each key of the sorted pattern n / PATTERN times as often as it does
+-- (their counts by reduce_by_key over ones, sorted = true, which refuses keys not grouped): the multiset of
+-- the unsorted case, grouped.
+local function same_multiset(grouped, sorted)
+  local want, order = {}, {}
+  for _, key in ipairs(sorted) do
+    if not want[key] then order[#order + 1] = key end
+    want[key] = (want[key] or 0) + n // PATTERN
+  end
+  local ones = gr.buffer(n, "float32"):fill(1)
+  local ok, k, c = pcall(gr.reduce_by_key, grouped, ones, { op = "count", sorted = true })
+  ones:free()
+  if not ok then return false end
+  local kk, cc = k:totable(), c:totable()
+  if #kk ~= #order then return false end
+  for j, key in ipairs(order) do
+    if kk[j] ~= key or cc[j] ~= want[key] then return false end
+  end
+  return true
+end
+
 --- Whether reduce_by_key's sum, max, argmax and count over the prefix match the reference.
 local function valid(pattern, sorted)
   local m = #pattern
@@ -99,8 +140,8 @@ end
 print(string.format("\n## n = 2^%d float32 values, int32 keys: gr.reduce_by_key (sum; whole calls) beside CUB and PyTorch",
   log2n))
 print(string.format("read ceiling of keys + values: %.1f GB/s", read))
-print(string.format("%-8s %6s %10s %8s %10s %9s %10s %8s %12s %8s  %s", "keys", "K", "unsorted", "/ CUB", "sorted",
-  "vs read", "CUB sort+", "CUB RBK", "torch det.", "/ torch", "valid"))
+print(string.format("%-8s %6s %10s %8s %10s %9s %10s %8s %19s %12s %8s  %s", "keys", "K", "unsorted", "/ CUB", "sorted",
+  "vs read", "CUB sort+", "CUB RBK", "gr sorted / CUB RBK", "torch det.", "/ torch", "valid"))
 for _, dist in ipairs({ "uniform", "zipf" }) do
   for _, lk in ipairs({ 4, 8, 12, 16, 20, 24 }) do
     local K = 1 << lk
@@ -110,22 +151,22 @@ for _, dist in ipairs({ "uniform", "zipf" }) do
       local keys = keys_of(pattern)
       local vals = gr.buffer(n, "float32"):random(11, -1, 1)
       local unsorted = timing.wall_ms(gr, function() gr.reduce_by_key(keys, vals, { op = "sum" }) end, reps)
-      local sorted_ms, vs_read = nil, nil
-      if dist == "uniform" then
-        local grouped = sorted_keys(K)
-        local tbl = grouped:slice(1, PATTERN):totable()
-        good = good and valid(tbl, true)
-        sorted_ms = timing.wall_ms(gr, function() gr.reduce_by_key(grouped, vals, { op = "sum", sorted = true }) end, reps)
-        vs_read = 8 * n / (sorted_ms * 1e6) / read
-        grouped:free()
-      end
+      -- grouped: uniform floor(i K / n), zipf this case's keys in ascending order (checked to be their multiset)
+      local grouped, sorted = nil, nil
+      if dist == "uniform" then grouped = sorted_keys(K) else grouped, sorted = grouped_keys(pattern) end
+      good = good and valid(grouped:slice(1, PATTERN):totable(), true)
+      if sorted then good = good and valid(sorted, true) and same_multiset(grouped, sorted) end
+      local sorted_ms = timing.wall_ms(gr, function() gr.reduce_by_key(grouped, vals, { op = "sum", sorted = true }) end,
+        reps)
+      local vs_read = 8 * n / (sorted_ms * 1e6) / read
+      grouped:free()
       if not good then failures = failures + 1 end
       local c = cub[dist .. lk]
       local t = torch[dist .. lk .. "index_add" .. "deterministic"]
-      print(string.format("%-8s %6s %10.3f %8s %10s %9s %10s %8s %12s %8s  %s", dist, "2^" .. lk, unsorted,
-        c and string.format("%.3f", unsorted / c.unsorted) or "-", sorted_ms and string.format("%.3f", sorted_ms) or "-",
-        vs_read and string.format("%.1f%%", 100 * vs_read) or "-", c and string.format("%.3f", c.unsorted) or "-",
-        c and string.format("%.3f", c.sorted) or "-", t and string.format("%.3f", t) or "-",
+      print(string.format("%-8s %6s %10.3f %8s %10.3f %8.1f%% %10s %8s %19s %12s %8s  %s", dist, "2^" .. lk, unsorted,
+        c and string.format("%.3f", unsorted / c.unsorted) or "-", sorted_ms, 100 * vs_read,
+        c and string.format("%.3f", c.unsorted) or "-", c and string.format("%.3f", c.sorted) or "-",
+        c and string.format("%.3f", sorted_ms / c.sorted) or "-", t and string.format("%.3f", t) or "-",
         t and string.format("%.3f", unsorted / t) or "-", good and "ok" or "WRONG"))
       keys:free()
       vals:free()

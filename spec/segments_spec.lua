@@ -7,7 +7,8 @@ What runs
   Every op x every dtype x segment shapes chosen to reach each way the policy shares segments out on the
   GPU (one thread, a few lanes, a warp, a block, several blocks per segment) and the awkward cases: segments
   of 1 element, odd sizes whose starts are not 16-byte aligned, empty segments (first, middle, last,
-  several in a row), one segment as the whole buffer, a slice of a larger buffer. Two data sets per shape:
+  several in a row), one segment as the whole buffer, a slice of a larger buffer, very uneven offsets (one
+  long segment among many tiny and empty ones: the uneven shape, whole blocks per segment). Two data sets per shape:
   values over the dtype's range, and small values with ties, NaN, +-inf and -0.0 placed in chosen segments.
   On the GPU the same cases run on device buffers (the segmented kernel) and on host buffers (the host
   path); a few huge segments (several blocks each) run on the GPU only, for a subset of ops (the Lua
@@ -103,6 +104,26 @@ local function ragged(seed, k, lengths)
   return off
 end
 
+-- Very uneven offsets: one long segment (after the first third) among many of 0 to 3 elements, a fifth of
+-- them empty, an empty one first and last. The longest is far over 16 times the mean and over 8 KiB in every
+-- dtype, so on the GPU the check of the offsets, which measures the longest segment, gives the launch the
+-- uneven shape (engine/core/policy.c, gr_policy_uneven_segments: 1024-thread blocks per segment rather than
+-- lanes sized by the mean; in 8-byte types the huge one's 2 MiB and more split over two blocks).
+local function uneven_offsets(seed, long, tiny)
+  local rng = R.rng(seed)
+  local off = { 0, 0 }
+  for s = 1, tiny do
+    if s == tiny // 3 then off[#off + 1] = off[#off] + long end
+    off[#off + 1] = off[#off] + rng:pick({ 0, 1, 1, 2, 3 })
+  end
+  off[#off + 1] = off[#off]
+  return off
+end
+local UNEVEN = { name = "very uneven offsets (one segment of 9000 among 1500 of 0 to 3)",
+  offsets = uneven_offsets(11, 9000, 1500) }
+local UNEVEN_HUGE = { name = "very uneven offsets (one segment of 2^18 + 3 among 600 of 0 to 3)",
+  offsets = uneven_offsets(12, (1 << 18) + 3, 600) }
+
 local SHAPES = {
   { name = "segments of 1", n = 37, segment = 1 },
   { name = "segments of 3 (unaligned starts)", n = 3 * 41, segment = 3 },
@@ -117,6 +138,7 @@ local SHAPES = {
   { name = "ragged offsets", offsets = ragged(7, 60, { 0, 1, 2, 3, 7, 16, 31, 64, 100, 513, 2000 }) },
   { name = "offsets: one segment", offsets = { 0, 100 } },
   { name = "offsets: no segment", offsets = { 0 } },
+  UNEVEN,
 }
 for _, s in ipairs(SHAPES) do
   if s.offsets then s.n = s.offsets[#s.offsets] end
@@ -128,6 +150,7 @@ local HUGE_SHAPES = {
   { name = "4 segments of 65536 (several 1024-thread blocks each)", n = 4 * 65536, segment = 65536 },
   { name = "200 segments of 2100 (a 512-thread block each where 4 or 8 bytes)", n = 200 * 2100, segment = 2100 },
   { name = "huge and tiny segments", offsets = { 0, 3, 3, 70001, 70002, 200000, 262147 } },
+  UNEVEN_HUGE,
 }
 for _, s in ipairs(HUGE_SHAPES) do
   if s.offsets then s.n = s.offsets[#s.offsets] end

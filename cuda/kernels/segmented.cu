@@ -2,7 +2,8 @@
  * segmented.cu -- many reductions in one launch: the segments of a buffer (fixed size or CSR offsets)
  * and the buffers of reduce_many, each reduced with every op and its result(s) written on the device.
  * The kernel's body, and how it shares a segment out, is segmented.cuh's; results come from the op's
- * accumulator through results.cuh. Also the check of CSR boundaries on the device.
+ * accumulator through results.cuh. Also the check of CSR boundaries on the device, which measures the
+ * longest segment on the way.
  */
 #include "../host/launch.cuh"
 #include "../device/results.cuh"
@@ -73,21 +74,32 @@ int launch(gr_seg_launch *L) {
 }
 
 /* The boundaries' faults: a negative first one, a decrease, or one past n. The lowest index at fault
- * wins (atomicMin), so the message names the first. */
-__global__ void check_kernel(const long long *offsets, u64 k, u64 n, unsigned long long *bad) {
+ * wins (atomicMin), so the message names the first. The same pass finds the longest segment, which the
+ * planner shapes very uneven offsets by (gr_policy_uneven_segments): each thread keeps its largest
+ * difference of neighbouring boundaries, the block combines them (block_reduce), and one thread a block
+ * raises *longest (atomicMax; at most 4096 of them). Blocks of 256 threads (block_reduce's multiple of 32). */
+__global__ void __launch_bounds__(256) check_kernel(const long long *offsets, u64 k, u64 n, unsigned long long *bad,
+                                                    unsigned long long *longest) {
+    u64 most = 0;
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i <= k; i += u64(gridDim.x) * blockDim.x) {
-        const long long v = offsets[i];
-        const bool fault = v < 0 || u64(v) > n || (i > 0 && v < offsets[i - 1]);
+        const long long v = offsets[i], before = i > 0 ? offsets[i - 1] : 0;
+        const bool fault = v < 0 || u64(v) > n || (i > 0 && v < before);
         if (fault) atomicMin(bad, i + 1);
+        else if (i > 0 && u64(v) - u64(before) > most) most = u64(v) - u64(before);
     }
+    most = gr::block_reduce<gr::Max<u64>>(most);
+    if (threadIdx.x == 0 && most) atomicMax(longest, most);
 }
 
-int check_offsets(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream) {
+int check_offsets(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, unsigned long long *longest,
+                  void *stream) {
     const cudaStream_t st = (cudaStream_t)stream;
     cudaError_t e = cudaMemsetAsync(bad, 0xff, sizeof *bad, st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(longest, 0, sizeof *longest, st);
     if (e != cudaSuccess) return e;
     const u64 blocks = (u64(k) + 1 + 255) / 256;
-    check_kernel<<<unsigned(blocks < 4096 ? blocks : 4096), 256, 0, st>>>((const long long *)offsets, k, n, bad);
+    check_kernel<<<unsigned(blocks < 4096 ? blocks : 4096), 256, 0, st>>>((const long long *)offsets, k, n, bad,
+                                                                          longest);
     return cudaGetLastError();
 }
 

@@ -130,8 +130,11 @@ typedef struct gr_seg_launch {
 typedef struct gr_seg_kernel {
     int (*launch)(gr_seg_launch *L);
     /* checks k + 1 CSR boundaries on the device: leaves *bad at 2^64 - 1 when none is negative, none
-     * decreases and none passes n; otherwise 1 + the index of the first boundary at fault */
-    int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad, void *stream);
+     * decreases and none passes n; otherwise 1 + the index of the first boundary at fault. In the same
+     * pass *longest (device memory: every block raises it) gets the longest segment, the largest
+     * offsets[s + 1] - offsets[s] (0 for k == 0; meaningful only when no boundary is at fault) */
+    int (*check_offsets)(const int64_t *offsets, size_t k, size_t n, unsigned long long *bad,
+                         unsigned long long *longest, void *stream);
 } gr_seg_kernel;
 
 /* ---- reductions along an outer axis (cuda/kernels/columns.cu) ----------------------------------------- */

@@ -39,7 +39,9 @@ gr_status gr_segments_rows(gr_context *ctx, gr_buffer *b, const gr_options *o, s
 gr_status gr_segments_rows_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t row, size_t pitch,
                                  gr_buffer *out[2], gr_seg_wait *w);
 /* gr_reduce_segments where the caller knows the longest segment (`longest` elements): segments of very
- * uneven lengths are shared out by blocks (gr_policy_uneven_segments) rather than by their mean. */
+ * uneven lengths are shared out by blocks (gr_policy_uneven_segments) rather than by their mean. Every
+ * call over offsets does so already (the check of the offsets measures their longest); the larger of the
+ * two shapes the launch. */
 gr_status gr_segments_uneven(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg, size_t longest,
                              gr_buffer *out[2]);
 

@@ -4,7 +4,11 @@
  * and K = 2^4, 2^8, ..., 2^24 distinct keys over n = 2^log2n pairs:
  *   unsorted   cub::DeviceRadixSort::SortPairs of (keys, values), then cub::DeviceReduce::ReduceByKey
  *              (sum) over the sorted pairs: what a reduction by key costs from scratch
- *   sorted     ReduceByKey alone over pairs sorted beforehand: the floor once the keys are grouped
+ *   sorted     ReduceByKey alone over the keys gpureduce's lab times with sorted = true
+ *              (experiments/by_key_bench.lua), made here by the same formulas: uniform floor(i K / n); zipf the
+ *              lab's 2^20-key pattern (its LCG and floor(K^u) - 1) in ascending order, each key repeated
+ *              n / 2^20 times -- the multiset of the lab's unsorted zipf keys, grouped. The floor once the
+ *              keys are grouped, over the very keys of the lab's sorted column, so its ratio is like for like.
  * The sort takes all 32 key bits, as gpureduce's by-key sort does (it is not told K).
  * Prints one line per case: "by_key <dist> <log2K> unsorted_ms=<m> sorted_ms=<m> runs=<unique keys>".
  *   build/cub_by_key [log2n] [reps]      (defaults 26 and 20)
@@ -14,9 +18,11 @@
 #include <cuda/std/functional>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "timing.cuh"
 
@@ -50,6 +56,32 @@ __global__ void fill_keys(int32_t *k, size_t n, int log2k, bool zipf, unsigned l
     }
 }
 
+/*
+ * The lab's keys (experiments/by_key_bench.lua's key_pattern, grouped_keys and sorted_keys), on the host.
+ * Its pattern: min(n, 2^20) keys from a 63-bit LCG, u = 52 of its bits over 2^52, uniform floor(u K), zipf
+ * min(K - 1, floor(pow(K, u)) - 1) (Lua's K ^ u is C's pow). Grouped: uniform floor(i K / n) (the lab's
+ * float64 iota of step K / n, exact for powers of two, truncated); zipf the pattern sorted, each element
+ * then repeated n / 2^20 times.
+ */
+static void lab_grouped_keys(std::vector<int32_t> &out, size_t n, int log2k, bool zipf) {
+    const long long K = 1ll << log2k;
+    out.resize(n);
+    if (!zipf) {
+        for (size_t i = 0; i < n; i++) out[i] = int32_t((unsigned long long)i * (unsigned long long)K / n);
+        return;
+    }
+    const size_t pattern = std::min(n, size_t(1) << 20), times = n / pattern;
+    std::vector<int32_t> p(pattern);
+    unsigned long long x = 12345;
+    for (size_t i = 0; i < pattern; i++) {
+        x = (x * 6364136223846793005ull + 1442695040888963407ull) & 0x7fffffffffffffffull;
+        const double u = double(x >> 11) / 4503599627370496.0;
+        p[i] = int32_t(std::min(K - 1, (long long)std::floor(std::pow(double(K), u)) - 1));
+    }
+    std::sort(p.begin(), p.end());
+    for (size_t i = 0; i < pattern; i++) std::fill_n(out.begin() + i * times, times, p[i]);
+}
+
 int main(int argc, char **argv) {
     const int log2n = argc > 1 ? std::atoi(argv[1]) : 26;
     const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
@@ -77,6 +109,7 @@ int main(int argc, char **argv) {
     std::printf("# cub_by_key: n = 2^%d float32 values, int32 keys, medians of %d after 5 warm-ups (CUDA events)\n",
                 log2n, reps);
     const char *dists[] = {"uniform", "zipf"};
+    std::vector<int32_t> grouped;
     for (int d = 0; d < 2; d++) {
         for (int log2k = 4; log2k <= max_log2k; log2k += 4) {
             // A seed per case, apart from the values' seed, so keys and values are independent.
@@ -102,7 +135,9 @@ int main(int argc, char **argv) {
             CK(cudaMalloc(&temp, temp_bytes ? temp_bytes : 1));
 
             const float unsorted_ms = median_ms([&]() { CK(sort()); CK(reduce()); }, reps);
-            // The last unsorted run left keys_sorted and values_sorted sorted: the input of the sorted case.
+            // The sorted case: the lab's grouped keys in place of the sorted ones, beside the sorted values.
+            lab_grouped_keys(grouped, size_t(n), log2k, d == 1);
+            CK(cudaMemcpy(keys_sorted, grouped.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
             const float sorted_ms = median_ms([&]() { CK(reduce()); }, reps);
             int32_t runs = 0;
             CK(cudaMemcpy(&runs, num_runs, sizeof runs, cudaMemcpyDeviceToHost));
