@@ -362,6 +362,13 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
  * writing or freeing b or out, or reading out, waits for it. Host data is reduced before it returns. */
 gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
                                gr_pending **p);
+/* The checks gr_reduce_segments (seg given) or gr_reduce_axes (seg NULL: the axes' mask) makes before it writes
+ * a result -- o's op and options for segments, the segments or axes, and the result buffers out (dtype, size,
+ * side, device; for axes compact; no memory shared with b, the offsets or each other) -- with the same
+ * failures ("out", "out2"), nothing reduced: for a caller that makes several such calls, so that a bad
+ * buffer of the last one fails before the first writes (several ops, each with buffers of its own). */
+gr_status gr_segment_outs_ready(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                                unsigned axes, gr_buffer *out[2]);
 /* The number of segments seg describes over b (checked: size divides n; offsets an int64 buffer of at
  * least one boundary). */
 gr_status gr_segment_count(gr_context *ctx, const gr_buffer *b, const gr_segments *seg, size_t *k);

@@ -44,36 +44,22 @@ static const char *shape_text(char *text, size_t cap, int nd, const size_t *shap
     return text;
 }
 
-/* opts.out's buffer(s), pushed in order, each of the result shape (the dtype and side are the engine's
- * to check). */
+/* opts.out's buffer(s) (or the op's entry of it), pushed in order, each of the result shape (the dtype and
+ * side are the engine's to check). */
 static void given_outs(lua_State *L, const lgr_request *r, int count, int nd, const size_t *shape, gr_buffer *out[2]) {
-    int base = lua_gettop(L);
-    lua_getfield(L, r->arg, "out");
-    if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-        if (lgr_list_len(L, base + 1, "opts.out: ") != count)
-            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op), count,
-                                                count > 1 ? "s" : "", count > 1 ? "a table of two buffers" : "one buffer"));
-        for (int i = 0; i < count; i++) lua_geti(L, base + 1, i + 1);
-        lua_remove(L, base + 1);
-    } else if (count > 1) {
-        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has two results: give a table of two buffers",
-                                            gr_op_name(r->o.op)));
-    }
+    lgr_request_given_outs(L, r, count, out);
     for (int i = 0; i < count; i++) {
-        lbuffer *u = luaL_testudata(L, base + 1 + i, BUFFER_MT);
-        if (!u || !u->b)
-            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out%s: expected a gpureduce.Buffer", count > 1 ? (i ? "[2]" : "[1]") : ""));
         size_t got[GR_MAX_DIMS];
-        int gnd = gr_buffer_ndim(u->b), same = gnd == nd;
-        gr_buffer_layout(u->b, got, NULL);
+        int gnd = gr_buffer_ndim(out[i]), same = gnd == nd;
+        gr_buffer_layout(out[i], got, NULL);
         for (int d = 0; d < nd && same; d++) same = got[d] == shape[d];
         if (!same) {
-            char want[200], have[200];
-            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out%s: must have the result's shape %s (got %s)",
-                                                count > 1 ? (i ? "[2]" : "[1]") : "", shape_text(want, sizeof want, nd, shape),
-                                                shape_text(have, sizeof have, gnd, got)));
+            char want[200], have[200], name[LGR_OUT_NAME];
+            lgr_request_out_name(r, count > 1 ? i + 1 : 0, name);
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: must have the result's shape %s (got %s)", name,
+                                                     shape_text(want, sizeof want, nd, shape),
+                                                     shape_text(have, sizeof have, gnd, got)));
         }
-        out[i] = u->b;
     }
 }
 

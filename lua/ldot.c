@@ -46,7 +46,7 @@ int lgr_dot(lua_State *L) {
     if (r.async) {
         /* the engine's pending holds both inputs' memory; the Pending keeps opts.stream (user value 2) */
         lgr_pending *u = lgr_new_pending(L, 0);
-        LGR_RETRY(L, st, gr_dot_async(ctx, a, b, &r.o, &u->p));
+        LGR_RETRY(L, st, gr_dot_async(ctx, a, b, &r.o, &u->p[0]));
         if (st != GR_OK) return lgr_fail(L, st, 3, "a", 1, "b", 2, NULL);
         if (r.o.stream) {
             lua_getfield(L, 3, "stream");

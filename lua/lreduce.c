@@ -3,7 +3,8 @@
  * streamed host data, gr.reduce_many, and the Pending userdata of asynchronous work.
  *
  * A Pending keeps the buffer it reads (user value 1) and the stream it runs on (user value 2) alive
- * while the work is in flight; collecting an unfinished Pending waits for it.
+ * while the work is in flight; collecting an unfinished Pending waits for it. With opts.ops it holds one
+ * engine pending per op, and its wait gathers their results into the table the synchronous call gives.
  */
 #include "lreduce.h"
 #include "laxes.h"
@@ -12,6 +13,7 @@
 #include "lrequest.h"
 #include "lsharded.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +21,20 @@
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
+static int push_ops_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
+static int queue_axes(lua_State *L, gr_buffer *b, const lgr_request *r, gr_pending **p);
+
+/* The Pending on the top of the stack keeps the buffer (argument 1) and opts.stream alive while in
+ * flight (user values 1 and 2). */
+static void hold_while_in_flight(lua_State *L, const lgr_request *r) {
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    if (r->o.stream) {
+        lua_getfield(L, 2, "stream");
+        lua_setiuservalue(L, -2, 2);
+    }
+}
 
 /* A table or byte string reduced as streamed host data: staged through pinned memory first. */
 static int reduce_source(lua_State *L, lgr_request *r) {
@@ -97,23 +112,109 @@ static int reduce_ops(lua_State *L, gr_buffer *b, const lgr_request *r) {
     return 1;
 }
 
+/* opts.ops with opts.out: op k's entry opts.out.<op> pushed (nil where it has none), r set to reduce that
+ * op into it (r->has_out, r->out_at) or into new buffers. Returns whether it has one. */
+static int enter_op(lua_State *L, lgr_request *r, int outs, int k) {
+    r->o.op = r->ops[k];
+    if (outs) lua_getfield(L, outs, gr_op_name(r->ops[k]));
+    else lua_pushnil(L);
+    r->has_out = !lua_isnil(L, -1);
+    r->out_at = r->has_out ? lua_gettop(L) : 0;
+    return r->has_out;
+}
+
+/* Whether two buffers' elements share bytes (views of one memory). */
+static int share_memory(const gr_buffer *a, const gr_buffer *b) {
+    if (gr_buffer_where(a) != gr_buffer_where(b) || gr_buffer_device(a) != gr_buffer_device(b)) return 0;
+    uintptr_t pa = (uintptr_t)gr_buffer_data(a), pb = (uintptr_t)gr_buffer_data(b);
+    size_t na = gr_buffer_size(a) * gr_dtype_size(gr_buffer_dtype(a));
+    size_t nb = gr_buffer_size(b) * gr_dtype_size(gr_buffer_dtype(b));
+    return na && nb && pa < pb + nb && pb < pa + na;
+}
+
+/* The engine's failure over the op's entry (count buffers): its "out" and "out2" said as the entry. */
+static int fail_entry(lua_State *L, const lgr_request *r, gr_status st, int count) {
+    gr_context *ctx = lgr_ctx(L);
+    const char *arg = gr_errarg(ctx), *msg = gr_errmsg(ctx);
+    int second = strcmp(arg, "out2") == 0;
+    size_t len = strlen(arg);
+    if (st != GR_EINVAL || (!second && strcmp(arg, "out") != 0)) return lgr_fail(L, st, r->arg, NULL);
+    if (strncmp(msg, arg, len) == 0 && msg[len] == ':') msg += len + (msg[len + 1] == ' ' ? 2 : 1);
+    char name[LGR_OUT_NAME];
+    lgr_request_out_name(r, second ? 2 : count > 1 ? 1 : 0, name);
+    return luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: %s", name, msg));
+}
+
+/* opts.ops with segment, offsets or axis and opts.out (the table at `outs`): every op checked before any
+ * runs, so that a failed call writes nothing -- its plan, and its entry as its own call checks opts.out
+ * (errors naming opts.out.<op>), no entry sharing memory with another's. */
+static void check_entries(lua_State *L, gr_buffer *b, lgr_request *r, int outs) {
+    gr_context *ctx = lgr_ctx(L);
+    gr_buffer *given[GR_OP_COUNT][2] = {{NULL, NULL}};
+    gr_segments seg = {r->segment, r->offsets};
+    for (int k = 0; k < r->nops; k++) {
+        int base = lua_gettop(L);
+        gr_dtype dt[2];
+        int count;
+        gr_status st;
+        if (!enter_op(L, r, outs, k)) {
+            if ((st = gr_segment_result_dtypes(ctx, &r->o, gr_buffer_dtype(b), dt, &count)) != GR_OK)
+                lgr_fail(L, st, r->arg, NULL);
+            lua_settop(L, base);
+            continue;
+        }
+        unsigned axes = 0;
+        count = r->naxes ? lgr_axes_outs(L, b, r, &axes, given[k]) : lgr_request_outs(L, b, r, given[k]);
+        if ((st = gr_segment_outs_ready(ctx, b, &r->o, r->naxes ? NULL : &seg, axes, given[k])) != GR_OK)
+            fail_entry(L, r, st, count);
+        for (int j = 0; j < k; j++)
+            for (int i = 0; i < count; i++)
+                for (int m = 0; m < 2 && given[j][m]; m++) {
+                    if (!share_memory(given[k][i], given[j][m])) continue;
+                    char name[LGR_OUT_NAME], other[LGR_OUT_NAME];
+                    lgr_request_out_name(r, count > 1 ? i + 1 : 0, name);
+                    r->o.op = r->ops[j];
+                    lgr_request_out_name(r, given[j][1] ? m + 1 : 0, other);
+                    luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: shares memory with %s: give a buffer of its own",
+                                                             name, other));
+                }
+        lua_settop(L, base);
+    }
+}
+
 /* opts.ops with segment, offsets or axis: each op reduced by a call of its own (one read each, for now),
- * its result buffer(s) under its name -- two-result ops as a table of their two buffers. */
+ * its result buffer(s) under its name -- two-result ops as a table of their two buffers -- into its entry
+ * of opts.out where it has one. With opts.async (along axes) a Pending of one engine pending per op,
+ * whose wait returns the table. */
 static int reduce_ops_many(lua_State *L, gr_buffer *b, lgr_request *r) {
+    int outs = 0;
+    if (r->has_out) {
+        lua_getfield(L, r->arg, "out");
+        outs = lua_gettop(L);
+        check_entries(L, b, r, outs);
+    }
+    lgr_pending *u = r->async ? lgr_new_pending(L, 1) : NULL;
     lua_createtable(L, 0, r->nops);
     int table = lua_gettop(L);
     gr_op asked = r->o.op;
     for (int k = 0; k < r->nops; k++) {
-        r->o.op = r->ops[k];
-        int count = r->naxes ? lgr_reduce_axes(L, b, r) : reduce_segments(L, b, r);
+        enter_op(L, r, outs, k);
+        int count = u ? queue_axes(L, b, r, &u->p[k]) : r->naxes ? lgr_reduce_axes(L, b, r) : reduce_segments(L, b, r);
+        if (u) u->ops[u->nops++] = r->ops[k];
         if (count > 1) {
             lua_createtable(L, count, 0);
             lua_insert(L, -count - 1);
             for (int i = count; i >= 1; i--) lua_rawseti(L, -(i + 1), i);     /* the top is result i */
         }
         lua_setfield(L, table, gr_op_name(r->ops[k]));
+        lua_settop(L, table);                   /* the entry */
     }
     r->o.op = asked;
+    r->has_out = outs != 0;
+    r->out_at = 0;
+    if (!u) return 1;
+    lua_setiuservalue(L, table - 1, 3);         /* the table, which wait returns */
+    hold_while_in_flight(L, r);
     return 1;
 }
 
@@ -134,7 +235,7 @@ static int reduce_inputs(lua_State *L, lgr_request *r) {
     if (!r->async) return lgr_reduce_inputs(L, r, bufs, count);
     lgr_pending *u = lgr_new_pending(L, 0);
     gr_status st;
-    LGR_RETRY(L, st, gr_reduce_inputs_async(lgr_ctx(L), bufs, count, &r->o, &u->p));
+    LGR_RETRY(L, st, gr_reduce_inputs_async(lgr_ctx(L), bufs, count, &r->o, &u->p[0]));
     if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     if (r->o.stream) {
         lua_getfield(L, 2, "stream");
@@ -172,7 +273,8 @@ static int reduce_with(lua_State *L, int op) {
     gr_buffer *b = lgr_check_reduced_buffer(L, 1, order_free(&r));
     if (r.dtype >= 0)
         luaL_argerror(L, 2, "opts.dtype: only for a table or byte-string source (a buffer has its own dtype)");
-    if (r.nops) return r.segment || r.offsets ? reduce_ops_many(L, b, &r) : reduce_ops(L, b, &r);
+    if (r.nops && (r.segment || r.offsets)) return reduce_ops_many(L, b, &r);
+    if (r.nops) return r.async ? push_ops_pending(L, b, &r) : reduce_ops(L, b, &r);
     lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);   /* its kernels, or its operator's cpu functions */
     if (r.segment || r.offsets) return reduce_segments(L, b, &r);
     if (r.async) return push_pending(L, b, &r);
@@ -286,20 +388,9 @@ int lgr_reduce_op(lua_State *L) { return reduce_with(L, (int)lua_tointeger(L, lu
 
 /* ---- pendings ------------------------------------------------------------------------------------ */
 
-/* The Pending on the top of the stack keeps the buffer (argument 1) and opts.stream alive while in
- * flight (user values 1 and 2). */
-static void hold_while_in_flight(lua_State *L, const lgr_request *r) {
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    if (r->o.stream) {
-        lua_getfield(L, 2, "stream");
-        lua_setiuservalue(L, -2, 2);
-    }
-}
-
 lgr_pending *lgr_new_pending(lua_State *L, int nout) {
     lgr_pending *u = lua_newuserdatauv(L, sizeof *u, 2 + nout);
-    u->p = NULL;
+    memset(u, 0, sizeof *u);
     u->nout = nout;
     luaL_setmetatable(L, PENDING_MT);
     return u;
@@ -309,66 +400,106 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
     lgr_pending *u = lgr_new_pending(L, 0);
     gr_status st;
-    LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p));
+    LGR_RETRY(L, st, gr_reduce_async(ctx, b, &r->o, &u->p[0]));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     hold_while_in_flight(L, r);
     return 1;
 }
 
-/* Along axes: the result buffers made (or opts.out's) first, then the work queued; wait returns them. */
-static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
+/* opts.ops over a whole buffer: each op started as its own asynchronous call (the values those give, the
+ * synchronous call's bit for bit); wait gathers them into the table keyed by op name. A failure to start
+ * one raises, and the collector gives back those started. */
+static int push_ops_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    gr_context *ctx = lgr_ctx(L);
+    lgr_pending *u = lgr_new_pending(L, 0);
+    gr_options one = r->o;
+    for (int k = 0; k < r->nops; k++) {
+        gr_status st;
+        one.op = r->ops[k];
+        LGR_RETRY(L, st, gr_reduce_async(ctx, b, &one, &u->p[k]));
+        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+        u->ops[u->nops++] = r->ops[k];
+    }
+    hold_while_in_flight(L, r);
+    return 1;
+}
+
+/* Along axes, queued: the result buffers made (or opts.out's) and pushed, then the work started (*p);
+ * returns how many results. */
+static int queue_axes(lua_State *L, gr_buffer *b, const lgr_request *r, gr_pending **p) {
     unsigned mask;
     gr_buffer *out[2] = {NULL, NULL};
     int count = lgr_axes_outs(L, b, r, &mask, out);
-    int first = lua_gettop(L) - count + 1;
-    lgr_pending *u = lgr_new_pending(L, count);
     gr_status st;
-    LGR_RETRY(L, st, gr_reduce_axes_async(lgr_ctx(L), b, &r->o, mask, out, &u->p));
+    LGR_RETRY(L, st, gr_reduce_axes_async(lgr_ctx(L), b, &r->o, mask, out, p));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    return count;
+}
+
+/* Along axes: a Pending whose wait returns the result buffers (user values 3 and on). */
+static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
+    lgr_pending *u = lgr_new_pending(L, 2);
+    int at = lua_gettop(L);
+    u->nout = queue_axes(L, b, r, &u->p[0]);
+    for (int i = u->nout; i >= 1; i--) lua_setiuservalue(L, at, 2 + i);     /* the top is result i */
     hold_while_in_flight(L, r);
-    for (int i = 0; i < count; i++) {           /* the results too, which wait returns */
-        lua_pushvalue(L, first + i);
-        lua_setiuservalue(L, -2, 3 + i);
-    }
     return 1;
 }
 
-static gr_pending *check_pending(lua_State *L, int arg) {
+static lgr_pending *check_pending(lua_State *L, int arg) {
     lgr_pending *u = luaL_checkudata(L, arg, PENDING_MT);
-    if (!u->p) luaL_argerror(L, arg, "pending has been released");
-    return u->p;
+    if (!u->p[0]) luaL_argerror(L, arg, "pending has been released");
+    return u;
+}
+
+/* How many engine pendings u holds: one per op with opts.ops, else one. */
+static int pendings(const lgr_pending *u) { return u->nops ? u->nops : 1; }
+
+static int all_ready(gr_context *ctx, const lgr_pending *u) {
+    for (int k = 0; k < pendings(u); k++)
+        if (!gr_pending_ready(ctx, u->p[k])) return 0;
+    return 1;
 }
 
 static int p_ready(lua_State *L) {
-    gr_pending *p = check_pending(L, 1);
-    lua_pushboolean(L, gr_pending_ready(lgr_ctx(L), p));
+    lgr_pending *u = check_pending(L, 1);
+    lua_pushboolean(L, all_ready(lgr_ctx(L), u));
     return 1;
 }
 
 static int p_wait(lua_State *L) {
-    gr_pending *p = check_pending(L, 1);
-    gr_result v;
-    gr_status st = gr_pending_wait(lgr_ctx(L), p, &v);
-    if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
-    int nout = ((lgr_pending *)lua_touserdata(L, 1))->nout;
-    for (int i = 0; i < nout; i++) lua_getiuservalue(L, 1, 3 + i);
-    return nout ? nout : lgr_push_result(L, &v);
+    lgr_pending *u = check_pending(L, 1);
+    gr_result v[GR_OP_COUNT];
+    for (int k = 0; k < pendings(u); k++) {
+        gr_status st = gr_pending_wait(lgr_ctx(L), u->p[k], &v[k]);
+        if (st != GR_OK) return lgr_fail(L, st, 0, NULL);
+    }
+    for (int i = 0; i < u->nout; i++) lua_getiuservalue(L, 1, 3 + i);
+    if (u->nout) return u->nout;
+    if (!u->nops) return lgr_push_result(L, &v[0]);
+    lua_createtable(L, 0, u->nops);             /* as the synchronous call gives it (reduce_ops) */
+    for (int k = 0; k < u->nops; k++) {
+        push_value(L, &v[k]);
+        lua_setfield(L, -2, gr_op_name(u->ops[k]));
+    }
+    return 1;
 }
 
 static int p_release(lua_State *L) {
     lgr_pending *u = luaL_checkudata(L, 1, PENDING_MT);
     gr_context *ctx = lgr_ctx_or_null(L);
-    if (u->p && ctx) gr_pending_free(ctx, u->p);
-    u->p = NULL;
+    for (int k = 0; k < GR_OP_COUNT; k++) {
+        if (u->p[k] && ctx) gr_pending_free(ctx, u->p[k]);
+        u->p[k] = NULL;
+    }
     return 0;
 }
 
 static int p_tostring(lua_State *L) {
     lgr_pending *u = luaL_checkudata(L, 1, PENDING_MT);
     gr_context *ctx = lgr_ctx_or_null(L);
-    lua_pushstring(L, !u->p || !ctx ? "gpureduce.Pending(released)"
-                            : gr_pending_ready(ctx, u->p) ? "gpureduce.Pending(ready)"
-                                                          : "gpureduce.Pending(running)");
+    lua_pushstring(L, !u->p[0] || !ctx ? "gpureduce.Pending(released)"
+                            : all_ready(ctx, u) ? "gpureduce.Pending(ready)" : "gpureduce.Pending(running)");
     return 1;
 }
 

@@ -15,6 +15,7 @@
 #include "lstream.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- options ------------------------------------------------------------------------------------- */
@@ -143,6 +144,39 @@ static void read_axis(lua_State *L, int arg, const lgr_opt *opt, void *field) {
     r->naxes = 1;
 }
 
+/* opts.out with opts.ops: a table keyed by the ops' names (and, for gr.reduce_by_key, `keys`), each entry
+ * what opts.out takes for that op alone (checked where it is used); a name not in opts.ops raises. */
+static void read_ops_out(lua_State *L, lgr_request *r, int keys) {
+    lua_getfield(L, r->arg, "out");
+    int t = lua_gettop(L);
+    const char *form = keys ? "{keys = buffer, sum = buffer, argmax = {values, indices}, ...}"
+                            : "{sum = buffer, argmax = {values, indices}, ...}";
+    if (!lua_istable(L, t))
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: with opts.ops, a table keyed by op name %s, got %s",
+                                                 form, luaL_testudata(L, t, BUFFER_MT) ? "a gpureduce.Buffer"
+                                                                                       : luaL_typename(L, t)));
+    for (lua_pushnil(L); lua_next(L, t); lua_pop(L, 1)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: with opts.ops, a table keyed by op name %s, not a "
+                                                     "list (got a %s key)", form, luaL_typename(L, -2)));
+        const char *name = lua_tostring(L, -2);
+        int named = keys && strcmp(name, "keys") == 0;
+        for (int k = 0; k < r->nops && !named; k++) named = strcmp(name, gr_op_name(r->ops[k])) == 0;
+        if (named) continue;
+        luaL_Buffer ops;
+        luaL_buffinit(L, &ops);
+        for (int k = 0; k < r->nops; k++) {
+            if (k) luaL_addstring(&ops, ", ");
+            luaL_addstring(&ops, gr_op_name(r->ops[k]));
+        }
+        if (keys) luaL_addstring(&ops, ", and keys for the keys' buffer");
+        luaL_pushresult(&ops);
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out.%s: not an op of opts.ops (accepted: %s)", name,
+                                                 lua_tostring(L, -1)));
+    }
+    lua_pop(L, 1);
+}
+
 #define R(field) offsetof(lgr_request, field)
 #define ANY_SIZE 1, LUA_MAXINTEGER
 
@@ -229,17 +263,15 @@ void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) 
     if (r->has_out && !r->segment && !r->offsets && !r->naxes && !(flags & LGR_READ_KEYS))
         luaL_argerror(L, arg, "opts.out goes with opts.segment, opts.offsets or opts.axis (results of one value come "
                               "back as values)");
-    if (r->nops && (flags & LGR_READ_KEYS)) {
-        if (r->op_given || r->user_op) luaL_argerror(L, arg, "opts.ops and opts.op: give one");
-        if (r->has_out) luaL_argerror(L, arg, "opts.out: with opts.ops the results are new buffers (for now)");
-    } else if (r->nops) {
+    if (r->nops) {
         if (!(flags & LGR_READ_OPS))
             luaL_argerror(L, arg, op >= 0 ? "opts.ops goes with gr.reduce (this function reduces its own op)"
                                           : "opts.ops goes with gr.reduce (one buffer, several ops)");
         if (r->op_given || r->user_op) luaL_argerror(L, arg, "opts.ops and opts.op: give one");
-        if (r->async || r->streamed || r->has_out)
-            luaL_argerror(L, arg, "opts.ops: synchronous, over buffers, into new results (not with async, streamed "
-                                  "or out, for now)");
+        if (r->streamed)
+            luaL_argerror(L, arg, "opts.ops: several ops read a buffer, not streamed data (leave out opts.streamed, "
+                                  "or stream the data once per op with opts.op)");
+        if (r->has_out) read_ops_out(L, r, flags & LGR_READ_KEYS);
     }
 }
 
@@ -390,38 +422,52 @@ int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     size_t k;
     if ((st = gr_segment_count_of(ctx, n, &seg, &k)) != GR_OK) return lgr_fail(L, st, r->arg, NULL);
     out[0] = out[1] = NULL;
-    int base = lua_gettop(L);
     if (r->has_out) {
-        lua_getfield(L, r->arg, "out");
-        if (lua_istable(L, -1) && !luaL_testudata(L, -1, BUFFER_MT)) {
-            if (lgr_list_len(L, base + 1, "opts.out: ") != count)
-                return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has %d result%s: give %s", gr_op_name(r->o.op),
-                                                              count, count > 1 ? "s" : "", count > 1 ?
-                                                              "a table of two buffers" : "one buffer"));
-            for (int i = 0; i < count; i++) {
-                lua_geti(L, base + 1, i + 1);
-                lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-                if (!u || !u->b)
-                    return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out[%d]: expected a gpureduce.Buffer", i + 1));
-                out[i] = u->b;
-            }
-            lua_remove(L, base + 1);            /* the table: its buffers stay, in order */
-        } else {
-            if (count > 1)
-                return luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.out: %s has two results: give a table of two "
-                                                              "buffers", gr_op_name(r->o.op)));
-            lbuffer *u = luaL_testudata(L, -1, BUFFER_MT);
-            if (!u->b) return luaL_argerror(L, r->arg, "opts.out: buffer has been freed");
-            out[0] = u->b;
-        }
-    } else {
-        for (int i = 0; i < count; i++) {
-            lbuffer *u = lgr_new_buffer_ud(L);
-            LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
-            if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
-            lgr_track(L, k * gr_dtype_size(dt[i]));
-            out[i] = u->b;
-        }
+        lgr_request_given_outs(L, r, count, out);
+        return count;
+    }
+    for (int i = 0; i < count; i++) {
+        lbuffer *u = lgr_new_buffer_ud(L);
+        LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
+        if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
+        lgr_track(L, k * gr_dtype_size(dt[i]));
+        out[i] = u->b;
     }
     return count;
+}
+
+void lgr_request_out_name(const lgr_request *r, int index, char name[LGR_OUT_NAME]) {
+    int at = snprintf(name, LGR_OUT_NAME, "opts.out%s%s", r->out_at ? "." : "", r->out_at ? gr_op_name(r->o.op) : "");
+    if (index && at < LGR_OUT_NAME) snprintf(name + at, LGR_OUT_NAME - (size_t)at, "[%d]", index);
+}
+
+void lgr_request_given_outs(lua_State *L, const lgr_request *r, int count, gr_buffer *out[2]) {
+    char name[LGR_OUT_NAME], prefix[LGR_OUT_NAME + 2];
+    lgr_request_out_name(r, 0, name);
+    int at = lua_gettop(L) + 1;
+    if (r->out_at) lua_pushvalue(L, r->out_at);
+    else lua_getfield(L, r->arg, "out");
+    int list = lua_istable(L, at);
+    if (list) {
+        snprintf(prefix, sizeof prefix, "%s: ", name);
+        if (lgr_list_len(L, at, prefix) != count)
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: %s has %d result%s: give %s", name, gr_op_name(r->o.op),
+                                                     count, count > 1 ? "s" : "", count > 1 ? "a table of two buffers"
+                                                                                            : "one buffer"));
+        for (int i = 0; i < count; i++) lua_geti(L, at, i + 1);
+        lua_remove(L, at);                      /* the table: its buffers stay, in order */
+    } else if (count > 1 && luaL_testudata(L, at, BUFFER_MT)) {
+        luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: %s has two results: give a table of two buffers", name,
+                                                 gr_op_name(r->o.op)));
+    }
+    for (int i = 0; i < count; i++) {
+        lbuffer *u = luaL_testudata(L, at + i, BUFFER_MT);
+        lgr_request_out_name(r, list ? i + 1 : 0, name);
+        if (!u)
+            luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: expected %s, got %s", name, list || count < 2 ?
+                                                     "a gpureduce.Buffer" : "a table of two gpureduce.Buffers",
+                                                     luaL_typename(L, at + i)));
+        if (!u->b) luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: buffer has been freed", name));
+        out[i] = u->b;
+    }
 }

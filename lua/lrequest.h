@@ -19,7 +19,10 @@ typedef struct lgr_request {
     int reps, warmup;           /* gr.bench */
     size_t segment;             /* fixed segment size (0: none) */
     gr_buffer *offsets;         /* CSR boundaries (NULL: none) */
-    int has_out;                /* opts.out was given (its buffers: user values of the options table) */
+    int has_out;                /* opts.out was given (its buffers: user values of the options table); with
+                                 * opts.ops, while one op is reduced: that op has an entry there */
+    int out_at;                 /* with opts.ops, while one op is reduced: the stack index of its entry
+                                 * opts.out.<op>, which stands for opts.out (0: opts.out itself) */
     int naxes;                  /* opts.axis: how many axes it names (0: not given) */
     int nops;                   /* opts.ops: how many ops it names (0: not given), and which */
     gr_op ops[GR_OP_COUNT];
@@ -33,7 +36,8 @@ typedef struct lgr_request {
 } lgr_request;
 
 /* What lgr_request_read reads: gr.bench's keys (reps, warmup); opts.ops (gr.reduce's and
- * gr.reduce_by_key's); gr.reduce_by_key's sorted and out (a list of its result buffers). */
+ * gr.reduce_by_key's; with opts.out a table keyed by op name, its names checked); gr.reduce_by_key's
+ * sorted and out (a list of its result buffers, or with opts.ops that table and `keys`). */
 enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2, LGR_READ_KEYS = 4 };
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (flags 0) and
  * gr.bench (LGR_READ_BENCH); opts.ops is refused unless flags has LGR_READ_OPS. */
@@ -60,6 +64,13 @@ typedef enum {
  * where the request cannot run that way (gpu_to_gpu with an operator, no cpu functions off the GPU, a
  * compile error with NVRTC's log). */
 void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffer *const *bufs, size_t count);
+/* How errors name r's opts.out (or, with r->out_at, the entry opts.out.<op>): "opts.out", "opts.out.max",
+ * with "[index]" for the buffer at that 1-based index of a list (index 0: none). */
+enum { LGR_OUT_NAME = 48 };
+void lgr_request_out_name(const lgr_request *r, int index, char name[LGR_OUT_NAME]);
+/* r's given result buffers (opts.out, or with r->out_at the op's entry) for an op of `count` results
+ * pushed in order into out[]: one buffer, or a list of `count`; raises naming it otherwise. */
+void lgr_request_given_outs(lua_State *L, const lgr_request *r, int count, gr_buffer *out[2]);
 /* The result buffers of a segmented reduction: opts.out's, or new ones pushed on the stack. Returns
  * how many results the op has. */
 int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer *out[2]);

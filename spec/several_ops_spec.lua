@@ -12,8 +12,9 @@ What it checks
     one (an empty buffer's mean).
   - gr.describe: count is #b, the rest the single calls' values.
   - With segment, offsets and axis: each op's result buffers, byte for byte the single calls'.
-  - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with async or
-    out, on reduce_many and plan, describe with op -- each a clear error naming opts.ops.
+  - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with streamed,
+    on reduce_many and plan, describe with op -- each a clear error naming opts.ops (opts.out and opts.async
+    with ops: ops_out_async_spec.lua).
 ]]
 local gr = require "gpureduce"
 
@@ -21,16 +22,7 @@ local OPS = gr.ops()
 local FLOATS = { float32 = true, float64 = true, float16 = true, bfloat16 = true, float8_e4m3 = true,
                  float8_e5m2 = true }
 
-local function bits(x) return (string.unpack("<i8", string.pack("<d", x))) end
-local function same(a, b)
-  if type(a) == "table" then
-    return type(b) == "table" and same(a[1], b[1]) and same(a[2], b[2])
-  end
-  if math.type(a) == "float" and math.type(b) == "float" then
-    return (a ~= a and b ~= b) or (a == b and bits(a) == bits(b))
-  end
-  return a == b and math.type(a) == math.type(b)
-end
+local same = require("support.helpers").same_result
 local function show(x)
   if type(x) == "table" then return "{" .. show(x[1]) .. ", " .. show(x[2]) .. "}" end
   return math.type(x) == "float" and string.format("%a", x) or tostring(x)
@@ -151,9 +143,10 @@ describe("gr.reduce with opts.ops", function()
     fails("opts.ops: expected a list", gr.reduce, b, { ops = "sum" })
     fails("opts.ops and opts.op", gr.reduce, b, { ops = { "sum" }, op = "max" })
     fails("goes with gr.reduce", gr.sum, b, { ops = { "sum" } })
-    fails("opts.ops", gr.reduce, b, { ops = { "sum" }, segment = 1, out = gr.buffer(3, "float32") })
-    fails("opts.ops", gr.reduce, b:view{ 3, 1 }, { ops = { "sum" }, axis = 1, async = true })
-    fails("opts.ops", gr.reduce, b, { ops = { "sum" }, async = true })
+    fails("opts.out: with opts.ops, a table keyed by op name", gr.reduce, b,
+          { ops = { "sum" }, segment = 1, out = gr.buffer(3, "float32") })
+    fails("opts.ops: several ops read a buffer, not streamed data", gr.reduce, b, { ops = { "sum" }, streamed = true })
+    fails("opts.async: segmented reductions are synchronous", gr.reduce, b, { ops = { "sum" }, segment = 1, async = true })
     fails("goes with gr.reduce", gr.reduce_many, { b }, { ops = { "sum" } })
     fails("goes with gr.reduce", gr.plan, b, { ops = { "sum" } })
     fails("opts.op", gr.describe, b, { op = "sum" })

@@ -20,6 +20,9 @@
  * outputs are columns even when c = 1 makes the reduced axis contiguous, so that a lone column gives the
  * bits it gives among others. A row and the same elements as a column (a transposed view, or a 1-D buffer
  * beside an (L, 1) matrix) may go to different kernels, and then differ in their last bits.
+ *
+ * gr_segment_outs_ready makes the checks of the results -- an axis reduction's, and a segmented one's as
+ * segments.c makes them -- without reducing, for callers of several reductions that must fail first.
  */
 #include "gr.h"
 #include "base/device.h"
@@ -143,23 +146,42 @@ static gr_status rows(gr_context *ctx, gr_buffer *b, const gr_options *o, size_t
     return GR_OK;
 }
 
-/* gr_reduce_axes on the context's stream (the caller has set it): waited for, or with p queued. */
-static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
-                          gr_pending *p) {
+/* The axes' mask checked against b's axes; *K the number of outputs (the kept axes' elements). */
+static gr_status kept_outputs(gr_context *ctx, const gr_buffer *b, unsigned axes, size_t *K) {
     int nd = b->ndim;
     if (axes == 0 || (axes >> nd) != 0)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes outside the buffer's %d (accepted: 1 to %d, or -%d to -1)",
                            nd, nd, nd);
+    *K = 1;
+    for (int d = 0; d < nd; d++)
+        if (!(axes >> d & 1)) *K *= b->shape[d];
+    return GR_OK;
+}
+
+/* The results of run over b checked before anything is written: K outputs of its dtypes, compact, on b's
+ * device. */
+static gr_status outs_check(gr_context *ctx, const gr_buffer *b, const gr_run *run, size_t K, gr_buffer *out[2]) {
+    gr_status st = gr_segment_outs_check(ctx, b, NULL, out, run->results, run->out_dtype, K);
+    for (int i = 0; i < run->results && st == GR_OK; i++) st = gr_buffer_check_compact(ctx, out[i], i ? "out2" : "out");
+    for (int i = 0; i < run->results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
+    return st;
+}
+
+/* gr_reduce_axes on the context's stream (the caller has set it): waited for, or with p queued. */
+static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                          gr_pending *p) {
+    size_t K, R = 1;
+    gr_status st = kept_outputs(ctx, b, axes, &K);
+    if (st != GR_OK) return st;
+    int nd = b->ndim;
     axis_walk kept[GR_MAX_DIMS], red[GR_MAX_DIMS];
     int nk = 0, nr = 0, perm[GR_MAX_DIMS];
-    size_t K = 1, R = 1;
     int lone_column = 0;    /* a kept axis of stride 1 (see the top of this file) */
     for (int d = 0; d < nd; d++)
         if (!(axes >> d & 1)) {
             if (b->strides[d] <= 1) lone_column = 1;
             perm[nk] = d;
             kept[nk++] = (axis_walk){b->shape[d], b->strides[d]};
-            K *= b->shape[d];
         }
     for (int d = 0; d < nd; d++)
         if (axes >> d & 1) {
@@ -171,10 +193,8 @@ static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, un
     int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     int by_cpu = gr_operator_cpu_takes(ctx, o, b);
     gr_run run;
-    gr_status st = gr_plan_segments(ctx, o, gr_buffer_dtype(b), on_device && !by_cpu, &run);
-    if (st == GR_OK) st = gr_segment_outs_check(ctx, b, NULL, out, run.results, run.out_dtype, K);
-    for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_buffer_check_compact(ctx, out[i], i ? "out2" : "out");
-    for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
+    st = gr_plan_segments(ctx, o, gr_buffer_dtype(b), on_device && !by_cpu, &run);
+    if (st == GR_OK) st = outs_check(ctx, b, &run, K, out);
     if (st != GR_OK || K == 0) return st;
     if (R == 0) return empty_rows(ctx, b, o, K, out);
 
@@ -234,6 +254,22 @@ gr_status gr_reduce_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, uns
     gr_status st = enter_stream(ctx, o, &saved, &plain);
     if (st == GR_OK) st = run_axes(ctx, b, &plain, axes, out, NULL);
     ctx->stream = saved;
+    return st;
+}
+
+gr_status gr_segment_outs_ready(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                                unsigned axes, gr_buffer *out[2]) {
+    ctx = gr_ctx_for(ctx, b);
+    gr_options plain = *o;          /* an axis reduction's stream (enter_stream's) changes none of the checks */
+    plain.stream = NULL;
+    gr_run run;
+    size_t k;
+    gr_status st = gr_plan_segments(ctx, &plain, gr_buffer_dtype(b), 0, &run);
+    if (st == GR_OK) st = seg ? gr_segment_count(ctx, b, seg, &k) : kept_outputs(ctx, b, axes, &k);
+    if (st != GR_OK || !seg) return st != GR_OK ? st : outs_check(ctx, b, &run, k, out);
+    /* as segments.c's queue checks them */
+    st = gr_segment_outs_check(ctx, b, seg->size ? NULL : seg->offsets, out, run.results, run.out_dtype, k);
+    for (int i = 0; i < run.results && st == GR_OK; i++) st = gr_same_device(ctx, b, out[i], "out");
     return st;
 }
 

@@ -42,6 +42,10 @@ function gr.describe(b, opts)
       error("bad argument #2 to 'describe' (opts." .. k .. ": describe reduces its own ops: count, sum, mean, " ..
             "std, min, max)", 2)
     end
+    if k == "async" and v then
+      error("bad argument #2 to 'describe' (opts.async: describe is synchronous (gr.reduce(b, {ops = ..., " ..
+            "async = true}) returns a Pending))", 2)
+    end
     o[k] = v
   end
   o.ops = { "sum", "mean", "std", "min", "max" }

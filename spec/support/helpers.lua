@@ -272,6 +272,20 @@ function M.changed(base, changes)
   return t
 end
 
+local function bits(x) return (string.unpack("<i8", string.pack("<d", x))) end
+
+--- Whether two results of whole-buffer reductions are the same bits: floats bit for bit (NaN any NaN),
+-- integers and booleans equal and of one Lua type; tables {value, index} / {min, max} element by element.
+function M.same_result(a, b)
+  if type(a) == "table" then
+    return type(b) == "table" and M.same_result(a[1], b[1]) and M.same_result(a[2], b[2])
+  end
+  if math.type(a) == "float" and math.type(b) == "float" then
+    return (a ~= a and b ~= b) or (a == b and bits(a) == bits(b))
+  end
+  return a == b and math.type(a) == math.type(b)
+end
+
 --- The message of the error fn(...) raises; fails when it raises none.
 function M.error_message(fn, ...)
   local ok, err = pcall(fn, ...)
