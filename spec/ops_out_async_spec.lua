@@ -333,9 +333,13 @@ describe("gr.reduce_by_key with opts.ops and opts.out", function()
     refused_arg(3, "opts.determinism: 'gpu_to_gpu' is available for", gr.reduce_by_key, k, v,
                 { ops = { "sum", "argmax" }, determinism = "gpu_to_gpu", out = { keys = ko, sum = so } })
     assert.are.equal(kb, ko:tobytes(), "an op's refusal: the keys' buffer was written")
-    -- too small for the distinct keys: known once the pairs are grouped (the engine names opts.out)
+    -- too small for the distinct keys: known once the pairs are grouped (the engine names opts.out), and
+    -- checked before any given buffer is written
     refused_arg(3, "opts.out: holds 2 elements, and there are 3 distinct keys", gr.reduce_by_key, k, v,
-                { ops = { "sum", "argmax" }, out = { argmax = { gr.buffer(2, "float32"), gr.buffer(2, "int64") } } })
+                { ops = { "sum", "argmax" }, out = { keys = ko, sum = so,
+                                                      argmax = { gr.buffer(2, "float32"), gr.buffer(2, "int64") } } })
+    assert.are.equal(kb, ko:tobytes(), "a refusal once grouped: the keys' buffer was written")
+    assert.are.equal(sb, so:tobytes(), "a refusal once grouped: the sums' buffer was written")
   end)
 end)
 

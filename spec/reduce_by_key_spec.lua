@@ -11,7 +11,10 @@ The reference
   1-based position in v (the first one wins a tie). Result dtypes are written out here from the table of
   segmented results in docs/api.md. Besides, where the spec allows one engine-against-engine check, a call
   is compared bit for bit with gr.reduce(v2, {op = op, offsets = o}) over the values grouped by key
-  (stably) -- what the feature is specified to equal.
+  (stably): everywhere for integers, counts, argmin/argmax and gpu_to_gpu; on the device the other ops
+  come from one pass over runs of keys, whose order is its own: float sums and moments (and int64's) are
+  checked against the reference's bound and for the same bits run to run, with and without sorted, and
+  float extremes as numbers (which NaN or which zero is kept depends on the order).
 
 What runs
   - every key dtype with float32 values (sum, min, argmax) over every key distribution -- 40 keys, a
@@ -437,17 +440,50 @@ local function uneven(vb, groups)
   return longest * es > 16 * (n // #groups) * es and longest * es > 8192
 end
 
+--- Ops whose float results depend on the order their elements are combined in (the extremes, counts and
+-- logical ops do not; integer sums are exact, and so are the moments and norms of integers up to 32 bits;
+-- int64 and uint64 take them in float64, as their nanmean).
+local ORDERED = { sum = true, mean = true, var = true, std = true, norm = true, sumsq = true, asum = true,
+                  nansum = true, nanmean = true, prod = true }
+local WIDE_ORDERED = { var = true, std = true, norm = true, nanmean = true }
+--- The extremes of floats: which NaN or which zero is kept depends on the order too.
+local EXTREMES = { min = true, max = true, nanmin = true, nanmax = true, absmax = true, minmax = true }
+
+--- The first element at which two float buffers differ as numbers (NaN is NaN, -0.0 is 0.0), or nil.
+local function first_numeric_difference(a, b)
+  if #a ~= #b then return 0 end
+  local x, y = flat(a), flat(b)
+  for i = 1, #x do
+    if not (x[i] == y[i] or (x[i] ~= x[i] and y[i] ~= y[i])) then return i end
+  end
+  return nil
+end
+
+--- Whether a call's results on the device come from the one pass over runs of keys (engine/core/by_key.c),
+-- which combines each key's values in an order of its own: built-in ops other than argmin/argmax, short of
+-- gpu_to_gpu.
+local function by_runs(vb, op, extra)
+  return vb:where() == "device" and gr.backend() == "cuda" and type(op) == "string" and op ~= "argmin"
+    and op ~= "argmax" and not (extra and extra.determinism == "gpu_to_gpu")
+end
+
 --- The spec's one engine-against-engine check: the results are, bit for bit, the segmented reduction's over
 -- the values grouped by key (argmin/argmax: its indices within a segment mapped to positions in v), where the
--- groups are not uneven (above); those are checked against the reference alone.
+-- groups are not uneven (above); those are checked against the reference alone. So are the float results of
+-- ordered ops from the pass over runs, whose order is not the segmented kernel's.
 local function same_as_segments(bad, label, vb, groups, op, res, extra, sorted)
   if #groups == 0 or not res or res.n < 2 or not is_buffer(res[2]) or #res[2] ~= #groups then return end
   if uneven(vb, groups) then return end
+  local d = vb:dtype()
+  local floats, runs = d:match("^float") or d == "bfloat16", by_runs(vb, op, extra)
+  if runs and floats and ORDERED[op] then return end
+  if runs and (d == "int64" or d == "uint64") and WIDE_ORDERED[op] then return end
+  local differ = runs and floats and EXTREMES[op] and first_numeric_difference or first_difference
   local v2, o = grouped_copy(vb, groups)
   local opts = { op = op, offsets = o }
   for key, x in pairs(extra or {}) do opts[key] = x end
   local s = table.pack(gr.reduce(v2, opts))
-  local i = first_difference(s[1], res[2])
+  local i = differ(s[1], res[2])
   if i then
     bad[#bad + 1] = string.format("%s: not the segmented reduction's bits (first at key %d: %s, segmented %s)", label, i,
       show(i > 0 and res[2][i]), show(i > 0 and s[1][i]))
@@ -462,7 +498,7 @@ local function same_as_segments(bad, label, vb, groups, op, res, extra, sorted)
           break
         end
       end
-    elseif first_difference(s[2], res[3]) then
+    elseif differ(s[2], res[3]) then
       bad[#bad + 1] = label .. ": the second results are not the segmented reduction's bits"
     end
   end
@@ -781,6 +817,150 @@ describe("gr.reduce_by_key: sizes and distributions", function()
     local ib = gr.buffer(n, "int64"):random(42, -1000, 1000)
     release(run_case(bad, "uint64 keys sum", ub, ib, builtin("sum", "int64"), { op = "sum" }, true))
     report(bad)
+  end)
+  -- The pass over runs takes tiles of 2048 elements, 8 a thread (cuda/device/runs.cuh): runs that end on
+  -- and beside tile and thread boundaries, that cross one tile or hundreds, and inputs of every key width,
+  -- aligned and not. It serves groups that are tiny on average or very uneven (gr_policy_by_runs: runs of
+  -- 1, of 8 and 9, long runs among hundreds of single keys); the even ones here take the segmented kernel.
+  H.gpu_it("runs across the pass's tiles: lengths about 2048, one run over many tiles, every key width", function()
+    local bad = {}
+    local TILE = 2048
+    local function runs_of(lengths, n, first)
+      local keys, k, left = {}, first, lengths[1]
+      local r = 1
+      for i = 1, n do
+        if left == 0 then
+          r = r % #lengths + 1
+          left = lengths[r]
+          k = k + 1
+        end
+        keys[i] = k
+        left = left - 1
+      end
+      return keys
+    end
+    local patterns = {
+      { "one key, 2047", { 1 << 30 }, TILE - 1 }, { "one key, 2048", { 1 << 30 }, TILE },
+      { "one key, 2049", { 1 << 30 }, TILE + 1 }, { "one key over 150 tiles", { 1 << 30 }, 150 * TILE + 3 },
+      { "runs of 2048", { TILE }, 5 * TILE }, { "runs of 2047", { TILE - 1 }, 5 * TILE + 1 },
+      { "runs of 2049", { TILE + 1 }, 5 * TILE + 7 }, { "runs of 8 and 9", { 8, 9 }, 3 * TILE + 5 },
+      { "runs of 1", { 1 }, 2 * TILE + 3 }, { "runs of 7, 5000, 1, 30000", { 7, 5000, 1, 30000 }, 40000 },
+    }
+    local function among_singles(singles, long)
+      local lengths = {}
+      for i = 1, singles do lengths[i] = 1 end
+      lengths[singles + 1] = long
+      return lengths
+    end
+    table.insert(patterns, { "a run over 150 tiles after 300 single keys", among_singles(300, 150 * TILE), 150 * TILE + 305 })
+    table.insert(patterns, { "runs of 3000 among 500 single keys", among_singles(500, 3000), 4 * 3500 + 11 })
+    table.insert(patterns, { "runs of 2049 among 150 single keys", among_singles(150, TILE + 1), 5 * (TILE + 151) })
+    local values = {}
+    local rng = R.rng(20261126)
+    for i = 1, 151 * TILE do values[i] = rng:range(-64, 64) * 0.25 end
+    for _, p in ipairs(patterns) do
+      local label, lengths, n = p[1], p[2], p[3]
+      for _, kd in ipairs({ "int8", "int16", "int32", "int64" }) do
+        local keys = runs_of(lengths, n, kd == "int8" and -100 or -1000)
+        local distinct = keys[n] - keys[1] + 1
+        local big = n > 100000                  -- the long patterns: int32 keys, float32 and int32 values
+        if (kd ~= "int8" or distinct <= 200) and not (big and kd ~= "int32") then
+          for _, vd in ipairs(big and { "float32", "int32" } or { "float32", "int32", "float16", "bool" }) do
+            local v = {}
+            for i = 1, n do
+              if vd == "bool" then v[i] = values[i] > 0
+              elseif vd == "int32" then v[i] = math.floor(values[i] * 4)
+              else v[i] = values[i] end
+            end
+            local kb = buffer_of(keys, kd)
+            local vb = buffer_of(v, vd)
+            local ops = vd == "bool" and { "sum", "max", "count", "minmax" } or { "sum", "max", "mean", "var", "minmax" }
+            for _, op in ipairs(ops) do
+              for _, sorted in ipairs({ false, true }) do
+                local name = string.format("%s, %s keys, %s values, %s%s", label, kd, vd, op, sorted and ", sorted" or "")
+                release(run_case(bad, name, kb, vb, builtin(op, vd, 0.25), { op = op, sorted = sorted or nil }, true))
+              end
+            end
+            -- off the 16-byte grid: the element loads
+            if n > 40 then
+              local ks, vs = kb:slice(2, n - 9), vb:slice(3, n - 9)
+              release(run_case(bad, label .. ", " .. kd .. "/" .. vd .. " slices", ks, vs, builtin("sum", vd, 0.25),
+                { op = "sum" }, false))
+              ks:free()
+              vs:free()
+            end
+            kb:free()
+            vb:free()
+          end
+        end
+      end
+    end
+    report(bad)
+  end)
+
+  -- Past 2^31 elements: the ops of the pass over runs take any length (argmin/argmax, operators and
+  -- gpu_to_gpu, which group the keys as CSR segments, stop at 2^31 - 1 and say so).
+  H.gpu_it("past 2^31 elements: keys cycling through int8, one run, two runs #slow", function()
+    local n = (1 << 31) + 37
+    local keys = gr.buffer(n, "int8"):iota()            -- 0, 1, ..., 127, -128, ..., -1, 0, ...: wraps
+    local ones = gr.buffer(n, "int8"):fill(1)
+    local k, c = gr.reduce_by_key(keys, ones, { op = "sum" })
+    assert.are.equal(256, #k)
+    local kt, ct = k:totable(), c:totable()
+    for i = 1, 256 do
+      local key = i - 129                               -- -128 .. 127
+      local residue = key % 256                         -- where it first appears, 0-based
+      assert.are.equal(key, kt[i])
+      assert.are.equal((n // 256) + (residue < n % 256 and 1 or 0), ct[i], "key " .. key)
+    end
+    k:free()
+    c:free()
+    -- grouped: -5 for the first m, 7 after, sorted = true; each run's sum and count against gr.reduce's
+    local m = (1 << 31) - 11
+    keys:slice(1, m):fill(-5)
+    keys:slice(m + 1, n - m):fill(7)
+    local vals = gr.buffer(n, "int8"):random(5, -100, 100)
+    local r
+    k, r = gr.reduce_by_key(keys, vals, { ops = { "sum", "max", "count" }, sorted = true })
+    assert.are.same({ -5, 7 }, k:totable())
+    local head, tail = vals:slice(1, m), vals:slice(m + 1, n - m)
+    assert.are.same({ gr.sum(head), gr.sum(tail) }, r.sum:totable())
+    assert.are.same({ gr.max(head), gr.max(tail) }, r.max:totable())
+    assert.are.same({ gr.count(head), gr.count(tail) }, r.count:totable())
+    local ok, err = pcall(gr.reduce_by_key, keys, vals, { op = "argmax" })
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("2^31 - 1", 1, true), err)
+  end)
+
+  H.gpu_it("runs across the pass's tiles: sorted and unsorted give the same bits, run after run", function()
+    local n = 300001
+    local keys, values = {}, {}
+    local rng = R.rng(77)
+    local key, left, r = 0, 1, 0
+    for i = 1, n do                     -- ascending keys, runs of 1 to 20 elements and every 50th of 40000
+      if left == 0 then
+        r = r + 1
+        key = key + 1 + r % 3
+        left = r % 50 == 0 and 40000 or 1 + (r * 7) % 20
+      end
+      keys[i] = key
+      left = left - 1
+      values[i] = rng:range(-1000000, 1000000) / 7
+    end
+    local vb = buffer_of(values, "float32")
+    local kb = buffer_of(keys, "int32")
+    for _, op in ipairs({ "sum", "var", "norm", "nanmean" }) do
+      local a = assert(by_key(kb, vb, { op = op, sorted = true }))
+      local b = assert(by_key(kb, vb, { op = op }))
+      local c = assert(by_key(kb, vb, { op = op, sorted = true }))
+      local ok, why = same_results(a, b)
+      assert(ok, op .. ", sorted against unsorted: " .. tostring(why))
+      ok, why = same_results(a, c)
+      assert(ok, op .. ", sorted twice: " .. tostring(why))
+      release(a)
+      release(b)
+      release(c)
+    end
   end)
 end)
 

@@ -8,46 +8,49 @@
 
 namespace gr {
 
-/* __shfl_down_sync has overloads for 4- and 8-byte arithmetic types only: bytes and shorts travel
- * widened, a 1- or 2-byte element of a small float format (small_float.cuh) as its bits widened, anything
- * else (an accumulator struct) one 32-bit word at a time. */
-template <class T> GR_DEV T shfl_down(T v, unsigned delta) {
+/* __shfl_*_sync have overloads for 4- and 8-byte arithmetic types only: bytes and shorts travel widened,
+ * a 1- or 2-byte element of a small float format (small_float.cuh) as its bits widened, anything else (an
+ * accumulator struct) one 32-bit word at a time. `move` is one shuffle of a word. */
+template <class T, class Move> GR_DEV T shuffle(T v, Move move) {
     if constexpr (is_arithmetic_v<T> && sizeof(T) < 4) {
-        return T(__shfl_down_sync(kFullMask, int(v), delta));
+        return T(move(int(v)));
     } else if constexpr (is_arithmetic_v<T>) {
-        return __shfl_down_sync(kFullMask, v, delta);
+        return move(v);
     } else if constexpr (sizeof(T) < 4) {           /* a small float element: its bits */
         using B = conditional_t<sizeof(T) == 1, u8, u16>;
-        return bit_cast<T>(B(__shfl_down_sync(kFullMask, unsigned(bit_cast<B>(v)), delta)));
+        return bit_cast<T>(B(move(unsigned(bit_cast<B>(v)))));
     } else {
-        static_assert(sizeof(T) % 4 == 0, "shfl_down: an accumulator struct must be whole 32-bit words");
+        static_assert(sizeof(T) % 4 == 0, "shuffle: an accumulator struct must be whole 32-bit words");
         unsigned w[sizeof(T) / 4];
         memcpy(w, &v, sizeof(T));
 #pragma unroll
-        for (unsigned k = 0; k < sizeof(T) / 4; k++) w[k] = __shfl_down_sync(kFullMask, w[k], delta);
+        for (unsigned k = 0; k < sizeof(T) / 4; k++) w[k] = move(w[k]);
         memcpy(&v, w, sizeof(T));
         return v;
     }
 }
 
-/* The value of the lane whose index is this one's XOR mask, as shfl_down moves values. */
-template <class T> GR_DEV T shfl_xor(T v, unsigned mask) {
-    if constexpr (is_arithmetic_v<T> && sizeof(T) < 4) {
-        return T(__shfl_xor_sync(kFullMask, int(v), mask));
-    } else if constexpr (is_arithmetic_v<T>) {
-        return __shfl_xor_sync(kFullMask, v, mask);
-    } else if constexpr (sizeof(T) < 4) {
-        using B = conditional_t<sizeof(T) == 1, u8, u16>;
-        return bit_cast<T>(B(__shfl_xor_sync(kFullMask, unsigned(bit_cast<B>(v)), mask)));
-    } else {
-        unsigned w[sizeof(T) / 4];
-        memcpy(w, &v, sizeof(T));
-#pragma unroll
-        for (unsigned k = 0; k < sizeof(T) / 4; k++) w[k] = __shfl_xor_sync(kFullMask, w[k], mask);
-        memcpy(&v, w, sizeof(T));
-        return v;
-    }
-}
+/* The three shuffles as function objects (NVRTC takes no lambda in device code without annotations). */
+struct ShflDown {
+    unsigned delta;
+    template <class X> GR_DEV X operator()(X x) const { return __shfl_down_sync(kFullMask, x, delta); }
+};
+struct ShflXor {
+    unsigned mask;
+    template <class X> GR_DEV X operator()(X x) const { return __shfl_xor_sync(kFullMask, x, mask); }
+};
+struct ShflUp {
+    unsigned delta;
+    template <class X> GR_DEV X operator()(X x) const { return __shfl_up_sync(kFullMask, x, delta); }
+};
+
+template <class T> GR_DEV T shfl_down(T v, unsigned delta) { return shuffle(v, ShflDown{delta}); }
+
+/* The value of the lane whose index is this one's XOR mask. */
+template <class T> GR_DEV T shfl_xor(T v, unsigned mask) { return shuffle(v, ShflXor{mask}); }
+
+/* The value of the lane `delta` below this one (this lane's own where there is none). */
+template <class T> GR_DEV T shfl_up(T v, unsigned delta) { return shuffle(v, ShflUp{delta}); }
 
 /* Every lane of each group of G consecutive lanes (G a power of two, at most 32) ends with its group's
  * value; the whole warp takes part. The butterfly combines in the same order in every group, so a

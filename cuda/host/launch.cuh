@@ -21,6 +21,7 @@
 #include "../../engine/base/launch.h"
 #include "../device/core.cuh"
 #include "../device/ops.cuh"
+#include "../device/results.cuh"
 
 namespace gr {
 
@@ -95,6 +96,47 @@ template <class F> cudaError_t with_block_size(int block, F &&f) {
     case 512: return f(constant<int, 512>{});
     case 1024: return f(constant<int, 1024>{});
     default: return cudaErrorInvalidConfiguration;
+    }
+}
+
+/* f(Tag<W>, functor, Tag<input>) for a kernel that writes each result on the device (results.cuh): W is
+ * the op's result writer for the input dtype (bool data's through BoolResult where the result is a value of
+ * the input's dtype), for the ops in kOps; an invalid value for the others and for pairs the engine never
+ * asks for. */
+template <unsigned kOps, class In, bool kBool, class F> cudaError_t with_writer_of(gr_dtype acc, gr_op op, F &&f) {
+    switch (acc) {
+#define GR_WACC_CASE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format)      \
+    case GR_##E: {                                                                                        \
+        using AccT = GR_DEVICE_TYPE(format, ctype);                                                       \
+        switch (op) {                                                                                     \
+            GR_OP_LIST(GR_WOP_CASE)                                                                       \
+        default: return cudaErrorInvalidValue;                                                            \
+        }                                                                                                 \
+    }
+#define GR_WOP_CASE(OE, oname)                                                                            \
+    case GR_##OE:                                                                                         \
+        if constexpr (((kOps >> GR_##OE) & 1u) && OpOf<GR_##OE, In, AccT>::valid) {                       \
+            using Op = typename OpOf<GR_##OE, In, AccT>::type;                                            \
+            using R = Result<result_kind(GR_##OE), Op, In>;                                               \
+            using W = conditional_t<kBool && bool_valued_v<typename Op::acc_t>, BoolResult<R>, R>;        \
+            return f(Tag<W>{}, Op{}, Tag<In>{});                                                          \
+        } else {                                                                                          \
+            return cudaErrorInvalidValue;                                                                 \
+        }
+        GR_DTYPE_LIST(GR_WACC_CASE)
+#undef GR_WOP_CASE
+#undef GR_WACC_CASE
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+template <unsigned kOps, class F> cudaError_t with_writer(gr_dtype in, gr_dtype acc, gr_op op, F &&f) {
+    switch (in) {
+#define GR_WIN_CASE(E, name, ctype, bytes, is_float, is_signed, kind, lowest, highest, float_acc, nccl, format) \
+    case GR_##E: return with_writer_of<kOps, GR_DEVICE_TYPE(format, ctype), GR_##E == GR_BOOL>(acc, op, f);
+        GR_DTYPE_LIST(GR_WIN_CASE)
+#undef GR_WIN_CASE
+    default: return cudaErrorInvalidValue;
     }
 }
 

@@ -15,6 +15,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "../../engine/base/launch.h"
+#include "../device/runs.cuh"
 #include "../host/launch.cuh"
 
 namespace {
@@ -183,7 +184,45 @@ int longest(const unsigned *counts, size_t k, unsigned *out, void *stream) {
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
+template <class W, class Op, class In>
+__global__ void __launch_bounds__(gr::kRunThreads) runs_kernel(gr::RunArgs a) {
+    gr::runs_body<W, Op, In>(a);
+}
+
+template <class W, class Op> __global__ void __launch_bounds__(gr::kRunThreads) runs_fixup_kernel(gr::RunArgs a) {
+    gr::runs_fixup_body<W, Op>(a);
+}
+
+/* The ops a pass over runs takes: every op whose load does not want the element's index. */
+static_assert(gr::kRunTile == GR_RUN_TILE, "one tile for the kernel and the engine's scratch");
+
+constexpr unsigned kRunOps = GR_OPS_ALL & ~(GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_ARGMAX));
+
+int reduce_runs(gr_runs_launch *L) {
+    const cudaStream_t st = (cudaStream_t)L->stream;
+    const u64 tiles = (L->n + gr::kRunTile - 1) / gr::kRunTile;
+    if (L->n == 0 || tiles > 0x7fffffff) return cudaErrorInvalidValue;
+    const gr::RunArgs a = {L->keys, L->kbytes, L->flip, L->values, L->n, L->aligned != 0, L->keys_out, L->out[0],
+                           L->out[1], L->capacity, L->ddof, L->scratch, L->acc_bytes, L->runs, L->disorder};
+    cudaError_t e = cudaMemsetAsync(L->scratch, 0, (tiles + 1) * 8, st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(L->runs, 0, sizeof *L->runs, st);
+    if (e == cudaSuccess) e = cudaMemsetAsync(L->disorder, 0, sizeof *L->disorder, st);
+    if (e != cudaSuccess) return e;
+    return gr::with_writer<kRunOps>(L->in_dtype, L->acc, L->op, [&](auto w_tag, auto op, auto in_tag) -> cudaError_t {
+        using W = typename decltype(w_tag)::type;
+        using Op = decltype(op);
+        using In = typename decltype(in_tag)::type;
+        if (L->acc_bytes < sizeof(typename Op::acc_t)) return cudaErrorInvalidValue;
+        runs_kernel<W, Op, In><<<unsigned(tiles), gr::kRunThreads, 0, st>>>(a);
+        cudaError_t le = GR_CHECK_LAUNCH(L);
+        if (le != cudaSuccess || tiles < 2) return le;
+        const u64 groups = (tiles + gr::kRunThreads - 1) / gr::kRunThreads;
+        runs_fixup_kernel<W, Op><<<unsigned(groups < 1024 ? groups : 1024), gr::kRunThreads, 0, st>>>(a);
+        return GR_CHECK_LAUNCH(L);
+    });
+}
+
 }  // namespace
 
 extern "C" const gr_by_key_kernel gr_by_key_gpu = {order_bits, iota, sort_pairs, runs, offsets, gather, ascending,
-                                                   global_index, longest};
+                                                   global_index, longest, reduce_runs};

@@ -46,6 +46,8 @@ static const struct row {
                              "0 or 1; 1 uses a cache directory another user owns, for loads only"},
     [GR_ENV_COMPILE_TIMEOUT] = {"GPUREDUCE_COMPILE_TIMEOUT", NUMBER, 0, 86400, 1, NULL,
                                 "a whole number of seconds from 0 to 86400; 0 is no limit"},
+    [GR_ENV_BY_KEY_RUNS] = {"GPUREDUCE_BY_KEY_RUNS", NUMBER, 0, 1, 1, NULL,
+                            "0 or 1; 0 reduces every key's group as a segment (the path before the pass over runs)"},
 };
 
 const char *gr_env_name(gr_env_var v) { return (unsigned)v < GR_ENV_VAR_COUNT ? rows[v].name : "?"; }
@@ -57,7 +59,7 @@ static int read_number(const char *s, size_t len, uint64_t hi, uint64_t *out) {
     for (size_t k = 0; k < len; k++) {
         if (s[k] < '0' || s[k] > '9') return 0;
         unsigned d = (unsigned)(s[k] - '0');
-        if (n > (hi - d) / 10) return 0;       /* n * 10 + d > hi, without overflow */
+        if (d > hi || n > (hi - d) / 10) return 0;     /* n * 10 + d > hi, without overflow */
         n = n * 10 + d;
     }
     *out = n;

@@ -23,6 +23,7 @@ typedef enum gr_env_var {
     GR_ENV_CACHE,               /* off, or the kernel cache's directory */
     GR_ENV_CACHE_SHARED,        /* 0 or 1: a cache directory of another user may be read */
     GR_ENV_COMPILE_TIMEOUT,     /* seconds an NVRTC compile may take; 0: no limit */
+    GR_ENV_BY_KEY_RUNS,         /* 0 or 1: reductions by key as one pass over runs where they can (by_key.c) */
     GR_ENV_VAR_COUNT
 } gr_env_var;
 

@@ -202,6 +202,42 @@ typedef struct gr_exact_kernel {
 
 /* ---- the steps of a reduction by key (cuda/kernels/by_key.cu) ------------------------------------------ */
 
+/* One pass over n keys whose equal words are consecutive and n values (cuda/device/runs.cuh): the key word
+ * of each run, at its rank, in keys_out (unless NULL), and op's result over the run's values in out[0] (and out[1]), as a
+ * segment's result; *runs = the number of runs, *disorder |= 1 where a run's key is below the one before
+ * (the words' order made the keys' by flip, the signed dtypes' sign bit).
+ * `scratch` is gr_runs_scratch_bytes(n, acc_bytes) bytes (the launcher clears its look-back words, *runs and
+ * *disorder); acc_bytes is the op's accumulator's size, a multiple of 8. Not for the
+ * ops that want an element's index (argmin, argmax). `aligned`: keys and values start on 16 bytes. */
+#define GR_RUN_TILE 2048
+typedef struct gr_runs_launch {
+    const void *keys;
+    int kbytes;
+    unsigned long long flip;
+    const void *values;
+    gr_dtype in_dtype, acc;
+    gr_op op;
+    int ddof;
+    size_t n;
+    int aligned;
+    void *keys_out;
+    void *out[2];
+    size_t capacity;        /* keys_out and out hold this many; runs of a rank at or past it are not written */
+    void *scratch;
+    size_t acc_bytes;
+    unsigned long long *runs;
+    unsigned *disorder;
+    void *stream;
+    const char *site;
+} gr_runs_launch;
+
+/* The scratch of a pass over runs: the tiles' look-back words (one more: the tile counter), then three
+ * int64 and two accumulators per tile. */
+static inline size_t gr_runs_scratch_bytes(size_t n, size_t acc_bytes) {
+    size_t tiles = (n + GR_RUN_TILE - 1) / GR_RUN_TILE;
+    return (tiles + 1) * 8 + tiles * (3 * 8 + 2 * acc_bytes);
+}
+
 /* Keys travel as ordered words: unsigned words of the key's width (1, 2, 4 or 8 bytes) whose unsigned order
  * is the key's (signed dtypes: the sign bit flipped). Each step queues on `stream` and returns 0 or a CUDA
  * error code; the CUB steps with temp NULL only set *temp_bytes. */
@@ -229,6 +265,8 @@ typedef struct gr_by_key_kernel {
     int (*global_index)(long long *idx, const long long *offsets, const unsigned *perm, size_t k, void *stream);
     /* *out = the largest of k run lengths */
     int (*longest)(const unsigned *counts, size_t k, unsigned *out, void *stream);
+    /* one pass over grouped keys and their values (cuda/device/runs.cuh): each run's key word and result */
+    int (*reduce_runs)(gr_runs_launch *L);
 } gr_by_key_kernel;
 
 /* What the planner tells a grid function about the device. */

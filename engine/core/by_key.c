@@ -17,7 +17,9 @@
 #include "base/launch.h"
 #include "core/buffer.h"
 #include "core/context.h"
+#include "core/policy.h"
 #include "core/segments.h"
+#include "ops/ops.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -36,6 +38,9 @@ typedef struct grouping {
     gr_buffer *offsets;     /* k + 1 int64 boundaries into values */
     gr_buffer *perm;        /* uint32, grouped position -> input position, where a sort moved them; else NULL */
     gr_buffer *keys;        /* the k distinct keys, ascending, of the keys' dtype */
+    const void *words;      /* on the device, n key words in the values' order (the pass over runs reads them) */
+    int kbytes;             /* their width */
+    gr_buffer *sorted;      /* the sort's words, where words are those */
 } grouping;
 
 static void grouping_free(gr_context *ctx, grouping *g) {
@@ -43,6 +48,7 @@ static void grouping_free(gr_context *ctx, grouping *g) {
     gr_buffer_free(ctx, g->offsets);
     gr_buffer_free(ctx, g->perm);
     gr_buffer_free(ctx, g->keys);
+    gr_buffer_free(ctx, g->sorted);
     memset(g, 0, sizeof *g);
 }
 
@@ -137,7 +143,6 @@ static gr_status device_sort(gr_context *ctx, const void *words, const void *val
     return st;
 }
 
-/* Keys in any order: sorted with their values (or their positions, with_perm, then the values gathered). */
 /* A key's ordered word in its own width: the sign bit flipped for the signed dtypes. */
 static uint64_t word_of(gr_scalar s, gr_dtype t) {
     unsigned bits = 8u * (unsigned)gr_dtype_size(t);
@@ -163,20 +168,43 @@ static gr_status key_range(gr_context *ctx, gr_buffer *keys, uint64_t *base, int
     return GR_OK;
 }
 
-static gr_status device_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int with_perm, grouping *g) {
+/* The keys sorted with their values (or their positions, with_perm, then the values gathered) into
+ * *sorted (ordered words less *base, kbytes each) and g->values (and g->perm). The keys' range is measured
+ * here, or taken from *base and *range_bits where *range_bits is already set (over 0). */
+/* The bits of the span of keys whose runs ascend: their last key's ordered word less their first's. */
+static gr_status ends_range(gr_context *ctx, gr_buffer *keys, int *bits) {
+    gr_dtype t = gr_buffer_dtype(keys);
+    size_t n = gr_buffer_size(keys);
+    unsigned char first[8], last[8];
+    gr_status st = gr_buffer_read(ctx, keys, 0, first, 1);
+    if (st == GR_OK) st = gr_buffer_read(ctx, keys, n - 1, last, 1);
+    if (st != GR_OK) return st;
+    uint64_t span = word_of(gr_scalar_load(last, t), t) - word_of(gr_scalar_load(first, t), t);
+    *bits = 1;
+    while (*bits < 64 && (span >> *bits)) (*bits)++;
+    return GR_OK;
+}
+
+static gr_status device_sort_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int with_perm, grouping *g,
+                                    gr_buffer **sorted, uint64_t *base, int *range_bits) {
     const gr_by_key_kernel *K = &gr_by_key_gpu;
     gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
     int kbytes = (int)gr_dtype_size(kt), vbytes = (int)gr_dtype_size(vt);
     size_t n = g->n;
-    uint64_t base = 0;
     int bits = 8 * kbytes;
-    gr_buffer *ordered = NULL, *sorted = NULL, *positions = NULL, *unique = NULL;
-    gr_status st = n ? key_range(ctx, keys, &base, &bits) : GR_OK;
+    gr_buffer *ordered = NULL, *positions = NULL;
+    gr_status st = GR_OK;
+    if (range_bits && *range_bits > 0) {
+        bits = *range_bits;
+    } else {
+        *base = 0;
+        if (n) st = key_range(ctx, keys, base, &bits);
+    }
     if (st == GR_OK) st = scratch(ctx, n * (size_t)kbytes, &ordered);
-    if (st == GR_OK) st = scratch(ctx, n * (size_t)kbytes, &sorted);
+    if (st == GR_OK) st = scratch(ctx, n * (size_t)kbytes, sorted);
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, n, vt, GR_DEVICE, &g->values);
     if (st == GR_OK)
-        st = step(ctx, K->order_bits(gr_buffer_data(keys), gr_buffer_data(ordered), n, kt, base, 0, ctx->stream),
+        st = step(ctx, K->order_bits(gr_buffer_data(keys), gr_buffer_data(ordered), n, kt, *base, 0, ctx->stream),
                   "the keys' order");
     if (st == GR_OK && with_perm) {
         /* (key, position) pairs sorted, the values gathered through the permutation */
@@ -185,24 +213,39 @@ static gr_status device_group(gr_context *ctx, gr_buffer *keys, gr_buffer *value
         if (st == GR_OK) st = step(ctx, K->iota(gr_buffer_data(positions), n, ctx->stream), "the positions");
         if (st == GR_OK)
             st = device_sort(ctx, gr_buffer_data(ordered), gr_buffer_data(positions), n, kbytes, 4, bits,
-                             gr_buffer_data(sorted), gr_buffer_data(g->perm));
+                             gr_buffer_data(*sorted), gr_buffer_data(g->perm));
         if (st == GR_OK)
             st = step(ctx, K->gather(gr_buffer_data(values), gr_buffer_data(g->perm), gr_buffer_data(g->values), n,
                                      vbytes, ctx->stream), "the values' gather");
     } else if (st == GR_OK) {
         /* (key, value) pairs sorted, the values moved as words of their width */
         st = device_sort(ctx, gr_buffer_data(ordered), gr_buffer_data(values), n, kbytes, vbytes, bits,
-                         gr_buffer_data(sorted), gr_buffer_data(g->values));
+                         gr_buffer_data(*sorted), gr_buffer_data(g->values));
     }
-    if (st == GR_OK) st = device_runs(ctx, gr_buffer_data(sorted), n, kbytes, g, &unique);
+    gr_buffer_free(ctx, ordered);
+    gr_buffer_free(ctx, positions);
+    if (range_bits) *range_bits = bits;
+    return st;
+}
+
+static gr_status device_group(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int with_perm, grouping *g,
+                              const uint64_t *range) {
+    gr_dtype kt = gr_buffer_dtype(keys);
+    int kbytes = (int)gr_dtype_size(kt);
+    uint64_t base = 0;
+    gr_buffer *sorted = NULL, *unique = NULL;
+    int bits = range ? (int)range[1] : 0;
+    if (range) base = range[0];
+    gr_status st = device_sort_by_key(ctx, keys, values, with_perm, g, &sorted, &base, &bits);
+    if (st == GR_OK) st = device_runs(ctx, gr_buffer_data(sorted), g->n, kbytes, g, &unique);
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, g->k, kt, GR_DEVICE, &g->keys);
     if (st == GR_OK)
-        st = step(ctx, K->order_bits(gr_buffer_data(unique), gr_buffer_data(g->keys), g->k, kt, base, 1, ctx->stream),
-                  "the distinct keys");
+        st = step(ctx, gr_by_key_gpu.order_bits(gr_buffer_data(unique), gr_buffer_data(g->keys), g->k, kt, base, 1,
+                                                ctx->stream), "the distinct keys");
     if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the grouping by key");
-    gr_buffer_free(ctx, ordered);
-    gr_buffer_free(ctx, sorted);
-    gr_buffer_free(ctx, positions);
+    g->sorted = sorted;                 /* the pass over runs reads them */
+    g->words = sorted ? gr_buffer_data(sorted) : NULL;
+    g->kbytes = kbytes;
     gr_buffer_free(ctx, unique);
     return st;
 }
@@ -257,6 +300,8 @@ static gr_status device_grouped(gr_context *ctx, gr_buffer *keys, gr_buffer *val
         if (st == GR_OK && g->k)
             st = step(ctx, gr_dev_copy(gr_buffer_data(g->keys), gr_buffer_data(unique), g->k * (size_t)kbytes,
                                        ctx->stream), "the distinct keys");
+        g->words = gr_buffer_data(keys);
+        g->kbytes = kbytes;
         if (st == GR_OK && (uintptr_t)gr_buffer_data(values) % 16 == 0) {
             st = gr_buffer_slice(ctx, values, 0, g->n, &g->values);
         } else if (st == GR_OK) {
@@ -272,6 +317,58 @@ static gr_status device_grouped(gr_context *ctx, gr_buffer *keys, gr_buffer *val
     gr_buffer_free(ctx, runs);
     gr_buffer_free(ctx, sorted);
     gr_buffer_free(ctx, order);
+    return st;
+}
+
+/* ---- one pass over runs ------------------------------------------------------------------------------- */
+
+/* Whether the call's ops run as one pass over runs of keys (gr_by_key_kernel.reduce_runs): built-in ops that
+ * do not want an element's index, on the device, short of gpu_to_gpu (whose exact sums the segmented kernel
+ * gives). The others group the keys into offsets and reduce them as segments. */
+static int runs_pass_takes(gr_context *ctx, const gr_options *o, const gr_op *ops, int nops) {
+    if (!&gr_by_key_gpu || !gr_by_key_gpu.reduce_runs || o->user || o->cpu || o->determinism == GR_DET_GPU_TO_GPU ||
+        gr_ctx_root(ctx)->by_key_segments)
+        return 0;
+    for (int k = 0; k < (nops ? nops : 1); k++) {
+        gr_op op = nops ? ops[k] : o->op;
+        if (op == GR_ARGMIN || op == GR_ARGMAX) return 0;
+    }
+    return 1;
+}
+
+/* The runs of n key words (kbytes wide; flip: the sign bit of signed keys) at `words` and `values`, op's
+ * results into out[0..count) and the run words into words_out, `cap` elements each (the runs of higher
+ * ranks are left out); *k the number of runs, *disorder set where a run's key is below the one before it. */
+static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint64_t flip, gr_buffer *values,
+                           const gr_options *o, gr_buffer *out[2], void *words_out, size_t cap, size_t *k,
+                           unsigned *disorder) {
+    gr_dtype vt = gr_buffer_dtype(values);
+    size_t n = gr_buffer_size(values);
+    int acc = gr_op_acc_dtype(ctx, o->op, vt, o->acc);
+    if (acc < 0) return GR_EINVAL;
+    size_t acc_bytes = (gr_op_acc_size(o->op, vt, (gr_dtype)acc) + 7) / 8 * 8;
+    struct { unsigned long long runs; unsigned disorder, pad; } info = {0, 0, 0};
+    gr_buffer *temp = NULL, *dinfo = NULL;
+    gr_status st = scratch(ctx, gr_runs_scratch_bytes(n, acc_bytes), &temp);
+    if (st == GR_OK) st = scratch(ctx, sizeof info, &dinfo);
+    if (st == GR_OK) {
+        const void *vdata = gr_buffer_data(values);
+        gr_runs_launch L = {
+            .keys = words, .kbytes = kbytes, .flip = flip, .values = vdata, .in_dtype = vt, .acc = (gr_dtype)acc,
+            .op = o->op, .ddof = o->ddof, .n = n,
+            .aligned = (uintptr_t)words % 16 == 0 && (uintptr_t)vdata % 16 == 0,
+            .keys_out = words_out, .out = {gr_buffer_data(out[0]), out[1] ? gr_buffer_data(out[1]) : NULL},
+            .capacity = cap,
+            .scratch = gr_buffer_data(temp), .acc_bytes = acc_bytes,
+            .runs = (unsigned long long *)gr_buffer_data(dinfo),
+            .disorder = (unsigned *)((char *)gr_buffer_data(dinfo) + sizeof info.runs), .stream = ctx->stream};
+        st = step(ctx, gr_by_key_gpu.reduce_runs(&L), "the pass over runs of keys");
+    }
+    if (st == GR_OK) st = gr_buffer_read(ctx, dinfo, 0, &info, sizeof info);
+    *k = (size_t)info.runs;
+    *disorder = info.disorder;
+    gr_buffer_free(ctx, temp);
+    gr_buffer_free(ctx, dinfo);
     return st;
 }
 
@@ -402,6 +499,28 @@ static gr_status target(gr_context *ctx, gr_buffer *given, size_t k, gr_dtype t,
     return st == GR_OK ? gr_buffer_slice(ctx, given, 0, k, out) : st;
 }
 
+/* Every buffer the caller gave -- the keys' and each op's -- checked for k results before any is written,
+ * so that a refused call leaves them all as they were. */
+static gr_status check_given(gr_context *ctx, const gr_options *o, const gr_op *ops, int nops, gr_dtype kt,
+                             gr_dtype vt, gr_buffer *keys_out, gr_buffer *(*results)[2], size_t k) {
+    gr_buffer *view = NULL;
+    gr_status st = keys_out ? target(ctx, keys_out, k, kt, GR_DEVICE, &view) : GR_OK;
+    gr_buffer_free(ctx, view);
+    for (int j = 0; j < (nops ? nops : 1) && st == GR_OK; j++) {
+        gr_options one = *o;
+        if (nops) one.op = ops[j];
+        gr_dtype dt[2];
+        int count = 1;
+        st = gr_segment_result_dtypes(ctx, &one, vt, dt, &count);
+        for (int i = 0; i < count && st == GR_OK; i++) {
+            view = NULL;
+            if (results[j][i]) st = target(ctx, results[j][i], k, dt[i], GR_DEVICE, &view);
+            gr_buffer_free(ctx, view);
+        }
+    }
+    return st;
+}
+
 /* One op (o's) over the groups, into results[0..1] (the caller's buffers or new ones). */
 static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_options *o, gr_buffer *results[2]) {
     gr_dtype dt[2];
@@ -411,13 +530,155 @@ static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_opti
     gr_where where = gr_buffer_where(g->values);
     gr_buffer *out[2] = {NULL, NULL};
     for (int i = 0; i < count && st == GR_OK; i++) st = target(ctx, results[i], g->k, dt[i], where, &out[i]);
+    /* the pass over runs where it takes the op and the groups are tiny or uneven (gr_policy_by_runs), the
+     * segmented kernel over the offsets otherwise: a choice made from the groups alone, so that an op gives
+     * the same bits with and without sorted, alone and in a list */
+    size_t es = gr_dtype_size(gr_buffer_dtype(g->values)), runs = 0;
+    unsigned disorder = 0;
     gr_segments seg = {0, g->offsets};
-    if (st == GR_OK) st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, out);
+    if (st == GR_OK && g->device && g->words && g->k && runs_pass_takes(ctx, o, &o->op, 1) &&
+        gr_policy_by_runs(g->n, g->k, g->longest, es)) {
+        st = runs_pass(ctx, g->words, g->kbytes, 0, g->values, o, out, NULL, g->k, &runs, &disorder);
+        if (st == GR_OK && runs != g->k)
+            st = gr_fail(ctx, GR_ECUDA, "the pass over runs of keys found %zu runs where the grouping has %zu", runs,
+                         g->k);
+    } else if (st == GR_OK) {
+        st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, out);
+    }
     if (st == GR_OK && o->op != GR_MINMAX && count == 2) st = input_positions(ctx, g, out[1]);
     for (int i = 0; i < count; i++) {
         if (st == GR_OK && !results[i]) results[i] = out[i];    /* a new buffer: the caller's now */
         else gr_buffer_free(ctx, out[i]);
     }
+    return st;
+}
+
+/* A result of k elements from a buffer `full` that holds n: into the caller's buffer (copied), or `full`'s
+ * first k elements -- a view where k is more than an eighth of n (no copy; the rest of `full` stays held
+ * with it), else a copy of its own (the large buffer freed). */
+static gr_status trim(gr_context *ctx, gr_buffer *full, size_t k, gr_buffer *given, gr_dtype t, gr_buffer **out) {
+    gr_buffer *head = NULL;
+    gr_status st = gr_buffer_slice(ctx, full, 0, k, &head);
+    if (st == GR_OK && !given && k > gr_buffer_size(full) / 8) {
+        *out = head;
+        return GR_OK;
+    }
+    if (st == GR_OK) st = target(ctx, given, k, t, GR_DEVICE, out);
+    if (st == GR_OK) st = gr_buffer_copy(ctx, *out, head);
+    if (st != GR_OK && *out != given) {
+        gr_buffer_free(ctx, *out);
+        *out = NULL;
+    }
+    gr_buffer_free(ctx, head);
+    return st;
+}
+
+/* The call's ops (of `all`, whose given buffers are checked first) as passes over runs of keys, one per op:
+ * over the keys as they lie (sorted; *disorder set, and
+ * nothing made, where their runs do not ascend) or as the sort lays them out with their values. The first
+ * pass writes into buffers of as many elements as there can be distinct keys -- n, or fewer where the keys'
+ * width (sorted) or range (the sort's) says so -- and gives the count of runs, k; later ones into buffers
+ * of k. Values in the sort's order are the input's own where the keys were already grouped, so `sorted`
+ * gives the same bits as the sort does. */
+static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, const gr_options *o, int sorted,
+                         const gr_op *ops, int nops, gr_buffer **keys_out, gr_buffer *(*results)[2], size_t *k,
+                         int *disorder, const gr_op *all, int nall, gr_buffer *(*all_results)[2],
+                         const uint64_t range[2]) {
+    gr_dtype kt = gr_buffer_dtype(keys), vt = gr_buffer_dtype(values);
+    int kbytes = (int)gr_dtype_size(kt);
+    size_t n = gr_buffer_size(values);
+    uint64_t flip = sorted && gr_dtype_is_signed(kt) ? 1ull << (8 * kbytes - 1) : 0, base = range ? range[0] : 0;
+    grouping g = {.device = 1, .n = n};
+    gr_buffer *words = NULL, *run_words = NULL, *kout = NULL;
+    int bits = range ? (int)range[1] : 8 * kbytes;
+    gr_status st = sorted ? GR_OK : device_sort_by_key(ctx, keys, values, 0, &g, &words, &base, &bits);
+    const void *kw = sorted ? gr_buffer_data(keys) : gr_buffer_data(words);
+    gr_buffer *vals = sorted ? values : g.values;
+    size_t cap = bits < 40 && ((size_t)1 << bits) < n ? (size_t)1 << bits : n;
+    if (st == GR_OK) st = gr_buffer_new_unset(ctx, cap, kt, GR_DEVICE, &run_words);
+    *disorder = 0;
+    for (int j = 0; j < (nops ? nops : 1) && st == GR_OK; j++) {
+        gr_options one = *o;
+        if (nops) one.op = ops[j];
+        gr_dtype dt[2];
+        int count = 1;
+        gr_buffer *out[2] = {NULL, NULL};
+        unsigned flag = 0;
+        size_t runs = 0;
+        st = gr_segment_result_dtypes(ctx, &one, vt, dt, &count);
+        for (int i = 0; i < count && st == GR_OK; i++)
+            st = j ? target(ctx, results[j][i], *k, dt[i], GR_DEVICE, &out[i])
+                   : gr_buffer_new_unset(ctx, cap, dt[i], GR_DEVICE, &out[i]);
+        if (st == GR_OK)
+            st = runs_pass(ctx, kw, kbytes, flip, vals, &one, out, gr_buffer_data(run_words), j ? *k : cap, &runs, &flag);
+        if (st == GR_OK && j == 0) {
+            *k = runs;
+            *disorder = flag != 0 || runs > cap;
+            if (!*disorder) st = check_given(ctx, o, all, nall, kt, vt, *keys_out, all_results, runs);
+        }
+        for (int i = 0; i < count && st == GR_OK && j == 0 && !*disorder; i++) {
+            gr_buffer *full = out[i];
+            out[i] = NULL;
+            st = trim(ctx, full, *k, results[j][i], dt[i], &out[i]);
+            gr_buffer_free(ctx, full);
+        }
+        for (int i = 0; i < count; i++) {
+            if (st == GR_OK && !*disorder && !results[j][i]) results[j][i] = out[i];
+            else gr_buffer_free(ctx, out[i]);
+        }
+        if (*disorder) break;
+    }
+    /* the distinct keys: the run words as they are, or turned back from the sort's words */
+    if (st == GR_OK && !*disorder && sorted) st = trim(ctx, run_words, *k, *keys_out, kt, &kout);
+    if (st == GR_OK && !*disorder && !sorted) {
+        st = target(ctx, *keys_out, *k, kt, GR_DEVICE, &kout);
+        if (st == GR_OK && *k)
+            st = step(ctx, gr_by_key_gpu.order_bits(gr_buffer_data(run_words), gr_buffer_data(kout), *k, kt, base, 1,
+                                                    ctx->stream), "the distinct keys");
+        if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the distinct keys");
+    }
+    if (st == GR_OK && !*disorder && !*keys_out) *keys_out = kout;
+    else gr_buffer_free(ctx, kout);
+    grouping_free(ctx, &g);
+    gr_buffer_free(ctx, words);
+    gr_buffer_free(ctx, run_words);
+    return st;
+}
+
+/* The call's ops (of `all`, whose given buffers are checked first unless `checked`) over the keys grouped
+ * into CSR offsets: on the host, or on the device by the sort (the caller's runs where `sorted`), each op
+ * then a segmented reduction. */
+static gr_status by_groups(gr_context *ctx, gr_buffer *keys, gr_buffer *values, const gr_options *o, int sorted,
+                           const gr_op *ops, int nops, gr_buffer **keys_out, gr_buffer *(*results)[2], size_t *k,
+                           const gr_op *all, int nall, gr_buffer *(*all_results)[2], int checked,
+                           const uint64_t *range, int *disorder) {
+    grouping g = {.n = gr_buffer_size(values)};
+    g.device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(values) == GR_DEVICE;
+    int with_perm = 0, resort = 0;
+    for (int j = 0; j < nops; j++) with_perm |= !o->user && !o->cpu && (ops[j] == GR_ARGMIN || ops[j] == GR_ARGMAX);
+    gr_status st = GR_OK;
+    if (!g.device) st = host_group(ctx, keys, values, sorted, &g);
+    else if (sorted) st = device_grouped(ctx, keys, values, &g, &resort);
+    if (st == GR_OK && resort) {        /* runs out of order: the caller goes the unsorted way */
+        *disorder = 1;
+        grouping_free(ctx, &g);
+        return GR_OK;
+    }
+    if (st == GR_OK && g.device && !sorted) st = device_group(ctx, keys, values, with_perm, &g, range);
+    gr_buffer *kout = NULL;
+    if (st == GR_OK && !checked)
+        st = check_given(ctx, o, all, nall, gr_buffer_dtype(keys), gr_buffer_dtype(values), *keys_out, all_results, g.k);
+    if (st == GR_OK) st = target(ctx, *keys_out, g.k, gr_buffer_dtype(keys), gr_buffer_where(values), &kout);
+    if (st == GR_OK) st = gr_buffer_copy(ctx, kout, g.keys);
+    for (int j = 0; j < nops && st == GR_OK; j++) {
+        gr_options one = *o;
+        one.op = ops[j];
+        st = reduce_groups(ctx, &g, &one, results[j]);
+    }
+    if (st == GR_OK && !*keys_out) *keys_out = kout;
+    else gr_buffer_free(ctx, kout);
+    *k = g.k;
+    grouping_free(ctx, &g);
     return st;
 }
 
@@ -431,55 +692,104 @@ gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, 
     if (o->stream)
         return gr_fail_arg(ctx, GR_EINVAL, "stream", "a reduction by key runs on the context's stream, synchronously "
                            "(leave opts.stream out)");
-    int with_perm = 0;
-    for (int k = 0; k < (nops ? nops : 1); k++) {
-        gr_op op = nops ? ops[k] : o->op;
-        with_perm |= !o->user && !o->cpu && (op == GR_ARGMIN || op == GR_ARGMAX);
+    size_t n = gr_buffer_size(values);
+    int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(values) == GR_DEVICE;
+    if (device && (!&gr_by_key_gpu || !gr_by_key_gpu.sort_pairs))
+        return gr_fail(ctx, GR_ENODEV, "reductions by key of device data need the CUDA kernels (this build has none)");
+    /* each op on its own path -- the pass over runs where it takes the op, segments otherwise -- so that an
+     * op's results are the same bits alone and in a list */
+    int nall = nops ? nops : 1, on_runs[GR_OP_COUNT], nr = 0;
+    gr_buffer *ck = NULL, *cv = NULL;           /* compact handles: strided views through copies */
+    gr_op all[GR_OP_COUNT];
+    for (int j = 0; j < nall; j++) {
+        all[j] = nops ? ops[j] : o->op;
+        on_runs[j] = device && n && runs_pass_takes(ctx, o, &all[j], 1);
+        nr += on_runs[j];
     }
+    /* The ops the pass takes run as passes over runs alone (no offsets) past 2^31 - 1 elements (CUB's
+     * run-length encoding stops there), and for unsorted keys whose range leaves room for groups of 64 or
+     * fewer on average (gr_policy_by_runs_alone); otherwise the grouping picks per op (reduce_groups). */
+    /* (sorted keys whose runs ascend have their range at their ends: the same choice as unsorted ones; runs
+     * out of order go the unsorted way whole, below) */
+    uint64_t range[2] = {0, 0};
+    int have_range = 0, alone = n > INT_MAX;
+    if (nr && !alone) {
+        int bits = 0;
+        st = gr_buffer_contiguous(ctx, keys, &ck);
+        if (st == GR_OK && !sorted) st = key_range(ctx, ck, &range[0], &bits);
+        if (st == GR_OK && sorted) st = ends_range(ctx, ck, &bits);
+        gr_buffer_free(ctx, ck);
+        ck = NULL;
+        if (st != GR_OK) return st;
+        range[1] = (uint64_t)bits;
+        have_range = !sorted;
+        alone = gr_policy_by_runs_alone(n, bits);
+    }
+    for (int j = 0; j < nall && !alone; j++) {
+        nr -= on_runs[j];
+        on_runs[j] = 0;
+    }
+    if (device && n > INT_MAX && nr < nall)
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key on the device with argmin, argmax, an operator "
+                           "or gpu_to_gpu takes up to 2^31 - 1 elements (got %zu; the other ops take any length)", n);
+    if (!device && n > UINT32_MAX)
+        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key takes up to 2^32 - 1 elements (got %zu)", n);
     /* what the caller gave (the rest is made here, and freed again on a failure) */
     gr_buffer *given_keys = *keys_out, *given[GR_OP_COUNT][2];
-    for (int k = 0; k < (nops ? nops : 1); k++) given[k][0] = results[k][0], given[k][1] = results[k][1];
-    grouping g = {.n = gr_buffer_size(values)};
-    g.device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(values) == GR_DEVICE;
-    if (g.device && (!&gr_by_key_gpu || !gr_by_key_gpu.sort_pairs))
-        return gr_fail(ctx, GR_ENODEV, "reductions by key of device data need the CUDA kernels (this build has none)");
-    if (g.device && g.n > INT_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key on the device takes up to 2^31 - 1 elements "
-                           "(got %zu)", g.n);
-    if (!g.device && g.n > UINT32_MAX)
-        return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key takes up to 2^32 - 1 elements (got %zu)", g.n);
-    gr_buffer *ck = NULL, *cv = NULL;           /* compact handles: strided views through copies */
+    for (int j = 0; j < nall; j++) given[j][0] = results[j][0], given[j][1] = results[j][1];
     st = gr_buffer_contiguous(ctx, keys, &ck);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, values, &cv);
-    int resort = 0;
-    if (st == GR_OK && !g.device) st = host_group(ctx, ck, cv, sorted, &g);
-    else if (st == GR_OK && sorted) st = device_grouped(ctx, ck, cv, &g, &resort);
-    if (st == GR_OK && g.device && (!sorted || resort)) {
-        size_t n = g.n;                 /* runs out of order: laid out by the sort, as unsorted keys are */
-        grouping_free(ctx, &g);
-        g = (grouping){.device = 1, .n = n};
-        st = device_group(ctx, ck, cv, with_perm, &g);
+    /* the ops of each path, with their result slots */
+    gr_op part_ops[2][GR_OP_COUNT];
+    gr_buffer *part_res[2][GR_OP_COUNT][2];
+    int count_of[2] = {0, 0};
+    for (int j = 0; j < nall; j++) {
+        int p = on_runs[j] ? 0 : 1, m = count_of[p]++;
+        part_ops[p][m] = all[j];
+        part_res[p][m][0] = results[j][0];
+        part_res[p][m][1] = results[j][1];
     }
-    gr_buffer *kout = NULL;
-    if (st == GR_OK) st = target(ctx, *keys_out, g.k, gr_buffer_dtype(keys), gr_buffer_where(values), &kout);
-    if (st == GR_OK) st = gr_buffer_copy(ctx, kout, g.keys);
-    for (int k = 0; k < (nops ? nops : 1) && st == GR_OK; k++) {
-        gr_options one = *o;
-        if (nops) one.op = ops[k];
-        st = reduce_groups(ctx, &g, &one, results[k]);
+    size_t k = 0;
+    int unsorted = 0;           /* sorted keys whose runs do not ascend: the call again without sorted */
+    if (st == GR_OK && nr) {
+        int disorder = 0;
+        st = by_runs(ctx, ck, cv, o, sorted, part_ops[0], nr, keys_out, part_res[0], &k, &disorder, all, nall, results,
+                     have_range ? range : NULL);
+        if (st == GR_OK && disorder) {
+            /* runs that do not ascend: checked to be distinct keys (an error names `sorted` if not) */
+            grouping g = {.device = 1, .n = n};
+            int resort = 0;
+            st = device_grouped(ctx, ck, cv, &g, &resort);
+            grouping_free(ctx, &g);
+            unsorted = st == GR_OK;
+        }
     }
-    if (st == GR_OK && !*keys_out) *keys_out = kout;
-    else gr_buffer_free(ctx, kout);
-    for (int k = 0; k < (nops ? nops : 1) && st != GR_OK; k++)
+    if (st == GR_OK && nr < nall && !unsorted) {
+        gr_buffer *extra_keys = NULL;           /* the keys once more, where the runs gave them already */
+        st = by_groups(ctx, ck, cv, o, sorted, part_ops[1], nall - nr, nr ? &extra_keys : keys_out, part_res[1], &k,
+                       all, nall, results, nr > 0, have_range ? range : NULL, &unsorted);
+        gr_buffer_free(ctx, extra_keys);
+    }
+    for (int j = 0, m[2] = {0, 0}; j < nall; j++) {
+        int p = on_runs[j] ? 0 : 1;
+        results[j][0] = part_res[p][m[p]][0];
+        results[j][1] = part_res[p][m[p]][1];
+        m[p]++;
+    }
+    for (int j = 0; j < nall && st != GR_OK; j++)
         for (int i = 0; i < 2; i++)
-            if (results[k][i] != given[k][i]) {
-                gr_buffer_free(ctx, results[k][i]);
-                results[k][i] = given[k][i];
+            if (results[j][i] != given[j][i]) {
+                gr_buffer_free(ctx, results[j][i]);
+                results[j][i] = given[j][i];
             }
-    if (st != GR_OK) *keys_out = given_keys;
-    if (st == GR_OK) *count = g.k;
-    grouping_free(ctx, &g);
+    if (st != GR_OK && *keys_out != given_keys) {
+        gr_buffer_free(ctx, *keys_out);
+        *keys_out = given_keys;
+    }
+    if (st == GR_OK) *count = k;
     gr_buffer_free(ctx, ck);
     gr_buffer_free(ctx, cv);
+    /* nothing was made where the runs were found out of order (both paths check before they write) */
+    if (st == GR_OK && unsorted) return gr_reduce_by_key(ctx, keys, values, o, 0, ops, nops, keys_out, results, count);
     return st;
 }

@@ -100,6 +100,7 @@ struct gr_context {
     gr_slot *slots[GR_MAX_SLOTS];
     int nslots;
     size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_pass.c), 0 when unset */
+    int by_key_segments;    /* GPUREDUCE_BY_KEY_RUNS=0: no pass over runs (by_key.c) */
     void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
     gr_pool_stats stats;
     struct {

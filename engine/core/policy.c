@@ -135,6 +135,29 @@ gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k
     return s;
 }
 
+/* Reductions by key (engine/core/by_key.c) and the pass over runs of keys (cuda/device/runs.cuh), from
+ * whole calls over 2^26 float32 values with int32 keys on an H100 (docs/performance.md). The pass reads at
+ * about a third of the segmented kernel's best speed (0.6 ms for keys and values where segments of 2^6 to
+ * 2^22 elements take 0.3), but costs the same for any grouping; the segmented kernel is slow where the
+ * groups are very uneven (the rule above) and either many (whole blocks for hundreds of thousands of tiny
+ * groups: Zipf keys over 2^20 values, 1.62 ms against 1.09) or few (a handful of blocks for most of the
+ * data: Zipf over 2^8, 1.21 against 0.98); uneven groups of a few thousand stay with it (Zipf over 2^12 and
+ * 2^16: 0.96 and 0.87 against 1.04 and 1.17). */
+int gr_policy_by_runs(size_t n, size_t k, size_t longest, size_t es) {
+    if (k == 0) return 0;
+    size_t mean = n / k;
+    int uneven = longest * es > 16 * mean * es && longest * es > SEG_WARP_BYTES;
+    return uneven && (mean <= 256 || k <= 512);
+}
+
+/* Unsorted keys whose range leaves room for groups of 64 elements or fewer on average (2^range_bits
+ * keys at least n / 64): the pass over the sort's runs alone, without the run-length encoding and the
+ * scan that the segments need, whose cost grows with the number of groups (Zipf keys over 2^20 and 2^24
+ * values: 2.7 ms against 3.6 and 4.3; uniform keys over 2^20: 2.8 against 2.5). */
+int gr_policy_by_runs_alone(size_t n, int range_bits) {
+    return range_bits >= 40 || ((size_t)1 << range_bits) >= n / 64;
+}
+
 /* Rows of an axis reduction (one segment per output): the same ways of sharing, but every choice that
  * shapes a row's order of combination -- lanes per row, threads per block, blocks per row -- taken from
  * the row's length alone, never from how many rows there are, so that a row's bits do not depend on the
