@@ -706,29 +706,6 @@ gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, 
         on_runs[j] = device && n && runs_pass_takes(ctx, o, &all[j], 1);
         nr += on_runs[j];
     }
-    /* The ops the pass takes run as passes over runs alone (no offsets) past 2^31 - 1 elements (CUB's
-     * run-length encoding stops there), and for unsorted keys whose range leaves room for groups of 64 or
-     * fewer on average (gr_policy_by_runs_alone); otherwise the grouping picks per op (reduce_groups). */
-    /* (sorted keys whose runs ascend have their range at their ends: the same choice as unsorted ones; runs
-     * out of order go the unsorted way whole, below) */
-    uint64_t range[2] = {0, 0};
-    int have_range = 0, alone = n > INT_MAX;
-    if (nr && !alone) {
-        int bits = 0;
-        st = gr_buffer_contiguous(ctx, keys, &ck);
-        if (st == GR_OK && !sorted) st = key_range(ctx, ck, &range[0], &bits);
-        if (st == GR_OK && sorted) st = ends_range(ctx, ck, &bits);
-        gr_buffer_free(ctx, ck);
-        ck = NULL;
-        if (st != GR_OK) return st;
-        range[1] = (uint64_t)bits;
-        have_range = !sorted;
-        alone = gr_policy_by_runs_alone(n, bits);
-    }
-    for (int j = 0; j < nall && !alone; j++) {
-        nr -= on_runs[j];
-        on_runs[j] = 0;
-    }
     if (device && n > INT_MAX && nr < nall)
         return gr_fail_arg(ctx, GR_EINVAL, "values", "a reduction by key on the device with argmin, argmax, an operator "
                            "or gpu_to_gpu takes up to 2^31 - 1 elements (got %zu; the other ops take any length)", n);
@@ -739,6 +716,24 @@ gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, 
     for (int j = 0; j < nall; j++) given[j][0] = results[j][0], given[j][1] = results[j][1];
     st = gr_buffer_contiguous(ctx, keys, &ck);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, values, &cv);
+    /* The ops the pass takes run as passes over runs alone (no offsets) past 2^31 - 1 elements (CUB's
+     * run-length encoding stops there), and where the keys' range leaves room for groups of 64 or fewer on
+     * average (gr_policy_by_runs_alone); otherwise the grouping picks per op (reduce_groups). Sorted keys
+     * whose runs ascend have their range at their ends, so they choose as unsorted ones do; runs out of
+     * order go the unsorted way whole, below. */
+    uint64_t range[2] = {0, 0};
+    int have_range = 0, alone = n > INT_MAX;
+    if (st == GR_OK && nr && !alone) {
+        int bits = 0;
+        st = sorted ? ends_range(ctx, ck, &bits) : key_range(ctx, ck, &range[0], &bits);
+        range[1] = (uint64_t)bits;
+        have_range = !sorted;
+        alone = gr_policy_by_runs_alone(n, bits);
+    }
+    for (int j = 0; j < nall && !alone; j++) {
+        nr -= on_runs[j];
+        on_runs[j] = 0;
+    }
     /* the ops of each path, with their result slots */
     gr_op part_ops[2][GR_OP_COUNT];
     gr_buffer *part_res[2][GR_OP_COUNT][2];
