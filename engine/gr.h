@@ -409,6 +409,17 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
  * the first shard's device (host memory on the cpu backend). */
 gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                                     const gr_segments *seg, gr_buffer *out[2]);
+/* gr_dot over two sharded buffers of one split (shard i of a and of b: one length, dtype and device): each
+ * pair of shards on its device at once, the pieces' sums combined in shard order as gr_reduce_shards
+ * combines a sum's (gpu_to_gpu: the exactly rounded sum of every product, one device's bits). Errors
+ * naming "b" where the splits differ; gr_dot's options. */
+gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count, const gr_options *o,
+                        gr_result *out);
+/* gr_reduce_ops over the shards of one logical buffer: results[k] what gr_reduce_shards gives with op
+ * ops[k], bit for bit. The ops `fused` covers (gr_fused_prepare's image, or NULL) in one read of every
+ * shard on the GPU below gpu_to_gpu with no kernel option; every other op by a reduction of its own. */
+gr_status gr_reduce_shards_ops(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                               const gr_op *ops, int nops, const struct gr_image *fused, gr_result *results);
 /* The number of segments seg describes over n elements (gr_segment_count's checks). */
 gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k);
 
@@ -621,6 +632,13 @@ gr_status gr_fused_prepare(gr_context *ctx, gr_operator_cache *cache, const gr_o
  * gr_reduce call of its own. o->op is not read. */
 gr_status gr_reduce_ops(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
                         const gr_image *fused, gr_result *results);
+/* Every op of ops[0..count) started as gr_reduce_ops would run it: out[k] (a pending of gr.h's, waited for
+ * and freed as gr_reduce_async's) gives what gr_reduce gives with o and op ops[k], bit for bit. The ops
+ * that `fused` covers share one pass of its kernel, queued on o's stream (or the context's), which reads
+ * b once; every other op is a gr_reduce_async call of its own. On failure nothing is left started and
+ * out[0..count) are NULL. */
+gr_status gr_reduce_ops_async(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
+                              const gr_image *fused, gr_pending **out);
 
 /* ---- a user operator's functions on the host (engine/core/operator_cpu.c) ------------------------------ */
 

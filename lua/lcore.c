@@ -145,6 +145,18 @@ int lgr_push_result(lua_State *L, const gr_result *r) {
     return r->count;
 }
 
+void lgr_push_value(lua_State *L, const gr_result *r) {
+    if (r->count < 2) {
+        lgr_push_scalar(L, r->value[0]);
+        return;
+    }
+    lua_createtable(L, r->count, 0);
+    for (int i = 0; i < r->count; i++) {
+        lgr_push_scalar(L, r->value[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
 lua_Integer lgr_list_len(lua_State *L, int arg, const char *prefix) {
     lua_Integer n = luaL_len(L, arg), last = n;
     lua_pushnil(L);

@@ -60,6 +60,9 @@ gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
 /* Pushes the values of a result (one or two); returns how many. */
 int lgr_push_result(lua_State *L, const gr_result *r);
+/* A result as one value (opts.ops' entries): the scalar, or a table {value, index} / {min, max} for the
+ * ops with two. */
+void lgr_push_value(lua_State *L, const gr_result *r);
 /* Fields of the table on the top of the stack (a NULL string sets no field). */
 static inline void lgr_set_int(lua_State *L, const char *k, lua_Integer v) {
     lua_pushinteger(L, v);

@@ -10,6 +10,7 @@
 #include "linfo.h"
 #include "lreduce.h"
 #include "lrequest.h"
+#include "lsharded.h"
 
 /* A dot product per segment or along axes: the results in buffers on a's side (opts.out's or new ones,
  * pushed), the sum's dtype. */
@@ -31,11 +32,12 @@ static int dot_many(lua_State *L, gr_buffer *a, gr_buffer *b, const lgr_request 
 }
 
 int lgr_dot(lua_State *L) {
-    gr_buffer *a = lgr_check_buffer(L, 1), *b = lgr_check_buffer(L, 2);
     lgr_request r;
     lgr_request_read(L, 3, GR_SUM, 0, &r);
     if (r.streamed || r.dtype >= 0)
         luaL_argerror(L, 3, "opts: gr.dot takes two buffers (not streamed, chunk, streams or dtype)");
+    if (lgr_is_sharded(L, 1) || lgr_is_sharded(L, 2)) return lgr_dot_sharded(L, &r);
+    gr_buffer *a = lgr_check_buffer(L, 1), *b = lgr_check_buffer(L, 2);
     if ((r.segment || r.offsets || r.naxes) && r.async)
         luaL_argerror(L, 3, "opts.async: a dot product per segment or along axes is synchronous");
     if (r.has_out && !(r.segment || r.offsets || r.naxes))

@@ -4,7 +4,8 @@
  *
  * A Pending keeps the buffer it reads (user value 1) and the stream it runs on (user value 2) alive
  * while the work is in flight; collecting an unfinished Pending waits for it. With opts.ops it holds one
- * engine pending per op, and its wait gathers their results into the table the synchronous call gives.
+ * engine pending per op (those the fused kernel answers share its one pass), and its wait gathers their
+ * results into the table the synchronous call gives.
  */
 #include "lreduce.h"
 #include "laxes.h"
@@ -16,7 +17,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 /* ---- reductions ---------------------------------------------------------------------------------- */
 
@@ -75,38 +75,18 @@ static void require_op(lua_State *L, const lgr_request *r) {
                                                "(gr.sum and the like name theirs)", gr_op_names()));
 }
 
-/* A result as one value: the scalar, or a table {value, index} / {min, max} for the ops with two. */
-static void push_value(lua_State *L, const gr_result *r) {
-    if (r->count < 2) {
-        lgr_push_scalar(L, r->value[0]);
-        return;
-    }
-    lua_createtable(L, r->count, 0);
-    for (int i = 0; i < r->count; i++) {
-        lgr_push_scalar(L, r->value[i]);
-        lua_rawseti(L, -2, i + 1);
-    }
-}
-
 /* opts.ops: a table keyed by op name, each value what gr.reduce gives for that op ({value, index} and
- * {min, max} as tables). On the GPU the ops that fuse go through one kernel (gr_fused_prepare; a build
- * without NVRTC reduces them one by one). */
+ * {min, max} as tables). On the GPU the ops that fuse go through one kernel. */
 static int reduce_ops(lua_State *L, gr_buffer *b, const lgr_request *r) {
     gr_context *ctx = lgr_ctx(L);
-    const gr_image *fused = NULL;
+    const gr_image *fused = lgr_request_fused(L, r, gr_buffer_dtype(b), gr_buffer_where(b));
     gr_status st;
-    if (gr_context_backend(ctx) == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE &&
-        r->o.determinism != GR_DET_GPU_TO_GPU) {
-        st = gr_fused_prepare(ctx, lgr_operator_cache(L), r->ops, r->nops, gr_buffer_dtype(b), r->o.acc, &fused);
-        if (st == GR_ENODEV) fused = NULL;          /* no NVRTC: one pass per op, the same results */
-        else if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-    }
     gr_result res[GR_OP_COUNT];
     LGR_RETRY(L, st, gr_reduce_ops(ctx, b, &r->o, r->ops, r->nops, fused, res));
     if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
     lua_createtable(L, 0, r->nops);
     for (int k = 0; k < r->nops; k++) {
-        push_value(L, &res[k]);
+        lgr_push_value(L, &res[k]);
         lua_setfield(L, -2, gr_op_name(r->ops[k]));
     }
     return 1;
@@ -257,8 +237,6 @@ static int reduce_with(lua_State *L, int op) {
         luaL_argerror(L, 1, lua_pushfstring(L, "operator %s reads %d inputs: give a list of %d buffers {b1, b2, ...}",
                                             gr_operator_get_spec(r.user_op)->name, gr_operator_inputs(r.user_op),
                                             gr_operator_inputs(r.user_op)));
-    if (r.nops && !is_buffer && lgr_is_sharded(L, 1))
-        luaL_argerror(L, 2, "opts.ops: a sharded buffer is reduced one op per call for now");
     if (!is_buffer && lgr_is_sharded(L, 1)) return lgr_reduce_sharded(L, &r);
     if (!is_buffer && r.streamed && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TSTRING))
         return reduce_source(L, &r);
@@ -377,7 +355,7 @@ int lgr_reduce_many(lua_State *L) {
     if (st != GR_OK) return lgr_fail(L, st, 2, "bufs", 1, NULL);
     lua_createtable(L, count < INT32_MAX ? (int)count : 0, 0);
     for (size_t i = 0; i < count; i++) {
-        push_value(L, &res[i]);
+        lgr_push_value(L, &res[i]);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -406,20 +384,18 @@ static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
     return 1;
 }
 
-/* opts.ops over a whole buffer: each op started as its own asynchronous call (the values those give, the
- * synchronous call's bit for bit); wait gathers them into the table keyed by op name. A failure to start
- * one raises, and the collector gives back those started. */
+/* opts.ops over a whole buffer: the ops started as the synchronous call runs them -- those the fused
+ * kernel answers in one pass, one read of the buffer, the others each a call of its own -- an engine
+ * pending per op (the values the synchronous call gives, bit for bit); wait gathers them into the table
+ * keyed by op name. A failure to start raises with nothing left started. */
 static int push_ops_pending(lua_State *L, gr_buffer *b, const lgr_request *r) {
-    gr_context *ctx = lgr_ctx(L);
+    const gr_image *fused = lgr_request_fused(L, r, gr_buffer_dtype(b), gr_buffer_where(b));
     lgr_pending *u = lgr_new_pending(L, 0);
-    gr_options one = r->o;
-    for (int k = 0; k < r->nops; k++) {
-        gr_status st;
-        one.op = r->ops[k];
-        LGR_RETRY(L, st, gr_reduce_async(ctx, b, &one, &u->p[k]));
-        if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
-        u->ops[u->nops++] = r->ops[k];
-    }
+    gr_status st;
+    LGR_RETRY(L, st, gr_reduce_ops_async(lgr_ctx(L), b, &r->o, r->ops, r->nops, fused, u->p));
+    if (st != GR_OK) return lgr_fail(L, st, 2, NULL);
+    u->nops = r->nops;
+    memcpy(u->ops, r->ops, (size_t)r->nops * sizeof *u->ops);
     hold_while_in_flight(L, r);
     return 1;
 }
@@ -479,7 +455,7 @@ static int p_wait(lua_State *L) {
     if (!u->nops) return lgr_push_result(L, &v[0]);
     lua_createtable(L, 0, u->nops);             /* as the synchronous call gives it (reduce_ops) */
     for (int k = 0; k < u->nops; k++) {
-        push_value(L, &v[k]);
+        lgr_push_value(L, &v[k]);
         lua_setfield(L, -2, gr_op_name(u->ops[k]));
     }
     return 1;

@@ -471,3 +471,14 @@ void lgr_request_given_outs(lua_State *L, const lgr_request *r, int count, gr_bu
         out[i] = u->b;
     }
 }
+
+const gr_image *lgr_request_fused(lua_State *L, const lgr_request *r, gr_dtype t, gr_where where) {
+    gr_context *ctx = lgr_ctx(L);
+    const gr_image *fused = NULL;
+    if (gr_context_backend(ctx) != GR_BACKEND_CUDA || where != GR_DEVICE || r->o.determinism == GR_DET_GPU_TO_GPU)
+        return NULL;
+    gr_status st = gr_fused_prepare(ctx, lgr_operator_cache(L), r->ops, r->nops, t, r->o.acc, &fused);
+    if (st == GR_ENODEV) return NULL;               /* no NVRTC: one pass per op, the same results */
+    if (st != GR_OK) lgr_fail(L, st, r->arg, NULL);
+    return fused;
+}

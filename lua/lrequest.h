@@ -79,4 +79,9 @@ int lgr_request_outs(lua_State *L, gr_buffer *b, const lgr_request *r, gr_buffer
 int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, int device, const lgr_request *r,
                           gr_buffer *out[2]);
 
+/* The fused image for r's ops over elements of t where they are (gr_fused_prepare), or NULL where the
+ * ops are reduced one by one (the cpu backend, host data, gpu_to_gpu, a build without NVRTC, fewer than
+ * two ops that fuse); raises for an op or accumulator a single call would refuse. */
+const gr_image *lgr_request_fused(lua_State *L, const lgr_request *r, gr_dtype t, gr_where where);
+
 #endif

@@ -13,5 +13,7 @@
 int lgr_is_sharded(lua_State *L, int idx);
 /* gr.reduce(s, opts) and the shortcuts for a sharded buffer at 1: every shard at once on its device. */
 int lgr_reduce_sharded(lua_State *L, lgr_request *r);
+/* gr.dot(a, b, opts) where a or b is a sharded buffer: both must be, of one split (r read from opts at 3). */
+int lgr_dot_sharded(lua_State *L, lgr_request *r);
 
 #endif

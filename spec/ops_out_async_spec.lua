@@ -14,6 +14,13 @@ What it checks
     and collected before the wait; on a user stream; a failure to start (an empty buffer's mean) raises at
     once, as the synchronous call does. Along axes: a Pending whose wait gives the table of buffers (opts.out's
     entries too).
+  - Where the ops fuse (a device buffer on the GPU), the async form's one read: the fused ops' values from
+    one pass (gr.debug_events counts the launches: one, as the synchronous call's, for ops that all fuse;
+    fewer than the single calls' with ops that do not), bit for bit the synchronous table and each single
+    call (default and run_to_run, acc and ddof) over float32, float64, float16, bfloat16, int32, int8 and
+    uint8 data with NaN, infinities and -0.0, on slices off a 16-byte boundary, with uncovered ops mixed
+    in; on a user stream with the buffer freed and collected before the wait; every injected failure
+    (alloc, launch, copy) of a start raises, holds no memory and leaves the next call right.
   - Every refusal, by its message: an entry not in ops (opts.out.<name>), a wrong buffer (the single call's
     message naming the entry), two entries sharing memory, an entry sharing memory with the input, out not a
     table keyed by name, streamed, async with segments -- and each leaves the given buffers as they were.
@@ -481,5 +488,137 @@ describe("gr.reduce with opts.ops and opts.async", function()
     local h = random_buffer(100003, "int32", "host", 4)
     local dev = gr.buffer(#h, "int32"):set(h:tobytes())
     same_tables(gr.reduce(h, { ops = ops, async = true }):wait(), gr.reduce(dev, { ops = ops }), ops, "host")
+  end)
+end)
+
+---------------------------------------------------------------------------------------------------
+
+describe("gr.reduce with opts.ops and opts.async: one read where the ops fuse", function()
+  local DESCRIBE = { "sum", "min", "max", "mean", "std", "count" }
+
+  --- n elements of d from a buffer of n + 3, off a 16-byte boundary; floats with NaN, +-inf and -0.0.
+  local function data(d, n, seed)
+    local b = random_buffer(n + 3, d, "device", seed)
+    if FLOATS[d] and n > 8 then
+      local values = { 0 / 0, math.huge, -math.huge, -0.0 }
+      math.randomseed(seed)
+      for _ = 1, 3 do b[math.random(n) + 1] = values[math.random(#values)] end
+    end
+    return b:slice(2, n)
+  end
+
+  --- Launches that fn makes (gr.debug_events).
+  local function launches(fn)
+    local before = gr.debug_events().launch
+    fn()
+    return gr.debug_events().launch - before
+  end
+
+  for _, d in ipairs({ "float32", "float64", "float16", "bfloat16", "int32", "int8", "uint8" }) do
+    H.gpu_it(d .. ": the async table is the synchronous one and each single call's, bit for bit", function()
+      local R2R = { determinism = "run_to_run" }
+      local cases = { { DESCRIBE, {} }, { DESCRIBE, R2R }, { gr.ops(), {} }, { gr.ops(), R2R },
+                      { { "sum", "argmin", "nanmax", "prod" }, {} } }
+      if FLOATS[d] then
+        cases[#cases + 1] = { { "sum", "mean", "var", "std", "norm" }, { acc = "float64", ddof = 1 } }
+      end
+      for _, n in ipairs({ 1, 17, 4097, (1 << 20) + 3 }) do
+        local b = data(d, n, n + #d)
+        for _, case in ipairs(cases) do
+          local ops, o = case[1], case[2]
+          local what = string.format("%s n=%d %s {%s}", d, n, H.describe_opts(o), table.concat(ops, ", "))
+          local want = gr.reduce(b, merged(o, { ops = ops }))
+          local got = gr.reduce(b, merged(o, { ops = ops, async = true })):wait()
+          same_tables(got, want, ops, what)
+          for _, op in ipairs(ops) do
+            local one = table.pack(gr.reduce(b, merged(o, { op = op })))
+            assert(H.same_result(got[op], one.n > 1 and { one[1], one[2] } or one[1]),
+                   what .. ": " .. op .. " differs from its single call")
+          end
+        end
+      end
+    end)
+  end
+
+  H.gpu_it("one read: the fused ops in one launch, as the synchronous call; uncovered ops one each", function()
+    local b = random_buffer(1 << 22, "float32", "device", 5)
+    local fused = { "sum", "min", "max", "mean", "std" }
+    gr.reduce(b, { ops = fused })                           -- the kernel compiled (and cached) first
+    local sync = launches(function() gr.reduce(b, { ops = fused }) end)
+    local async = launches(function() gr.reduce(b, { ops = fused, async = true }):wait() end)
+    assert.are.equal(1, sync, "the synchronous call is one pass")
+    assert.are.equal(sync, async, "the async call reads the buffer once, as the synchronous one")
+    local singles = 0
+    for _, op in ipairs(fused) do
+      singles = singles + launches(function() gr.reduce(b, { op = op, async = true }):wait() end)
+    end
+    assert(async < singles, string.format("%d launches, the single calls %d", async, singles))
+    -- every op: those the kernel does not cover take their own calls, still fewer launches than one per op
+    local all = gr.ops()
+    gr.reduce(b, { ops = all })
+    local mixed = launches(function() gr.reduce(b, { ops = all, async = true }):wait() end)
+    local each = 0
+    for _, op in ipairs(all) do
+      each = each + launches(function() gr.reduce(b, { op = op, async = true }):wait() end)
+    end
+    assert(mixed < each, string.format("every op: %d launches, the single calls %d", mixed, each))
+  end)
+
+  H.gpu_it("on a user stream, the buffer freed and collected before the wait; several in flight", function()
+    local ops = { "sum", "min", "max", "mean", "std", "count", "argmax", "prod" }
+    local s = gr.stream()
+    local pendings, wants = {}, {}
+    for i, d in ipairs({ "float32", "int32", "bfloat16" }) do
+      local b = data(d, (1 << 22) + 5, i)
+      wants[i] = gr.reduce(b, { ops = ops })
+      pendings[i] = gr.reduce(b, { ops = ops, async = true, stream = s })
+      b:free()
+    end
+    collectgarbage()
+    collectgarbage()
+    for i, p in ipairs(pendings) do
+      local got = p:wait()
+      same_tables(got, wants[i], ops, "stream, collected " .. i)
+      same_tables(p:wait(), wants[i], ops, "second wait " .. i)
+    end
+    for i = 1, 8 do                                   -- dropped unfinished: collected while in flight
+      gr.reduce(data("float32", 1 << 20, i), { ops = ops, async = true, stream = s })
+    end
+    collectgarbage()
+    collectgarbage()
+  end)
+
+  H.gpu_it("every injected failure of a start raises, holds no memory and leaves the next call right", function()
+    local ops = { "sum", "min", "max", "mean", "argmax", "prod" }  -- fused ops and ops of their own
+    local b = random_buffer(100003, "float32", "device", 6)
+    local want = gr.reduce(b, { ops = ops })
+    local function call() return gr.reduce(b, { ops = ops, async = true }):wait() end
+    --- What the context holds once the garbage and the pool's idle scratch are given back.
+    local function held()
+      collectgarbage()
+      gr.pool_trim()
+      local st = gr.pool_stats()
+      return string.format("%d bytes in %d allocations", st.live_device_bytes + st.live_pinned_bytes,
+                           st.live_allocations)
+    end
+    call()
+    gr.pool_trim()
+    local before = gr.debug_events()
+    call()
+    local after = gr.debug_events()
+    local tried = 0
+    for _, kind in ipairs({ "alloc", "launch", "copy" }) do
+      for k = 1, after[kind] - before[kind] do
+        local where, base = kind .. " " .. k, held()
+        gr.debug_fault(kind, k)
+        local ok, err = pcall(call)
+        gr.debug_fault(kind, 0)
+        assert(not ok and tostring(err):find("injected fault", 1, true), where .. ": " .. tostring(err))
+        assert.are.equal(base, held(), where .. ": what is held after the failure")
+        same_tables(call(), want, ops, where .. ", the next call")
+        tried = tried + 1
+      end
+    end
+    assert(tried > 0, "no event to fail")
   end)
 end)

@@ -26,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void host_dot(const void *xv, const void *yv, size_t n, gr_dtype t, gr_dtype acc, void *out);
 
 /* ---- the pass kernels: the sum's, with a first pass over both inputs ---------------------------------- */
 
@@ -62,7 +61,7 @@ static gr_status op_segments_host(gr_context *ctx, const gr_run *run, const void
     for (size_t s = 0; s < k; s++) {
         size_t lo = size ? s * size : (size_t)bounds[s], hi = size ? lo + size : (size_t)bounds[s + 1];
         unsigned char value[8];
-        host_dot((const char *)in + lo * es, (const char *)run->with[0] + lo * es, hi - lo, p->in_dtype, p->acc, value);
+        gr_dot_host_acc((const char *)in + lo * es, (const char *)run->with[0] + lo * es, hi - lo, p->in_dtype, p->acc, value);
         gr_result r = gr_op_result(GR_SUM, value, p->acc, p->in_dtype, hi - lo, 0);
         gr_status st = gr_segment_result_store(ctx, gr_buffer_data(out[0]), s, gr_buffer_dtype(out[0]), r.value[0]);
         if (st != GR_OK) return st;
@@ -161,7 +160,7 @@ enum { LANES = 8 };
         break;                                                                                                  \
     }
 
-static void host_dot(const void *xv, const void *yv, size_t n, gr_dtype t, gr_dtype acc, void *out) {
+void gr_dot_host_acc(const void *xv, const void *yv, size_t n, gr_dtype t, gr_dtype acc, void *out) {
     float fs[LANES] = {0};
     double ds[LANES] = {0};
     uint64_t ws[LANES] = {0};
@@ -197,15 +196,23 @@ static gr_status dot_on_host(gr_context *ctx, const gr_buffer *a, const gr_buffe
         return GR_OK;
     }
     unsigned char value[8];
-    host_dot(gr_buffer_data(a), gr_buffer_data(b), n, t, acc, value);
+    gr_dot_host_acc(gr_buffer_data(a), gr_buffer_data(b), n, t, acc, value);
     *out = gr_op_result(GR_SUM, value, acc, t, n, 0);
     return GR_OK;
 }
 
 /* ---- checks and plans ------------------------------------------------------------------------------------ */
 
+/* gpu_to_gpu is for the float dtypes. */
+static gr_status check_exact(gr_context *ctx, const gr_buffer *a, const gr_options *o) {
+    if (o->determinism == GR_DET_GPU_TO_GPU && !gr_exact_takes(a->dtype))
+        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' of gr.dot is for the float dtypes (the "
+                           "integer dtypes' products sum exactly in 64 bits at every level: leave it out)");
+    return GR_OK;
+}
+
 /* a and b: one dtype, one shape, one side and device; the options those of a sum of a. */
-static gr_status check_pair(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o) {
+gr_status gr_dot_check_pair(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o) {
     if (a->dtype != b->dtype)
         return gr_fail_arg(ctx, GR_EINVAL, "b", "gr.dot takes two buffers of one dtype (a is %s, b is %s: convert "
                            "one with astype)", gr_dtype_name(a->dtype), gr_dtype_name(b->dtype));
@@ -229,7 +236,7 @@ static gr_status check_pair(gr_context *ctx, const gr_buffer *a, const gr_buffer
     if (way)
         return gr_fail_arg(ctx, GR_EINVAL, way, "gr.dot chooses its own kernel and shape (the sum's plan over "
                            "both inputs); this option does not apply to it");
-    return GR_OK;
+    return check_exact(ctx, a, o);
 }
 
 /* Compact handles on a's and b's elements: new handles on their memory, or compact copies of strided
@@ -245,22 +252,12 @@ static gr_status compact_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, gr_bu
     return st;
 }
 
-/* gpu_to_gpu is for the float dtypes. */
-static gr_status check_exact(gr_context *ctx, const gr_buffer *a, const gr_options *o) {
-    if (o->determinism == GR_DET_GPU_TO_GPU && !gr_exact_takes(a->dtype))
-        return gr_fail_arg(ctx, GR_EINVAL, "determinism", "'gpu_to_gpu' of gr.dot is for the float dtypes (the "
-                           "integer dtypes' products sum exactly in 64 bits at every level: leave it out)");
-    return GR_OK;
-}
-
 /* The sum's plan of n elements of t with the dot's first pass; *host set where the host reads the data. */
 static gr_status plan_dot(gr_context *ctx, const gr_buffer *a, const gr_options *o, gr_run *run, int *host,
                           gr_dtype *acc) {
     int k = gr_op_acc_dtype(ctx, GR_SUM, a->dtype, o->acc);
     if (k < 0) return GR_EINVAL;
     *acc = (gr_dtype)k;
-    gr_status dst = check_exact(ctx, a, o);
-    if (dst != GR_OK) return dst;
     *host = ctx->base.backend != GR_BACKEND_CUDA || gr_buffer_where(a) == GR_HOST;
     if (*host) return GR_OK;
     if (!&gr_dot_gpu || !gr_dot_gpu.launch || (o->determinism == GR_DET_GPU_TO_GPU && !&gr_exact_gpu))
@@ -272,13 +269,20 @@ static gr_status plan_dot(gr_context *ctx, const gr_buffer *a, const gr_options 
     return GR_OK;
 }
 
+gr_status gr_dot_piece_plan(gr_context *ctx, gr_dtype t, size_t n, const gr_options *o, gr_run *run) {
+    gr_status st = gr_plan_run(ctx, n, t, GR_DEVICE, o, run);
+    if (st != GR_OK) return st;
+    run->kernel = run->plan.exact ? &dot_exact_pass : &dot_op_pass;
+    return GR_OK;
+}
+
 static void *stream_of(gr_context *ctx, const gr_options *o) {
     return o->stream && o->stream->handle ? o->stream->handle : ctx->stream;
 }
 
 gr_status gr_dot_plan(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, const gr_options *o, gr_run *run,
                       int *host) {
-    gr_status st = check_pair(ctx, a, b, o);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
     gr_dtype acc;
     if (st == GR_OK) st = gr_buffer_check_compact(ctx, a, "a");
     if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
@@ -289,7 +293,7 @@ gr_status gr_dot_plan(gr_context *ctx, const gr_buffer *a, const gr_buffer *b, c
 
 gr_status gr_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, gr_result *out) {
     ctx = gr_ctx_for(ctx, a);
-    gr_status st = check_pair(ctx, a, b, o);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
     if (st != GR_OK) return st;
     gr_run run;
     int host;
@@ -313,7 +317,7 @@ gr_status gr_dot(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *
 gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, gr_pending **out) {
     *out = NULL;
     ctx = gr_ctx_for(ctx, a);
-    gr_status st = check_pair(ctx, a, b, o);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
     if (st != GR_OK) return st;
     gr_pending *p = calloc(1, sizeof *p);
     if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
@@ -370,8 +374,7 @@ static gr_status dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const
 gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                           gr_buffer *out[2]) {
     ctx = gr_ctx_for(ctx, a);
-    gr_status st = check_pair(ctx, a, b, o);
-    if (st == GR_OK) st = check_exact(ctx, a, o);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
     if (st == GR_OK) st = gr_buffer_check_compact(ctx, a, "a");
     if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
     return st == GR_OK ? dot_segments(ctx, a, b, o, seg, 0, out) : st;
@@ -380,8 +383,7 @@ gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_
 gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
                       gr_buffer *out[2]) {
     ctx = gr_ctx_for(ctx, a);
-    gr_status st = check_pair(ctx, a, b, o);
-    if (st == GR_OK) st = check_exact(ctx, a, o);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
     if (st != GR_OK) return st;
     if (!axes || axes >> a->ndim)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes 1..%d of a view of %d axes", a->ndim, a->ndim);

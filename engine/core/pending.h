@@ -1,6 +1,7 @@
 /*
- * pending.h -- the record of asynchronous work (gr_pending): a whole-buffer reduction (core/reduce.c) or
- * a reduction along axes (core/axes.c), which share its ready, wait and free.
+ * pending.h -- the record of asynchronous work (gr_pending): a whole-buffer reduction (core/reduce.c), a
+ * reduction along axes (core/axes.c) or one op's share of a fused pass (core/reduce_ops.c), which share
+ * its ready, wait and free.
  */
 #ifndef GR_PENDING_H
 #define GR_PENDING_H
@@ -24,6 +25,10 @@ struct gr_pending {
     void *done;
     gr_slot *held[2];
     gr_buffer *temps[2];    /* a regrouped view and its compact copy */
+    /* one op's share of a fused pass of several (core/reduce_ops.c; else NULL): the pass, whose tuple
+     * holds every share's result, and the op's place in the ops asked; settle and done are the share's */
+    struct gr_ops_pass *pass;
+    int pass_op;
 };
 
 #endif

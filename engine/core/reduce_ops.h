@@ -1,6 +1,7 @@
 /*
  * reduce_ops.h -- several built-in ops over one buffer (reduce_ops.c; the entry point, gr_reduce_ops, is
- * in gr.h): where each op's accumulator lies in a fused image's tuple (user/fused_source.c makes it).
+ * in gr.h): where each op's accumulator lies in a fused image's tuple (user/fused_source.c makes it), and
+ * the ops started together.
  */
 #ifndef GR_REDUCE_OPS_H
 #define GR_REDUCE_OPS_H
@@ -17,5 +18,14 @@ gr_op gr_fused_fold_op(gr_op op, gr_dtype in);
 /* The byte offset of the k-th op's accumulator in fused image img's tuple (k = img->fused_count: the
  * tuple's size): each slot is its op's accumulator size rounded up to 16 bytes. */
 size_t gr_fused_offset(const gr_image *img, int k);
+/* The slot of img's tuple that answers op over `in` with accumulator dtype acc (what its single call takes:
+ * gr_op_acc_dtype), -1 where none does: that of its fold op in that dtype, for an op gr_fused_takes. */
+int gr_fused_slot(const gr_image *img, gr_op op, gr_dtype in, int acc);
+/* The ops list of gr_reduce_ops and its kin: 1 to GR_OP_COUNT distinct built-in ops, no user operator;
+ * errors name "ops". */
+gr_status gr_ops_check(gr_context *ctx, const gr_options *o, const gr_op *ops, int count);
+/* o for a pass of the fused image: planned as a user operator's pass is, with o's determinism and stream,
+ * so that its variant, block, grid and finish are each op's own auto plan's. */
+gr_options gr_fused_options(const gr_options *o, const gr_image *fused);
 
 #endif

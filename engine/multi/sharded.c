@@ -13,6 +13,11 @@
  *   - gpu_to_gpu's exact sums (exact_acc.h) merged and rounded once: one device's bits, the host's too;
  *   - a user operator's accumulators copied to the first piece's device and combined in order by the
  *     operator's own gr_op_partials in one block, then its post: no cpu functions needed.
+ * A sharded gr.dot is a sum whose pieces read two buffers (gr_dot_shards): each piece's pass is the dot
+ * kernel's (core/dot.h), its accumulator the sum's, combined as a sum's. Several ops (opts.ops,
+ * gr_reduce_shards_ops) read each shard once with a fused image's kernel where one covers them: each
+ * piece's tuple holds every op's accumulator as its own single kernel leaves it, so each op's combine is
+ * the one its own call makes.
  *
  * On the cpu backend (and for shards in host memory) each piece is reduced by the host backend with its
  * first index, then combined the same way.
@@ -23,11 +28,13 @@
 #include "base/launch.h"
 #include "base/memory.h"
 #include "core/context.h"
+#include "core/dot.h"
 #include "core/exec.h"
 #include "core/image.h"
 #include "core/operator_cpu.h"
 #include "core/policy.h"
 #include "core/pool.h"
+#include "core/reduce_ops.h"
 #include "ops/cpu_backend.h"
 #include "ops/exact.h"
 #include "ops/ops.h"
@@ -87,8 +94,14 @@ static gr_status pieces_on_host(gr_context *ctx, const gr_shard_piece *p, size_t
         if (p[i].n == 0) continue;
         gr_dtype t = p[i].shard->dtype;
         const char *data = (const char *)gr_buffer_data(p[i].shard) + p[i].at * gr_dtype_size(t);
+        const char *with = p[i].with ? (const char *)gr_buffer_data(p[i].with) + p[i].at * gr_dtype_size(t) : NULL;
         if (exact(o)) {
-            gr_exact_add_values(sums, data, p[i].n, t, o->op);
+            if (with) gr_exact_add_products(sums, data, with, p[i].n, t);
+            else gr_exact_add_values(sums, data, p[i].n, t, o->op);
+            continue;
+        }
+        if (with) {
+            gr_dot_host_acc(data, with, p[i].n, t, acc, accs + (*used)++ * as);
             continue;
         }
         gr_status st = gr_cpu_reduce(ctx, data, p[i].n, p[i].first, t, o->op, acc, 0, accs + *used * as);
@@ -107,8 +120,8 @@ static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_opt
     gr_dtype t = p->shard->dtype;
     gr_options co = *o;
     co.finish = GR_FINISH_SINGLE;
-    if (!o->user && !exact(o) && co.variant < 0) co.variant = gr_policy_streamed_variant(t, o->op);
-    gr_status st = gr_plan_run(c, p->n, t, GR_DEVICE, &co, run);
+    if (!o->user && !exact(o) && co.variant < 0 && !p->with) co.variant = gr_policy_streamed_variant(t, o->op);
+    gr_status st = p->with ? gr_dot_piece_plan(c, t, p->n, &co, run) : gr_plan_run(c, p->n, t, GR_DEVICE, &co, run);
     if (st == GR_OK && (run->plan.npasses != 1 || run->plan.pass[0].on_host))
         st = gr_fail_arg(c, GR_EINVAL, "variant", "sharded reductions need a device variant with the 'single' "
                          "finish");
@@ -118,20 +131,32 @@ static gr_status plan_piece(gr_context *c, const gr_shard_piece *p, const gr_opt
 /* Queues the piece's pass on its device's stream, its value to the slot (gr_run_value); its end is the
  * slot's event. */
 static gr_status queue_piece(gr_context *c, const gr_shard_piece *p, const gr_run *run, gr_slot *slot) {
+    size_t skip = p->at * gr_dtype_size(p->shard->dtype);
     gr_inputs in;
-    gr_inputs_one(&in, (const char *)gr_buffer_data(p->shard) + p->at * gr_dtype_size(p->shard->dtype),
-                  p->shard->dtype, p->n);
-    return gr_exec_start(c, &in, p->first, run, slot, c->stream, 0);
+    gr_inputs_one(&in, (const char *)gr_buffer_data(p->shard) + skip, p->shard->dtype, p->n);
+    if (p->with) {                                  /* the second input: the same span, beside the first */
+        in.at[1] = in.at[0];
+        in.at[1].data = (const char *)gr_buffer_data(p->with) + skip;
+        in.count = 2;
+    }
+    if (run->plan.acc_size <= GR_ACC_MAX) return gr_exec_start(c, &in, p->first, run, slot, c->stream, 0);
+    /* a fused tuple, larger than the slot's result area: the last block writes it to the slot's pinned
+     * partials (gr_run_value), as reduce_ops.c's pass does */
+    gr_status st = gr_exec_single_to(c, &in, p->first, run, slot->dev, slot->counter, slot->host, c->stream);
+    int rc = st == GR_OK ? gr_dev_event_record(slot->done, c->stream) : 0;
+    return rc ? gr_fail_dev(c, rc, "event record") : st;
 }
 
 static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, size_t count, const gr_options *o,
                                    size_t as, char *accs, size_t *used, gr_xsum *sums) {
     gr_slot **slot = calloc(count, sizeof *slot);
     gr_context **on = calloc(count, sizeof *on);
+    const void **value = calloc(count, sizeof *value);
     gr_xsum *one = exact(o) ? malloc(sizeof *one) : NULL;
-    if (!slot || !on || (exact(o) && !one)) {
+    if (!slot || !on || !value || (exact(o) && !one)) {
         free(slot);
         free(on);
+        free(value);
         free(one);
         return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     }
@@ -141,9 +166,11 @@ static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, siz
         gr_context *c = gr_ctx_for(ctx, p[i].shard);
         gr_run run;
         st = plan_piece(c, &p[i], o, &run);
-        if (st == GR_OK) st = gr_slot_acquire(c, run.plan.dev_bytes, run.plan.host_bytes, &slot[i]);
+        size_t host = run.plan.host_bytes > as ? run.plan.host_bytes : as;  /* a tuple of fused ops may be large */
+        if (st == GR_OK) st = gr_slot_acquire(c, run.plan.dev_bytes, host, &slot[i]);
         if (st != GR_OK) break;
         on[i] = c;
+        value[i] = gr_run_value(&run, slot[i]);
         st = queue_piece(c, &p[i], &run, slot[i]);
     }
     /* every queued piece is waited for, also after a failure: its slot is reused next */
@@ -156,13 +183,14 @@ static gr_status pieces_on_devices(gr_context *ctx, const gr_shard_piece *p, siz
             memcpy(one, slot[i]->host, sizeof *one);
             gr_x_merge(sums, one);
         } else if (st == GR_OK) {
-            memcpy(accs + (*used)++ * as, slot[i]->result, as);
+            memcpy(accs + (*used)++ * as, value[i], as);
         }
         gr_slot_release(c, slot[i]);
     }
     gr_ctx_enter(ctx);
     free(slot);
     free(on);
+    free(value);
     free(one);
     return st;
 }
@@ -266,8 +294,102 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
     if (!pieces) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     uint64_t first = 0;
     for (size_t i = 0; i < count; first += shards[i]->n, i++)
-        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first};
+        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first, NULL};
     st = gr_shard_pieces_reduce(ctx, pieces, count, o, n, out);
     free(pieces);
     return st;
+}
+
+/* ---- gr.dot of two sharded buffers ----------------------------------------------------------------------- */
+
+gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count, const gr_options *o,
+                        gr_result *out) {
+    gr_status st = gr_shards_check(ctx, a, count, o);
+    if (st != GR_OK) return st;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!gr_buffer_is_compact(b[i]))
+            return gr_fail_arg(ctx, GR_EINVAL, "b", "shard %zu is a strided view (shards are compact)", i + 1);
+        /* the same split: shard i of each on one device, of one length (gr_dot_check_pair says which differs) */
+        if (a[i]->n != b[i]->n)
+            return gr_fail_arg(ctx, GR_EINVAL, "b", "shard %zu of b has %zu elements, shard %zu of a %zu (gr.dot of "
+                               "sharded buffers takes two of the same split)", i + 1, b[i]->n, i + 1, a[i]->n);
+        if ((st = gr_dot_check_pair(ctx, a[i], b[i], o)) != GR_OK) return st;
+        n += a[i]->n;
+    }
+    gr_dtype t = a[0]->dtype;
+    int acc = gr_op_acc_dtype(ctx, GR_SUM, t, o->acc);
+    if (acc < 0) return GR_EINVAL;
+    if (n == 0) return gr_op_empty_result(ctx, GR_SUM, t, (gr_dtype)acc, out);
+    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
+    if (!pieces) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    uint64_t first = 0;
+    for (size_t i = 0; i < count; first += a[i]->n, i++) pieces[i] = (gr_shard_piece){a[i], 0, a[i]->n, first, b[i]};
+    st = gr_shard_pieces_reduce(ctx, pieces, count, o, n, out);
+    free(pieces);
+    return st;
+}
+
+/* ---- several ops in one read of each shard ------------------------------------------------------------- */
+
+/* Whether the fused image's kernel can stand for the ops' own reductions of the shards: device shards on
+ * the GPU, below gpu_to_gpu, no kernel option, the image's dtype. */
+static int shards_fusable(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                          const gr_image *fused, size_t n) {
+    if (!fused || fused->fused_count < 2 || fused->in != shards[0]->dtype || n == 0) return 0;
+    if (ctx->base.backend != GR_BACKEND_CUDA || exact(o) || gr_options_way(o) || o->user || o->cpu) return 0;
+    for (size_t i = 0; i < count; i++)
+        if (gr_buffer_where(shards[i]) != GR_DEVICE) return 0;
+    return 1;
+}
+
+/* One read of every shard by the fused kernel; each op it covers combined from its slot of the pieces'
+ * tuples by the CPU finish its own call uses (done[k] set). */
+static gr_status shards_fused(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                              const gr_image *fused, const gr_op *ops, int nops, size_t n, gr_result *results,
+                              int *done) {
+    gr_dtype t = shards[0]->dtype;
+    gr_options f = gr_fused_options(o, fused);
+    size_t as = fused->acc_size, used = 0;
+    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
+    char *tuples = malloc(count * as), *accs = malloc(count * GR_ACC_MAX);
+    gr_status st = pieces && tuples && accs ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    uint64_t first = 0;
+    for (size_t i = 0; i < count && st == GR_OK; first += shards[i]->n, i++)
+        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first, NULL};
+    if (st == GR_OK) st = pieces_on_devices(ctx, pieces, count, &f, as, tuples, &used, NULL);
+    for (int k = 0; k < nops && st == GR_OK; k++) {
+        int acc = gr_op_acc_dtype(ctx, ops[k], t, o->acc);
+        int j = acc < 0 ? -1 : gr_fused_slot(fused, ops[k], t, acc);
+        if (j < 0) continue;
+        size_t bytes = gr_op_acc_size(ops[k], t, (gr_dtype)acc);
+        for (size_t i = 0; i < used; i++) memcpy(accs + i * bytes, tuples + i * as + gr_fused_offset(fused, j), bytes);
+        st = gr_cpu_finish(ctx, accs, used, (gr_dtype)acc, ops[k], t, n, o->ddof, &results[k]);
+        done[k] = 1;
+    }
+    free(pieces);
+    free(tuples);
+    free(accs);
+    return st;
+}
+
+gr_status gr_reduce_shards_ops(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                               const gr_op *ops, int nops, const gr_image *fused, gr_result *results) {
+    gr_status st = gr_ops_check(ctx, o, ops, nops);
+    gr_options one = *o;
+    one.op = ops[0];
+    if (st == GR_OK) st = gr_shards_check(ctx, shards, count, &one);
+    if (st != GR_OK) return st;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) n += shards[i]->n;
+    int done[GR_OP_COUNT] = {0};
+    if (shards_fusable(ctx, shards, count, o, fused, n) &&
+        (st = shards_fused(ctx, shards, count, o, fused, ops, nops, n, results, done)) != GR_OK)
+        return st;
+    for (int k = 0; k < nops; k++) {
+        if (done[k]) continue;
+        one.op = ops[k];
+        if ((st = gr_reduce_shards(ctx, shards, count, &one, &results[k])) != GR_OK) return st;
+    }
+    return GR_OK;
 }

@@ -9,11 +9,14 @@
 #include "core/handles.h"
 
 /* Elements [at, at + n) of one shard; `first` is the index its first element has in the reduction (the
- * whole buffer's, or the segment's): argmin/argmax and an operator's i count from it. */
+ * whole buffer's, or the segment's): argmin/argmax and an operator's i count from it. With `with` set
+ * (gr.dot of two sharded buffers) the piece is the sum of the products of those elements and the same
+ * span of `with`, a buffer of the shard's dtype on its device. */
 typedef struct gr_shard_piece {
     gr_buffer *shard;
     size_t at, n;
     uint64_t first;
+    gr_buffer *with;
 } gr_shard_piece;
 
 /* What every reduction of shards refuses, naming the option: no shard or more than GR_MAX_SLOTS, mixed

@@ -66,7 +66,7 @@ static gr_status spanning(gr_context *ctx, const layout *l, size_t i, size_t s, 
     size_t np = 0;
     for (size_t j = i; j < l->count && l->first[j] < hi; j++) {
         uint64_t from = lo > l->first[j] ? lo : l->first[j], to = hi < shard_end(l, j) ? hi : shard_end(l, j);
-        if (to > from) pieces[np++] = (gr_shard_piece){l->shards[j], from - l->first[j], to - from, from - lo};
+        if (to > from) pieces[np++] = (gr_shard_piece){l->shards[j], from - l->first[j], to - from, from - lo, NULL};
     }
     gr_result r;
     gr_status st = gr_shard_pieces_reduce(ctx, pieces, np, o, hi - lo, &r);
