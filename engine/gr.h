@@ -138,6 +138,10 @@ gr_status gr_buffer_new(gr_context *ctx, size_t n, gr_dtype dtype, gr_where wher
  * (GR_HOST) is visible to every device: its device only says which one's context made it. */
 gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype dtype, gr_where where, int device,
                            gr_buffer **out);
+/* gr_buffer_new_on without the zero fill, its contents unspecified until written: for a buffer the next
+ * call writes whole (the results of segments and axes), which then costs no fill and no wait for one. */
+gr_status gr_buffer_new_unset_on(gr_context *ctx, size_t n, gr_dtype dtype, gr_where where, int device,
+                                 gr_buffer **out);
 /* The device of a buffer, 1-based (slices and copies keep their storage's; wrapped memory: the
  * context's default device). */
 int gr_buffer_device(const gr_buffer *b);
@@ -486,7 +490,21 @@ typedef struct gr_pool_stats {
     size_t live_allocations;
 } gr_pool_stats;
 void gr_pool_stats_get(const gr_context *ctx, gr_pool_stats *out);
-/* Gives back the scratch of every idle slot (the next reductions allocate it again). */
+/* The caching pool device buffers come from (GPUREDUCE_BUFFER_POOL=0: none). It is the process's,
+ * shared by every context and device: these are every device's figures added together. Cached bytes are
+ * not live bytes: gr_pool_stats' live_device_bytes counts what the context holds, and the memory limit
+ * applies to that alone. All zero on the cpu backend. */
+typedef struct gr_buffer_pool_stats {
+    int enabled;                /* device buffers come from the pool */
+    size_t cached_bytes;        /* device memory the pool holds from the driver: in use and idle */
+    size_t idle_bytes;          /* of those, free for the next allocation (gr_pool_trim gives them back) */
+    size_t used_bytes;          /* of those, handed out (a free still queued behind work counts here) */
+    size_t hits;                /* allocations served from memory the pool held */
+    size_t misses;              /* allocations that took more memory from the driver */
+} gr_buffer_pool_stats;
+void gr_buffer_pool_stats_get(const gr_context *ctx, gr_buffer_pool_stats *out);
+/* Gives back the scratch of every idle slot (the next reductions allocate it again) and the buffer pool's
+ * idle memory. */
 void gr_pool_trim(gr_context *ctx);
 
 /* ---- user operators (engine/user/operator.c; docs/api.md "User operators") ---------------------------- */

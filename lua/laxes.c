@@ -89,7 +89,7 @@ int lgr_axes_outs(lua_State *L, gr_buffer *b, const lgr_request *r, unsigned *ax
     } else {
         for (int i = 0; i < count; i++) {
             lbuffer *u = lgr_new_buffer_ud(L);
-            LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], gr_buffer_where(b), gr_buffer_device(b), &u->b));
+            LGR_RETRY(L, st, gr_buffer_new_unset_on(ctx, k, dt[i], gr_buffer_where(b), gr_buffer_device(b), &u->b));
             if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
             lgr_track(L, k * gr_dtype_size(dt[i]));
             gr_buffer *shaped;

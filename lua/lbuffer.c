@@ -78,7 +78,47 @@ size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
 
 /* ---- construction -------------------------------------------------------------------------------- */
 
+/* ---- the collector and device memory -------------------------------------------------------------
+ *
+ * A buffer is a few bytes of Lua's heap: the collector cannot see the device (or pinned) memory behind
+ * it, so a loop that drops large buffers could hold garbage until the device is full -- and with the
+ * buffer pool (engine/base/memory.c) the process keeps whatever that garbage once took. lgr_track's step
+ * in proportion to each new buffer's size answers that in incremental mode, but in generational mode
+ * (lua.c's, and so busted's) that step is a minor collection, which never frees a buffer that survived
+ * two of them: with two results made per loop iteration, one of them leaked each time until a major
+ * collection, which only the Lua heap's own growth starts.
+ *
+ * So each new buffer userdata (every buffer the binding makes comes through here) first compares what
+ * the context holds (live device + pinned bytes, gr_pool_stats_get: a copy of a few counters) with a mark,
+ * and runs a full collection when it is past it: the mark is twice what was held after the last one, and
+ * at least 64 MiB more (Lua's own pause for its heap is 200%). Garbage then stays below the live set (or
+ * 64 MiB), and the collections are paid for by the growth they clean up, not once per call. The mark is
+ * the Lua state's (its registry); a collector stopped by the script (collectgarbage("stop")) is left
+ * stopped. */
+#define PACE_FLOOR ((size_t)64 << 20)
+
+static const char pace_key = 0;     /* its address keys the mark in the registry */
+
+static size_t held_bytes(lua_State *L) {
+    gr_pool_stats s;
+    gr_pool_stats_get(lgr_ctx(L), &s);
+    return s.live_device_bytes + s.live_pinned_bytes;
+}
+
+static void pace_collector(lua_State *L) {
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &pace_key);
+    size_t mark = lua_isinteger(L, -1) ? (size_t)lua_tointeger(L, -1) : PACE_FLOOR;
+    lua_pop(L, 1);
+    if (held_bytes(L) <= mark || !lua_gc(L, LUA_GCISRUNNING)) return;
+    lua_gc(L, LUA_GCCOLLECT);
+    size_t held = held_bytes(L);
+    mark = held < PACE_FLOOR ? held + PACE_FLOOR : 2 * held;
+    lua_pushinteger(L, (lua_Integer)(mark < (size_t)LUA_MAXINTEGER ? mark : (size_t)LUA_MAXINTEGER));
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &pace_key);
+}
+
 lbuffer *lgr_new_buffer_ud(lua_State *L) {
+    pace_collector(L);
     lbuffer *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->b = NULL;
     luaL_setmetatable(L, BUFFER_MT);

@@ -149,20 +149,30 @@ int lgr_bench_read(lua_State *L) {
     return 1;
 }
 
+/* gr.pool_stats(): the scratch pool's allocations, what the context holds, and the buffer pool's figures
+ * (the process's, every device's together: docs/api.md "Memory"). */
 int lgr_pool_stats(lua_State *L) {
     gr_pool_stats s;
+    gr_buffer_pool_stats b;
     gr_pool_stats_get(lgr_ctx(L), &s);
-    lua_createtable(L, 0, 6);
+    gr_buffer_pool_stats_get(lgr_ctx(L), &b);
+    lua_createtable(L, 0, 12);
     lgr_set_int(L, "device_allocs", (lua_Integer)s.device_allocs);
     lgr_set_int(L, "host_allocs", (lua_Integer)s.host_allocs);
     lgr_set_int(L, "slots", s.slots);
     lgr_set_int(L, "live_device_bytes", (lua_Integer)s.live_device_bytes);
     lgr_set_int(L, "live_pinned_bytes", (lua_Integer)s.live_pinned_bytes);
     lgr_set_int(L, "live_allocations", (lua_Integer)s.live_allocations);
+    lgr_set_bool(L, "buffer_pool", b.enabled);
+    lgr_set_int(L, "buffer_cached_bytes", (lua_Integer)b.cached_bytes);
+    lgr_set_int(L, "buffer_idle_bytes", (lua_Integer)b.idle_bytes);
+    lgr_set_int(L, "buffer_used_bytes", (lua_Integer)b.used_bytes);
+    lgr_set_int(L, "buffer_hits", (lua_Integer)b.hits);
+    lgr_set_int(L, "buffer_misses", (lua_Integer)b.misses);
     return 1;
 }
 
-/* gr.pool_trim(): gives back the scratch of idle slots. */
+/* gr.pool_trim(): gives back the scratch of idle slots and the buffer pool's idle memory. */
 int lgr_pool_trim(lua_State *L) {
     gr_pool_trim(lgr_ctx(L));
     return 0;

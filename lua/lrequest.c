@@ -428,7 +428,7 @@ int lgr_request_outs_like(lua_State *L, gr_dtype t, size_t n, gr_where where, in
     }
     for (int i = 0; i < count; i++) {
         lbuffer *u = lgr_new_buffer_ud(L);
-        LGR_RETRY(L, st, gr_buffer_new_on(ctx, k, dt[i], where, device, &u->b));
+        LGR_RETRY(L, st, gr_buffer_new_unset_on(ctx, k, dt[i], where, device, &u->b));
         if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
         lgr_track(L, k * gr_dtype_size(dt[i]));
         out[i] = u->b;

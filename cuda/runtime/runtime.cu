@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "../../engine/base/device.h"
@@ -109,60 +110,124 @@ extern "C" int gr_dev_error_is_sticky(int code) {
     }
 }
 
-/* Device memory comes from each device's stream-ordered pool (cudaMallocAsync), which keeps what is
- * freed for the next allocation instead of giving it back to the driver: a cudaMalloc and cudaFree of
- * 512 MiB cost about 0.4 ms on an H100, most of b:astype's time for 2^28 float32 into bfloat16. Like
- * PyTorch's caching allocator, the pool then holds freed memory for this process; when an allocation
- * finds the device full, what the pool holds unused is given back and the allocation tried once more.
- * Each device's allocations run on a stream of their own, which nothing else uses, synchronised at once,
- * so the memory is ready for every stream when gr_dev_malloc returns; gr_dev_free first waits for the
- * device, as cudaFree does, so no kernel still reads memory that the pool hands out again. */
+/* ---- the buffer pool ------------------------------------------------------------------------------
+ *
+ * Device memory comes from a caching, stream-ordered pool per device (a cudaMemPool_t of our own, made on
+ * the device's first allocation), which keeps what is freed for the next allocation instead of giving it
+ * back to the driver (release threshold 2^64 - 1): a cudaMalloc and cudaFree of 512 MiB cost about 0.4 ms
+ * on an H100, and a segmented sum that returns a new buffer paid for one of each per call (issue 26).
+ * Like PyTorch's and CuPy's caching allocators the process then keeps that memory (nvidia-smi counts it);
+ * gr_dev_pool_trim gives back what is idle, and an allocation that finds the device full waits for the
+ * device, gives back what is idle and tries once more. A pool of our own, not the device's default one,
+ * so that its settings and statistics are ours alone (other libraries in the process use the default).
+ *
+ * Why freed memory is never handed out while queued work may still use it:
+ *   - A free is queued, not waited for: gr_dev_free(p, stream, after) makes `stream` wait for the event
+ *     `after` (the storage's last recorded reader, on whatever stream it ran: buffer.c's
+ *     gr_storage_mark_read) and calls cudaFreeAsync(p, stream). The engine passes the context's stream of
+ *     p's device, where every synchronous call queues its work, so the free's point in stream order comes
+ *     after every use the engine knows of. (A call on a user stream either waits for its work before it
+ *     returns or records it in the storage's event.)
+ *   - Allocations run on a stream of the pool's own (`alloc` below) that nothing else uses and on which
+ *     nothing is ever freed while work may be queued, and the pool's two cross-stream reuse rules that
+ *     rely on stream order (cudaMemPoolReuseFollowEventDependencies, ...AllowInternalDependencies) are
+ *     off. What is left is cudaMemPoolReuseAllowOpportunistic: memory freed on another stream is reused
+ *     only once its free has *completed* on the device, i.e. once everything the free was ordered after
+ *     has finished. So an allocation gets either fresh memory or memory that no queued work touches, and
+ *     never gains a dependency on other streams' work; a free that has not completed yet just leaves the
+ *     pool to take (or, at worst, map) other memory -- a miss, never a wait.
+ *   - The allocation itself is ordered on `alloc`, which is synchronised before gr_dev_malloc returns
+ *     (it holds nothing else, so that costs a call, not a wait), so the memory is ready for any stream,
+ *     as cudaMalloc's is. The same holds across threads: a pool's streams and counters are safe to share.
+ *   - A free without a stream (the scratch slots, gr_mem_free) first waits for the whole device, as
+ *     cudaFree does, and then nothing can use the memory any more, whichever stream frees it.
+ * GPUREDUCE_BUFFER_POOL=0 (memory.c passes it as `pooled`) makes a device's first allocation choose
+ * cudaMalloc and cudaFree for the process instead; a device without memory pools does the same. */
 namespace {
 constexpr int kMaxDevices = 64;
 struct DevicePool {
     std::once_flag once;
-    cudaStream_t stream = nullptr;
-    cudaMemPool_t pool = nullptr;
-    cudaError_t status = cudaSuccess;
+    std::atomic<bool> made{false};    /* set up (pool or not): pool and alloc below may be read */
+    cudaMemPool_t pool = nullptr;     /* NULL: this device allocates with cudaMalloc */
+    cudaStream_t alloc = nullptr;     /* the allocations' stream; nothing else is queued on it */
 };
 DevicePool pools[kMaxDevices];
+std::atomic<unsigned long long> pool_hits{0}, pool_misses{0};
 
-/* The current device's pool (its number in *dev), set up on first use: every freed byte kept (release
- * threshold 2^64 - 1). */
-DevicePool *current_pool(cudaError_t *e, int *dev_out) {
-    int dev = 0;
-    if ((*e = cudaGetDevice(&dev)) != cudaSuccess) return nullptr;
-    *dev_out = dev;
-    if (dev < 0 || dev >= kMaxDevices) return nullptr;
-    DevicePool *d = &pools[dev];
-    std::call_once(d->once, [d, dev] {
-        unsigned long long keep = ~0ull;
-        d->status = cudaDeviceGetDefaultMemPool(&d->pool, dev);
-        if (d->status == cudaSuccess) d->status = cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep);
-        if (d->status == cudaSuccess) d->status = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
-    });
-    *e = d->status;
-    return d->status == cudaSuccess ? d : nullptr;
+/* A pool that keeps everything and reuses across streams only what is no longer in use (above). */
+cudaError_t pool_make(DevicePool *d, int dev) {
+    int supported = 0, devices = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev);
+    if (e != cudaSuccess || !supported) return e;
+    /* Pool memory is the pool's device's alone unless cudaMemPoolSetAccess grants the others, and with two
+     * GPUs (H100 x2) copies between devices and kernels on the second one failed with invalid values: with
+     * several devices in the process every device allocates with cudaMalloc, as before the pool. */
+    if ((e = cudaGetDeviceCount(&devices)) != cudaSuccess || devices > 1) return e;
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    cudaMemPool_t pool = nullptr;
+    if ((e = cudaMemPoolCreate(&pool, &props)) != cudaSuccess) return e;
+    unsigned long long keep = ~0ull;
+    int on = 1, off = 0;
+    e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &off);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off);
+    if (e == cudaSuccess) e = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowOpportunistic, &on);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->alloc, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        cudaMemPoolDestroy(pool);
+        return e;
+    }
+    d->pool = pool;
+    return cudaSuccess;
 }
 
+/* The current device's entry (its number in *dev), set up by its first allocation, which says whether it
+ * pools; NULL when the device cannot be asked or is past the table. */
+DevicePool *current_entry(int pooled, int *dev_out) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return nullptr;
+    *dev_out = dev;
+    DevicePool *d = &pools[dev];
+    if (pooled >= 0) {
+        std::call_once(d->once, [d, dev, pooled] {
+            if (pooled && pool_make(d, dev) != cudaSuccess) cudaGetLastError();   /* cudaMalloc, then */
+            d->made.store(true, std::memory_order_release);
+        });
+    }
+    return d->made.load(std::memory_order_acquire) ? d : nullptr;
+}
+
+unsigned long long reserved_bytes(cudaMemPool_t pool) {
+    unsigned long long v = 0;
+    cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &v);
+    return v;
+}
+
+/* A hit when the pool did not grow to serve it. */
 cudaError_t pool_alloc(DevicePool *d, void **p, size_t bytes) {
-    cudaError_t e = cudaMallocAsync(p, bytes, d->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+    unsigned long long before = reserved_bytes(d->pool);
+    cudaError_t e = cudaMallocFromPoolAsync(p, bytes, d->pool, d->alloc);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d->alloc);
+    if (e == cudaSuccess) (reserved_bytes(d->pool) > before ? pool_misses : pool_hits)++;
     return e;
 }
 }  // namespace
 
 /* A failed allocation leaves an error that the next cudaGetLastError() would report against an
- * innocent launch: clear it here. A device without memory pools (or more devices than the table holds)
- * allocates with cudaMalloc. */
-extern "C" int gr_dev_malloc(void **p, size_t bytes) {
+ * innocent launch: clear it here. */
+extern "C" int gr_dev_malloc(void **p, size_t bytes, int pooled) {
     cudaError_t e;
-    int dev;
-    DevicePool *d = current_pool(&e, &dev);
-    if (!d) {
+    int dev = -1;
+    DevicePool *d = current_entry(pooled ? 1 : 0, &dev);
+    if (!d || !d->pool) {
         cudaGetLastError();
         e = cudaMalloc(p, bytes);
     } else if ((e = pool_alloc(d, p, bytes)) == cudaErrorMemoryAllocation) {
+        /* what the pool holds idle, and what frees still queued return to it, goes back to the driver */
         cudaGetLastError();
         if (cudaDeviceSynchronize() == cudaSuccess && cudaMemPoolTrimTo(d->pool, 0) == cudaSuccess)
             e = pool_alloc(d, p, bytes);
@@ -170,20 +235,69 @@ extern "C" int gr_dev_malloc(void **p, size_t bytes) {
     if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }
     return e;
 }
-/* Memory of another device than the current one (or from cudaMalloc) goes back through cudaFree,
- * which takes pool memory too. */
-extern "C" int gr_dev_free(void *p) {
-    cudaError_t e;
+
+/* Pool memory of the current device goes back to its pool, ordered after `stream`'s work so far and the
+ * event `after` (the comment above says why that is safe), or after the whole device when stream is NULL.
+ * Memory of another device than the current one, or from cudaMalloc, goes back through cudaFree (which
+ * takes pool memory too, waiting for the device). */
+extern "C" int gr_dev_free(void *p, void *stream, void *after) {
     int dev = -1;
     cudaPointerAttributes at;
-    DevicePool *d = current_pool(&e, &dev);
-    if (d && cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeDevice && at.device == dev) {
-        if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
-        return cudaFreeAsync(p, d->stream);
+    DevicePool *d = current_entry(-1, &dev);
+    cudaError_t e;
+    if (d && d->pool && cudaPointerGetAttributes(&at, p) == cudaSuccess && at.type == cudaMemoryTypeDevice &&
+        at.device == dev) {
+        if (!stream) {
+            if ((e = cudaDeviceSynchronize()) != cudaSuccess) return e;
+            return cudaFreeAsync(p, d->alloc);      /* nothing uses p any more: any stream is safe */
+        }
+        if (after && (e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)after, 0)) != cudaSuccess)
+            return e;
+        return cudaFreeAsync(p, (cudaStream_t)stream);
     }
     cudaGetLastError();
+    if (after && (e = cudaEventSynchronize((cudaEvent_t)after)) != cudaSuccess) return e;
     return cudaFree(p);
 }
+
+/* The pools of every device set up so far, added together. */
+extern "C" int gr_dev_pool_info(gr_dev_pool_stats *out) {
+    *out = gr_dev_pool_stats{};
+    for (int dev = 0; dev < kMaxDevices; dev++) {
+        DevicePool *d = &pools[dev];
+        if (!d->made.load(std::memory_order_acquire)) continue;
+        if (!d->pool) {
+            out->plain_devices++;
+            continue;
+        }
+        unsigned long long used = 0;
+        out->pooled_devices++;
+        out->reserved += reserved_bytes(d->pool);
+        cudaMemPoolGetAttribute(d->pool, cudaMemPoolAttrUsedMemCurrent, &used);
+        out->used += used;
+    }
+    out->hits = pool_hits.load();
+    out->misses = pool_misses.load();
+    return 0;
+}
+
+/* Waits for each pooled device (its queued frees then complete) and gives back all its idle memory. The
+ * caller's current device is made current again. */
+extern "C" int gr_dev_pool_trim(void) {
+    int current = -1;
+    cudaError_t first = cudaGetDevice(&current);
+    for (int dev = 0; dev < kMaxDevices && first == cudaSuccess; dev++) {
+        DevicePool *d = &pools[dev];
+        if (!d->made.load(std::memory_order_acquire) || !d->pool) continue;
+        cudaError_t e = cudaSetDevice(dev);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) e = cudaMemPoolTrimTo(d->pool, 0);
+        if (e != cudaSuccess) first = e;
+    }
+    if (current >= 0) cudaSetDevice(current);
+    return first;
+}
+
 extern "C" int gr_dev_host_alloc(void **p, size_t bytes) {
     cudaError_t e = cudaHostAlloc(p, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
     if (e != cudaSuccess) { cudaGetLastError(); *p = NULL; }

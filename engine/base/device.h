@@ -33,8 +33,25 @@ int gr_dev_error_is_oom(int code);
 /* 1 for the errors that leave the CUDA context unusable (a kernel that faulted: an illegal address, a
  * trap, an assert): every later CUDA call of the process fails with it */
 int gr_dev_error_is_sticky(int code);
-int gr_dev_malloc(void **p, size_t bytes);
-int gr_dev_free(void *p);
+/* Device memory of the current device: from its caching pool when `pooled` (the first allocation on a
+ * device decides for the process; a device without memory pools uses cudaMalloc), ready for any stream
+ * when this returns (runtime.cu says why reuse is safe). A free with a stream does not wait: the memory
+ * returns to the pool after the work queued so far on `stream` and the work before the event `after`
+ * (NULL: none); with a NULL stream it waits for the device first, as cudaFree does. */
+int gr_dev_malloc(void **p, size_t bytes, int pooled);
+int gr_dev_free(void *p, void *stream, void *after);
+/* The buffer pools of the process, every device's added together (all zero in a CPU-only build). */
+typedef struct gr_dev_pool_stats {
+    size_t reserved;                /* bytes the pools hold from the driver: in use and idle */
+    size_t used;                    /* of those, handed out and not yet given back */
+    unsigned long long hits;        /* allocations served from memory the pools held */
+    unsigned long long misses;      /* allocations that took more memory from the driver */
+    int pooled_devices;             /* devices whose buffers come from a pool */
+    int plain_devices;              /* devices set up to use cudaMalloc instead */
+} gr_dev_pool_stats;
+int gr_dev_pool_info(gr_dev_pool_stats *out);
+/* Waits for every pooled device and gives its idle memory back to the driver. */
+int gr_dev_pool_trim(void);
 int gr_dev_host_alloc(void **p, size_t bytes);        /* pinned and mapped */
 int gr_dev_host_free(void *p);
 int gr_dev_memset(void *p, int v, size_t bytes, void *stream);

@@ -17,8 +17,13 @@ const char *gr_dev_error_name(int code) { (void)code; return "cudaErrorNoDevice"
 const char *gr_dev_error_string(int code) { (void)code; return "this build of gpureduce has no CUDA support"; }
 int gr_dev_error_is_oom(int code) { (void)code; return 0; }
 int gr_dev_error_is_sticky(int code) { (void)code; return 0; }
-int gr_dev_malloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
-int gr_dev_free(void *p) { (void)p; return NO_DEVICE; }
+int gr_dev_malloc(void **p, size_t bytes, int pooled) { (void)p; (void)bytes; (void)pooled; return NO_DEVICE; }
+int gr_dev_free(void *p, void *stream, void *after) { (void)p; (void)stream; (void)after; return NO_DEVICE; }
+int gr_dev_pool_info(gr_dev_pool_stats *out) {
+    *out = (gr_dev_pool_stats){0, 0, 0, 0, 0, 0};
+    return 0;
+}
+int gr_dev_pool_trim(void) { return 0; }
 int gr_dev_host_alloc(void **p, size_t bytes) { (void)p; (void)bytes; return NO_DEVICE; }
 int gr_dev_host_free(void *p) { (void)p; return NO_DEVICE; }
 int gr_dev_memset(void *p, int v, size_t bytes, void *stream) {

@@ -48,6 +48,11 @@ static const struct row {
                                 "a whole number of seconds from 0 to 86400; 0 is no limit"},
     [GR_ENV_BY_KEY_RUNS] = {"GPUREDUCE_BY_KEY_RUNS", NUMBER, 0, 1, 1, NULL,
                             "0 or 1; 0 reduces every key's group as a segment (the path before the pass over runs)"},
+    [GR_ENV_BUFFER_POOL] = {"GPUREDUCE_BUFFER_POOL", NUMBER, 0, 1, 1, NULL,
+                            "0 or 1; 0 allocates every device buffer with cudaMalloc and frees it with cudaFree"},
+    [GR_ENV_POISON] = {"GPUREDUCE_POISON", NUMBER, 0, 1, 1, NULL,
+                       "0 or 1; 1 fills the buffers a call writes whole (results) with 0xA5 bytes first, so "
+                       "that a result the call misses shows (testing)"},
 };
 
 const char *gr_env_name(gr_env_var v) { return (unsigned)v < GR_ENV_VAR_COUNT ? rows[v].name : "?"; }

@@ -3,7 +3,8 @@
  *
  * A buffer handle is a view (offset, count, dtype) of a reference-counted storage. Slices and queued
  * reductions hold references, so memory never goes while something can still read it; anything that
- * writes or frees first waits for the reductions queued on the storage (gr_storage_quiesce). Also the
+ * writes first waits for the reductions queued on the storage (gr_storage_quiesce); a free of device memory
+ * is instead queued after them (storage_unref), so dropping a buffer never waits for the GPU. Also the
  * copies between buffers of one dtype (gr_buffer_copy_bytes, for gr_buffer_copy in core/convert.c),
  * overlapping views included.
  *
@@ -16,6 +17,7 @@
 #include "ops/cpu_backend.h"
 #include "base/dtype.h"
 #include "base/device.h"
+#include "base/env.h"
 #include "core/context.h"
 #include "base/error.h"
 #include "base/memory.h"
@@ -31,24 +33,35 @@ static int on_gpu(const gr_context *ctx) { return ctx->base.backend == GR_BACKEN
 
 static gr_mem_kind kind_of(gr_where where) { return where == GR_HOST ? GR_MEM_PINNED : GR_MEM_DEVICE; }
 
+/* gr_storage.owned: our memory (gr_mem_free'd), the application's (gr_buffer_wrap: never freed), or lent
+ * with a release (gr_buffer_adopt: a lent_storage, whose release runs in place of the free). */
+enum { OWNED_WRAPPED = 0, OWNED_OURS = 1, OWNED_LENT = 2 };
+typedef struct {
+    gr_storage st;          /* first: the storage's address is the lent_storage's */
+    void (*release)(void *arg);
+    void *arg;
+} lent_storage;
+
 /* zero: fill with zeros (gr_buffer_new); else the memory is left as the allocator gives it (a buffer that
- * is about to be written whole). */
+ * is about to be written whole), or, with GPUREDUCE_POISON=1, filled with 0xA5 bytes: the pool hands back
+ * memory that may hold an earlier result, so a test run with it shows an element a call forgot to write. */
 static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, int zero, gr_storage **out) {
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     st->bytes = bytes;
     st->where = where;
-    st->owned = 1;
+    st->owned = OWNED_OURS;
     st->refs = 1;
     st->device = ctx->device;
     gr_status s = gr_mem_alloc(ctx, kind_of(where), bytes, &st->ptr);
-    if (s == GR_OK && bytes && zero) {
+    int fill = zero ? 0 : gr_env_number_or(GR_ENV_POISON, 0) ? 0xA5 : -1;
+    if (s == GR_OK && bytes && fill >= 0) {
         if (!on_gpu(ctx) || where == GR_HOST) {
-            memset(st->ptr, 0, bytes);
+            memset(st->ptr, fill, bytes);
         } else {
-            int rc = gr_dev_memset(st->ptr, 0, bytes, ctx->stream);
+            int rc = gr_dev_memset(st->ptr, fill, bytes, ctx->stream);
             if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
-            if (rc) s = gr_fail_dev(ctx, rc, "zero-filling a new buffer");
+            if (rc) s = gr_fail_dev(ctx, rc, "filling a new buffer");
         }
     }
     if (s != GR_OK) {
@@ -60,11 +73,25 @@ static gr_status storage_new(gr_context *ctx, size_t bytes, gr_where where, int 
     return GR_OK;
 }
 
+/* The last reference gone, the memory goes. Device memory of our own is not waited for: its free is
+ * queued after the context's stream (where this device's synchronous work runs) and after the event of
+ * the last queued reader on any stream (gr_storage_mark_read), and the pool hands it out again only once
+ * that free has completed (base/memory.h). Pinned memory, and memory the application lent (gr_buffer_wrap,
+ * which it may free once we return; gr_buffer_adopt, whose release runs last), wait for their readers here.
+ * The event may be destroyed at once: the free's wait already holds what it recorded. */
 static void storage_unref(gr_context *ctx, gr_storage *st) {
     if (--st->refs > 0) return;
-    gr_storage_quiesce(ctx, st);
+    if (st->owned == OWNED_OURS && st->where == GR_DEVICE && on_gpu(ctx)) {
+        gr_mem_free_after(ctx, GR_MEM_DEVICE, st->ptr, st->bytes, ctx->stream, st->last_read);
+    } else {
+        gr_storage_quiesce(ctx, st);
+        if (st->owned == OWNED_OURS) gr_mem_free(ctx, kind_of(st->where), st->ptr, st->bytes);
+    }
     if (st->last_read) gr_dev_event_destroy(st->last_read);
-    if (st->owned) gr_mem_free(ctx, kind_of(st->where), st->ptr, st->bytes);
+    if (st->owned == OWNED_LENT) {
+        lent_storage *lent = (lent_storage *)st;
+        lent->release(lent->arg);
+    }
     free(st);
 }
 
@@ -132,6 +159,14 @@ gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where
     return s == GR_OK ? gr_buffer_new(on, n, t, where, out) : s;
 }
 
+gr_status gr_buffer_new_unset_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device,
+                                 gr_buffer **out) {
+    *out = NULL;
+    gr_context *on;
+    gr_status s = gr_context_on(ctx, device - 1, &on);
+    return s == GR_OK ? gr_buffer_new_unset(on, n, t, where, out) : s;
+}
+
 int gr_buffer_device(const gr_buffer *b) { return b->st->device + 1; }
 
 gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_where where,
@@ -145,8 +180,21 @@ gr_status gr_buffer_wrap(gr_context *ctx, void *ptr, size_t n, gr_dtype t, gr_wh
                            gr_dtype_name(t));
     gr_storage *st = calloc(1, sizeof *st);
     if (!st) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, 0, 1, NULL, ctx->device};
+    *st = (gr_storage){ptr, n * gr_dtype_size(t), where, OWNED_WRAPPED, 1, NULL, ctx->device};
     if ((s = handle_new(ctx, st, 0, n, t, out)) != GR_OK) free(st);
+    return s;
+}
+
+gr_status gr_buffer_adopt(gr_context *ctx, void *ptr, size_t bytes, gr_where where, size_t n, gr_dtype t,
+                          void (*release)(void *arg), void *arg, gr_buffer **out) {
+    *out = NULL;
+    lent_storage *lent = calloc(1, sizeof *lent);
+    if (!lent) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    lent->st = (gr_storage){ptr, bytes, where, OWNED_LENT, 1, NULL, ctx->device};
+    lent->release = release;
+    lent->arg = arg;
+    gr_status s = handle_new(ctx, &lent->st, 0, n, t, out);
+    if (s != GR_OK) free(lent);
     return s;
 }
 

@@ -18,6 +18,13 @@ gr_status gr_storage_mark_read(gr_context *ctx, gr_storage *st, void *stream);
 gr_status gr_buffers_hold(gr_context *ctx, gr_buffer *const *bufs, size_t count, gr_buffer ***out);
 void gr_buffers_release(gr_context *ctx, gr_buffer **held, size_t count);
 
+/* Memory another owner lends until it is released (an imported DLPack tensor, core/dlpack.c): one handle
+ * on `bytes` at ptr, on `where` of ctx's device, n elements of t as a compact 1-D view (the caller may give
+ * the handle another view of that memory). When the last handle and the last queued reduction reading it
+ * let go, release(arg) runs once in place of a free. On failure release does not run. */
+gr_status gr_buffer_adopt(gr_context *ctx, void *ptr, size_t bytes, gr_where where, size_t n, gr_dtype t,
+                          void (*release)(void *arg), void *arg, gr_buffer **out);
+
 /* gr_buffer_new without the zero fill: for a buffer the caller writes whole before anyone reads it (the
  * result of a conversion). */
 gr_status gr_buffer_new_unset(gr_context *ctx, size_t n, gr_dtype t, gr_where where, gr_buffer **out);

@@ -109,6 +109,7 @@ void gr_pool_release_idle(gr_context *ctx) {
     }
     ctx->nslots = kept;
     ctx->stats.slots = kept;
+    gr_mem_trim(ctx);           /* and what the buffer pool holds idle */
 }
 
 gr_status gr_aux_stream(gr_context *ctx, int i, void **out) {
