@@ -192,6 +192,27 @@ gr_status gr_buffer_contiguous(gr_context *ctx, gr_buffer *b, gr_buffer **out);
  * Compact and empty buffers give NULL too. */
 gr_status gr_buffer_dense(gr_context *ctx, gr_buffer *b, gr_buffer **out);
 
+/* ---- DLPack (engine/core/dlpack.c; docs/api.md "Interoperation") ----------------------------------
+ * The exchange structures are DLPack 1.x's (dmlc/dlpack's dlpack.h), passed as void *. The address of
+ * a buffer's first element is gr_buffer_data. */
+/* *out gets a new DLManagedTensorVersioned (version 1.1, flags 0) describing b's view: kDLCUDA with the
+ * CUDA ordinal for device memory, kDLCUDAHost for host memory on cuda, kDLCPU on the cpu backend; shape
+ * and strides (in elements, always given) of b's view; data = gr_buffer_data(b), byte_offset 0. It holds
+ * b's memory (as a slice does) until the consumer calls its deleter once, which may be after
+ * gr_buffer_free(b) but must be before gr_context_destroy(ctx), on a thread that may call into ctx.
+ * Waits for the work queued on b's memory first, so that the consumer may read it on any stream. */
+gr_status gr_buffer_to_dlpack(gr_context *ctx, gr_buffer *b, void **out);
+/* A buffer on a DLManagedTensorVersioned's memory, no copy: its view has the tensor's shape and strides
+ * (ndim 0 as {1}), and the last gr_buffer_free of it and of its views calls the tensor's deleter once.
+ * Accepted: major version 1; kDLCUDA on a device of ctx (a device buffer there), kDLCUDAHost and kDLCPU
+ * (a host buffer; a device buffer on the cpu backend, which takes no kDLCUDA); the type codes and sizes of
+ * gr_dtype's (int, uint, float 16/32/64, bfloat16, bool 8, float8 e4m3fn and e5m2) with 1 lane;
+ * strides >= 0, the first element aligned to the element size; not read-only. Otherwise GR_EINVAL
+ * naming "managed", and the caller keeps the tensor (its deleter is not called). */
+gr_status gr_buffer_from_dlpack(gr_context *ctx, void *managed, gr_buffer **out);
+/* The same for the DLManagedTensor of DLPack before 1.0 (no version, no flags). */
+gr_status gr_buffer_from_dlpack_legacy(gr_context *ctx, void *managed, gr_buffer **out);
+
 /* Writes from host memory: n elements of the buffer's dtype at element offset. */
 gr_status gr_buffer_write(gr_context *ctx, gr_buffer *b, size_t offset, const void *src, size_t n);
 /* Reads n elements from element offset into host memory. */

@@ -194,6 +194,25 @@ int lgr_wrap(lua_State *L) {
     return 1;
 }
 
+/* ---- interoperation (docs/api.md "Interoperation"; gr.from_dlpack is ldlpack.c's) -------------------- */
+
+/* b:ptr() -- the address of the view's first element, as a light userdata (b:where() says which side) */
+static int b_ptr(lua_State *L) {
+    lua_pushlightuserdata(L, gr_buffer_data(lgr_check_buffer(L, 1)));
+    return 1;
+}
+
+/* b:to_dlpack() -- a new DLManagedTensorVersioned* as a light userdata, which holds b's memory until its
+ * consumer calls the deleter (before the Lua state closes: the context goes then) */
+static int b_to_dlpack(lua_State *L) {
+    gr_buffer *b = lgr_check_buffer(L, 1);
+    void *managed;
+    gr_status st = gr_buffer_to_dlpack(lgr_ctx(L), b, &managed);
+    if (st != GR_OK) return lgr_fail(L, st, 0, "b", 1, NULL);
+    lua_pushlightuserdata(L, managed);
+    return 1;
+}
+
 static int b_release(lua_State *L) {
     lbuffer *u = luaL_checkudata(L, 1, BUFFER_MT);
     gr_context *ctx = lgr_ctx_or_null(L);
@@ -677,8 +696,8 @@ int lgr_buffer_newindex(lua_State *L) {
 const luaL_Reg lgr_buffer_methods[] = {
     {"astype", b_astype}, {"contiguous", b_contiguous}, {"device", b_device}, {"dtype", b_dtype}, {"fill", b_fill},
     {"free", b_release}, {"get", b_get}, {"iota", b_iota}, {"narrow", b_narrow}, {"ndim", b_ndim},
-    {"permute", b_permute}, {"random", b_random}, {"set", b_set}, {"shape", b_shape}, {"size", b_size},
-    {"slice", b_slice}, {"strides", b_strides}, {"tobytes", b_tobytes}, {"totable", b_totable},
-    {"transpose", b_transpose}, {"view", b_view}, {"where", b_where}, {NULL, NULL}};
+    {"permute", b_permute}, {"ptr", b_ptr}, {"random", b_random}, {"set", b_set}, {"shape", b_shape},
+    {"size", b_size}, {"slice", b_slice}, {"strides", b_strides}, {"to_dlpack", b_to_dlpack}, {"tobytes", b_tobytes},
+    {"totable", b_totable}, {"transpose", b_transpose}, {"view", b_view}, {"where", b_where}, {NULL, NULL}};
 const luaL_Reg lgr_buffer_meta[] = {
     {"__close", b_release}, {"__gc", b_release}, {"__len", b_size}, {"__tostring", b_tostring}, {NULL, NULL}};

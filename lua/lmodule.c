@@ -9,6 +9,7 @@
 #include "lby_key.h"
 #include "lcomm.h"
 #include "lcore.h"
+#include "ldlpack.h"
 #include "linfo.h"
 #include "lkernel.h"
 #include "loperator.h"
@@ -24,7 +25,8 @@ static const luaL_Reg module_funcs[] = {
     {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault},
     {"debug_float_decode", lgr_debug_float_decode}, {"debug_float_device", lgr_debug_float_device},
     {"debug_float_encode", lgr_debug_float_encode}, {"device", lgr_device},
-    {"devices", lgr_devices}, {"dot", lgr_dot}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes}, {"kernel", lgr_kernel},
+    {"devices", lgr_devices}, {"dot", lgr_dot}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes},
+    {"from_dlpack", lgr_from_dlpack}, {"kernel", lgr_kernel},
     {"kernel_compile", lgr_kernel_compile}, {"kernel_source", lgr_kernel_source},
     {"memory_limit", lgr_memory_limit}, {"nccl_version", lgr_nccl_version},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},
