@@ -489,6 +489,24 @@ gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
 /* NCCL's version code (e.g. 22809), or 0 when it cannot be opened. */
 int gr_nccl_version(void);
 
+/* ---- communicators from a launcher, and borrowed ones (engine/multi/comm_env.c, comm.c; docs/api.md
+ * "Launchers") ------------------------------------------------------------------------------------------- */
+
+/* Joins the communicator a launcher describes in the environment: rank, size and local rank from the
+ * first family set of torchrun's (RANK, WORLD_SIZE, LOCAL_RANK), mpirun's (OMPI_COMM_WORLD_RANK, _SIZE,
+ * _LOCAL_RANK) and Slurm's (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID); device local rank + 1; the
+ * rendezvous through NCCL's bootstrap at NCCL_COMM_ID, else the id file GPUREDUCE_COMM_ID, else
+ * MASTER_ADDR:MASTER_PORT. Missing or contradictory variables fail with GR_EINVAL naming them, on every
+ * backend, before NCCL is opened; then as gr_comm_create. */
+gr_status gr_comm_from_env(gr_context *ctx, double timeout, gr_comm **out);
+/* Wraps an ncclComm_t the caller owns (waiting up to timeout for one still joining): its rank, size and
+ * device are read from NCCL, collectives run as on one of ours, and gr_comm_destroy frees only the
+ * wrapper -- the communicator is never finalized, destroyed or aborted here (a collective that times out
+ * leaves it to its owner, who must keep it alive as long as the wrapper). */
+gr_status gr_comm_borrow(gr_context *ctx, void *handle, double timeout, gr_comm **out);
+/* The ncclComm_t behind c (its own or a borrowed one); NULL once it was given up after a failure. */
+void *gr_comm_handle(const gr_comm *c);
+
 /* Copies src into dst (same size; any mix of host and device buffers, on any devices), converting when
  * the dtypes differ, as gr_buffer_astype does. An element that does not fit dst's dtype fails with
  * GR_EINVAL naming "src" (the element counted from 1, its value, both dtypes) and leaves dst as it was. */

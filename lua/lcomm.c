@@ -1,9 +1,12 @@
 /*
- * lcomm.c -- gr.comm and the Comm userdata: NCCL communicators across processes (engine/multi/comm.c).
+ * lcomm.c -- gr.comm and the Comm userdata: NCCL communicators across processes (engine/multi/comm.c,
+ * comm_env.c).
  *
- * The table of gr.comm{rank =, size =, id =, timeout =, device =} is read by the options parser; the
- * communicator is destroyed by c:destroy(), __close or __gc (one idempotent release), and a method of a
- * destroyed one raises saying so.
+ * gr.comm takes one of three forms, told apart by the keys of its table (read by the options parser):
+ * {rank =, size =, id =, timeout =, device =} joins as told; {handle = p, timeout =} borrows the host
+ * application's ncclComm_t; no table, or one with none of those keys, joins as the launcher's
+ * environment says. The communicator is destroyed by c:destroy(), __close or __gc (one idempotent
+ * release; a borrowed one loses only its wrapper), and a method of a destroyed one raises saying so.
  */
 #include "lcomm.h"
 #include "lbuffer.h"
@@ -27,15 +30,36 @@ static void read_seconds(lua_State *L, int arg, const lgr_opt *opt, void *field)
     *(double *)field = lua_tonumber(L, -1);
 }
 
-#define S(f) offsetof(gr_comm_spec, f)
+static void read_handle(lua_State *L, int arg, const lgr_opt *opt, void *field) {
+    if (lua_type(L, -1) != LUA_TLIGHTUSERDATA || !lua_touserdata(L, -1))
+        luaL_argerror(L, arg, lua_pushfstring(L, "opts.%s: expected an ncclComm_t as a light userdata (c:handle() "
+                                              "gives one), got %s", opt->key, lua_type(L, -1) == LUA_TLIGHTUSERDATA ?
+                                              "NULL" : luaL_typename(L, -1)));
+    *(void **)field = lua_touserdata(L, -1);
+}
+
+typedef struct {
+    gr_comm_spec spec;
+    void *handle;           /* {handle = p}: borrowed */
+} comm_opts;
+
+#define S(f) offsetof(comm_opts, f)
 static const lgr_opt comm_specs[] = {
-    {"device", lgr_read_int, S(device), 1, INT_MAX, NULL},
-    {"id", read_text, S(id), 0, 0, NULL},
-    {"rank", lgr_read_int, S(rank), 0, INT_MAX, NULL},
-    {"size", lgr_read_int, S(size), 1, INT_MAX, NULL},
-    {"timeout", read_seconds, S(timeout), 0, 0, NULL},
+    {"device", lgr_read_int, S(spec.device), 1, INT_MAX, NULL},
+    {"handle", read_handle, S(handle), 0, 0, NULL},
+    {"id", read_text, S(spec.id), 0, 0, NULL},
+    {"rank", lgr_read_int, S(spec.rank), 0, INT_MAX, NULL},
+    {"size", lgr_read_int, S(spec.size), 1, INT_MAX, NULL},
+    {"timeout", read_seconds, S(spec.timeout), 0, 0, NULL},
     {NULL, NULL, 0, 0, 0, NULL}};
 #undef S
+
+/* Whether the options table at arg has `key` (read before parsing: a conflict is named before a type). */
+static int has_key(lua_State *L, int arg, const char *key) {
+    int set = lua_istable(L, arg) && lua_getfield(L, arg, key) != LUA_TNIL;
+    if (lua_istable(L, arg)) lua_pop(L, 1);
+    return set;
+}
 
 typedef struct { gr_comm *c; } lcomm;
 
@@ -45,17 +69,28 @@ static gr_comm *check_comm(lua_State *L) {
     return u->c;
 }
 
-/* gr.comm{rank = r, size = k, id = path_or_hex, timeout = 30, device = d} */
+/* gr.comm{rank = r, size = k, id = path_or_hex, timeout = 30, device = d}; gr.comm{handle = p, timeout = 30};
+ * gr.comm() or gr.comm{timeout = 30}: from the launcher's environment. */
 int lgr_comm(lua_State *L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    gr_comm_spec spec = {-1, -1, NULL, 30.0, 0};
-    lgr_parse_opts(L, 1, comm_specs, &spec);
-    if (spec.rank < 0 || spec.size < 0 || !spec.id)
+    if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TTABLE);
+    int told = has_key(L, 1, "rank") || has_key(L, 1, "size") || has_key(L, 1, "id");
+    if (has_key(L, 1, "handle") && (told || has_key(L, 1, "device")))
+        return luaL_argerror(L, 1, "opts.handle: a borrowed communicator's rank, size and device are NCCL's (not "
+                                   "with rank, size, id or device)");
+    if (!told && !has_key(L, 1, "handle") && has_key(L, 1, "device"))
+        return luaL_argerror(L, 1, "opts.device: from the launcher's environment the device is the local rank's "
+                                   "(LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID, plus 1)");
+    comm_opts o = {{-1, -1, NULL, 30.0, 0}, NULL};
+    lgr_parse_opts(L, 1, comm_specs, &o);
+    if (told && (o.spec.rank < 0 || o.spec.size < 0 || !o.spec.id))
         return luaL_argerror(L, 1, "opts: rank, size and id are required");
     lcomm *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->c = NULL;
     luaL_setmetatable(L, COMM_MT);
-    gr_status st = gr_comm_create(lgr_ctx(L), &spec, &u->c);
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st = o.handle ? gr_comm_borrow(ctx, o.handle, o.spec.timeout, &u->c)
+                 : told ? gr_comm_create(ctx, &o.spec, &u->c)
+                 : gr_comm_from_env(ctx, o.spec.timeout, &u->c);
     if (st != GR_OK) return lgr_fail(L, st, 1, NULL);
     return 1;
 }
@@ -132,6 +167,17 @@ static int c_device(lua_State *L) {
     return 1;
 }
 
+/* c:handle(): the ncclComm_t as a light userdata, for gr.comm{handle = p} or a host application. */
+static int c_handle(lua_State *L) {
+    gr_comm *c = check_comm(L);
+    void *p = gr_comm_handle(c);
+    if (!p)
+        return luaL_error(L, "gpureduce: rank %d of %d: the communicator was given up after an earlier failure; "
+                          "it has no handle", gr_comm_rank(c), gr_comm_size(c));
+    lua_pushlightuserdata(L, p);
+    return 1;
+}
+
 /* c:_bench_raw(b, op, reps, sync_each): bare ncclAllReduce timed, seconds per call (the benchmark's
  * yardstick, experiments/multi_gpu/bench.lua). */
 static int c_bench_raw(lua_State *L) {
@@ -156,6 +202,6 @@ static int c_tostring(lua_State *L) {
 
 const luaL_Reg lgr_comm_methods[] = {
     {"_bench_raw", c_bench_raw}, {"allreduce", c_allreduce}, {"barrier", c_barrier}, {"destroy", c_release},
-    {"device", c_device}, {"rank", c_rank}, {"reduce", c_reduce}, {"size", c_size}, {NULL, NULL}};
+    {"device", c_device}, {"handle", c_handle}, {"rank", c_rank}, {"reduce", c_reduce}, {"size", c_size}, {NULL, NULL}};
 const luaL_Reg lgr_comm_meta[] = {
     {"__close", c_release}, {"__gc", c_release}, {"__tostring", c_tostring}, {NULL, NULL}};

@@ -12,6 +12,11 @@
  * Every communicator is non-blocking (config.blocking = 0): its creation and each collective return
  * at once and are polled, with a deadline, so that a rank that never joins, or stops taking part,
  * ends in a clear error and ncclCommAbort instead of a hang.
+ *
+ * A borrowed communicator (gr_comm_borrow) is the host application's: its collectives run and are
+ * waited for the same way, but it is never finalized, destroyed or aborted here -- a failure only
+ * retires the wrapper, and its owner decides what happens to the communicator. Joining from a
+ * launcher's environment is comm_env.c's (it calls gr_comm_create).
  */
 #include "gr.h"
 #include "base/clock.h"
@@ -58,6 +63,9 @@ typedef struct {            /* ncclConfig_t of NCCL 2.14 */
     X(int, ncclCommFinalize, (void *comm))                                                            \
     X(int, ncclCommDestroy, (void *comm))                                                             \
     X(int, ncclCommAbort, (void *comm))                                                               \
+    X(int, ncclCommUserRank, (void *comm, int *rank))                                                 \
+    X(int, ncclCommCount, (void *comm, int *count))                                                   \
+    X(int, ncclCommCuDevice, (void *comm, int *device))                                               \
     X(int, ncclAllReduce, (const void *send, void *recv, size_t count, int dtype, int op, void *comm,  \
                            void *stream))
 
@@ -124,18 +132,21 @@ int gr_nccl_version(void) {
 /* ---- the communicator ----------------------------------------------------------------------------- */
 
 struct gr_comm {
-    void *nccl;             /* ncclComm_t; NULL once destroyed or aborted */
+    void *nccl;             /* ncclComm_t; NULL once destroyed or aborted (borrowed: given up) */
     int rank, size;
+    int borrowed;           /* the host application's (gr_comm_borrow): never finalized, destroyed, aborted */
     gr_context *on;         /* the context of its device */
     double timeout;         /* seconds any one wait may take */
     void *dev, *host;       /* 16 bytes each, device and pinned: c:reduce's value, the barrier's word */
 };
 
-/* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". */
+/* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". A borrowed one
+ * is not aborted: the wrapper is retired and its owner told. */
 static gr_status give_up(gr_context *ctx, gr_comm *c, gr_status st, const char *what) {
-    if (c->nccl) nc.ncclCommAbort(c->nccl);
+    if (c->nccl && !c->borrowed) nc.ncclCommAbort(c->nccl);
     c->nccl = NULL;
-    return gr_fail(ctx, st, "rank %d of %d: %s", c->rank, c->size, what);
+    return gr_fail(ctx, st, "rank %d of %d: %s%s", c->rank, c->size, what, c->borrowed ? " (the borrowed "
+                   "communicator was not aborted: its owner decides, with ncclCommAbort)" : "");
 }
 
 static gr_status nccl_failed(gr_context *ctx, gr_comm *c, const char *what, int rc) {
@@ -274,7 +285,7 @@ gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **ou
     if (is_file && (st = exchange_id(on, spec->id, spec->rank, spec->timeout, &id)) != GR_OK) return st;
     gr_comm *c = calloc(1, sizeof *c);
     if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    *c = (gr_comm){NULL, spec->rank, spec->size, on, spec->timeout, NULL, NULL};
+    *c = (gr_comm){NULL, spec->rank, spec->size, 0, on, spec->timeout, NULL, NULL};
     st = gr_mem_alloc(on, GR_MEM_DEVICE, 16, &c->dev);
     if (st == GR_OK) st = gr_mem_alloc(on, GR_MEM_PINNED, 16, &c->host);
     if (st == GR_OK) {
@@ -303,6 +314,17 @@ void gr_comm_destroy(gr_context *ctx, gr_comm *c) {
     (void)ctx;
     if (!c) return;
     gr_context *on = gr_ctx_enter(c->on);
+    if (c->borrowed) {
+        /* Ours is only the wrapper. After a collective that timed out, work may still wait on the stream
+         * until the owner aborts the communicator: the 32 bytes it may touch are left, not waited for. */
+        if (c->nccl) {
+            gr_dev_stream_sync(on->stream);
+            gr_mem_free(on, GR_MEM_DEVICE, c->dev, 16);
+            gr_mem_free(on, GR_MEM_PINNED, c->host, 16);
+        }
+        free(c);
+        return;
+    }
     if (c->nccl) {
         gr_dev_stream_sync(on->stream);
         int rc = nc.ncclCommFinalize(c->nccl);
@@ -314,13 +336,63 @@ void gr_comm_destroy(gr_context *ctx, gr_comm *c) {
     free(c);
 }
 
+/* Waits (up to timeout) for a non-blocking communicator that is still joining; then reads what NCCL
+ * knows of it and wraps it as one of ours, marked borrowed. */
+gr_status gr_comm_borrow(gr_context *ctx, void *handle, double timeout, gr_comm **out) {
+    *out = NULL;
+    if (!handle) return gr_fail_arg(ctx, GR_EINVAL, "handle", "expected an ncclComm_t, got NULL");
+    if (!(timeout > 0))
+        return gr_fail_arg(ctx, GR_EINVAL, "timeout", "must be a positive number of seconds (got %g)", timeout);
+    gr_status st = need_nccl(ctx);
+    if (st != GR_OK) return st;
+    double t0 = gr_now_ms();
+    int state = NCCL_IN_PROGRESS, rc;
+    while ((rc = nc.ncclCommGetAsyncError(handle, &state)) == NCCL_OK && state == NCCL_IN_PROGRESS) {
+        if ((gr_now_ms() - t0) / 1e3 > timeout)
+            return gr_fail(ctx, GR_ETIMEOUT, "the borrowed communicator did not finish joining within %g s", timeout);
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    if (rc == NCCL_OK) rc = state;
+    int rank = -1, size = 0, cu = -1;
+    const char *what = "ncclCommGetAsyncError";
+    if (rc == NCCL_OK && (rc = nc.ncclCommUserRank(handle, &rank)) != NCCL_OK) what = "ncclCommUserRank";
+    if (rc == NCCL_OK && (rc = nc.ncclCommCount(handle, &size)) != NCCL_OK) what = "ncclCommCount";
+    if (rc == NCCL_OK && (rc = nc.ncclCommCuDevice(handle, &cu)) != NCCL_OK) what = "ncclCommCuDevice";
+    if (rc != NCCL_OK)
+        return gr_fail_arg(ctx, GR_EINVAL, "handle", "the borrowed communicator is not usable: %s: %s (NCCL error %d)",
+                           what, nc.ncclGetErrorString(rc), rc);
+    int count = gr_device_count(ctx);
+    if (cu < 0 || cu >= count)
+        return gr_fail_arg(ctx, GR_EINVAL, "handle", "the borrowed communicator drives CUDA device %d, and %d "
+                           "device%s visible here", cu, count, count == 1 ? " is" : "s are");
+    gr_context *on;
+    if ((st = gr_context_on(ctx, cu, &on)) != GR_OK) return st;
+    gr_comm *c = calloc(1, sizeof *c);
+    if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    *c = (gr_comm){handle, rank, size, 1, on, timeout, NULL, NULL};
+    st = gr_mem_alloc(on, GR_MEM_DEVICE, 16, &c->dev);
+    if (st == GR_OK) st = gr_mem_alloc(on, GR_MEM_PINNED, 16, &c->host);
+    if (st != GR_OK) {
+        gr_comm_destroy(ctx, c);
+        return st;
+    }
+    *out = c;
+    return GR_OK;
+}
+
+void *gr_comm_handle(const gr_comm *c) { return c->nccl; }
 int gr_comm_rank(const gr_comm *c) { return c->rank; }
 int gr_comm_size(const gr_comm *c) { return c->size; }
 int gr_comm_device(const gr_comm *c) { return c->on->device + 1; }
 
 static gr_status usable(gr_context *ctx, gr_comm *c) {
-    return c->nccl ? GR_OK : gr_fail(ctx, GR_EINVAL, "rank %d of %d: the communicator was aborted after an "
-                                     "earlier failure; make a new one", c->rank, c->size);
+    if (c->nccl) return GR_OK;
+    if (c->borrowed)
+        return gr_fail(ctx, GR_EINVAL, "rank %d of %d: the wrapper of the borrowed communicator was retired after an "
+                       "earlier failure (the communicator is its owner's); borrow it again", c->rank, c->size);
+    return gr_fail(ctx, GR_EINVAL, "rank %d of %d: the communicator was aborted after an earlier failure; make a new "
+                   "one", c->rank, c->size);
 }
 
 /* NCCL's type for the elements of b, or GR_EINVAL naming b where NCCL has none. */
