@@ -22,7 +22,7 @@ typedef struct gr_storage {
     void *ptr;
     size_t bytes;
     gr_where where;
-    int owned;              /* 0 for memory wrapped from the host application */
+    int owned;              /* buffer.c's OWNED_*: 0 wrapped (the application's), 1 ours, 2 lent (a release runs) */
     int refs;
     void *last_read;        /* event recorded after the last queued reduction reading it, or NULL */
     int device;             /* the CUDA ordinal of the context that made it (devices.c) */
