@@ -193,3 +193,61 @@ describe("opts.ops of a sharded buffer", function()
     H.expect_error("total", gr.reduce, s, { ops = { "total" } })
   end)
 end)
+
+describe("gr.reduce_by_key of sharded keys and values", function()
+  --- Every result of reduce_by_key as plain values: a buffer's elements, a table of them for ops.
+  local function flat(x)
+    if type(x) == "table" and getmetatable(x) == nil then
+      local t = {}
+      for name, v in pairs(x) do t[name] = flat(v) end
+      return t
+    end
+    return x:totable()
+  end
+
+  local function same_tables(got, want, label)
+    if type(want) == "table" and want[1] == nil and next(want) ~= nil and type(next(want)) == "string" then
+      for name, w in pairs(want) do same_tables(got[name], w, label .. " " .. name) end
+      return
+    end
+    assert.are.equal(#want, #got, label .. ": length")
+    for i = 1, #want do same_bits(got[i], want[i], label .. " [" .. i .. "]") end
+  end
+
+  it("gives one buffer's keys and results bit for bit, for ops, ops = {...}, sorted and gpu_to_gpu", function()
+    for _, devices in ipairs(LAYOUTS) do
+      for _, n in ipairs({ 0, 1, 7, 1000, 40001 }) do
+        local kt, vt = {}, {}
+        for i = 1, n do
+          kt[i] = (i * 7919) % 37 - 5
+          vt[i] = ((i * 104729) % 255 - 127) / 8
+        end
+        local sk, k = both(n, "int32", devices, kt)
+        local sv, v = both(n, "float32", devices, vt)
+        for _, opts in ipairs({ { op = "sum" }, { op = "argmax" }, { op = "mean" }, { op = "count" },
+          { ops = { "sum", "min", "max", "std" } }, { op = "sum", determinism = "gpu_to_gpu" } }) do
+          local label = string.format("%s n=%d %s", layout_name(devices), n, H.describe_opts(opts))
+          local got, want = table.pack(gr.reduce_by_key(sk, sv, opts)), table.pack(gr.reduce_by_key(k, v, opts))
+          assert.are.equal(want.n, got.n, label)
+          for r = 1, want.n do same_tables(flat(got[r]), flat(want[r]), label .. " result " .. r) end
+        end
+        table.sort(kt)
+        local ss, s = both(n, "int32", devices, kt)
+        local got, want = table.pack(gr.reduce_by_key(ss, sv, { op = "sum", sorted = true })),
+          table.pack(gr.reduce_by_key(s, v, { op = "sum", sorted = true }))
+        for r = 1, want.n do same_tables(got[r]:totable(), want[r]:totable(), "sorted result " .. r) end
+      end
+    end
+  end)
+
+  it("refuses a sharded buffer beside a plain one, and other lengths", function()
+    local sk = gr.sharded(10, "int32", { devices = { 1, 1 } }):fill(1)
+    local sv = gr.sharded(10, "float32", { devices = { 1, 1 } }):fill(1)
+    expect_arg(2, "sharded keys take sharded values", gr.reduce_by_key, sk, gr.buffer(10, "float32"))
+    expect_arg(1, "sharded keys take sharded values", gr.reduce_by_key, gr.buffer(10, "int32"), sv)
+    expect_arg(2, "values: 9 elements, keys 10", gr.reduce_by_key, sk, gr.sharded(9, "float32", { devices = { 1, 1 } }))
+    local keys, sums = gr.reduce_by_key(sk, sv, { op = "sum" })
+    assert.are.same({ 1 }, keys:totable())
+    assert.are.same({ 10.0 }, sums:totable())
+  end)
+end)

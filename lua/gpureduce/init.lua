@@ -12,6 +12,39 @@ end
 
 gr.sharded = require "gpureduce.sharded"
 
+--- A plain buffer on the first shard's device holding the sharded buffer s's elements (copies between
+-- devices where the shards lie on others).
+local function gathered(s)
+  local parts = s:shards()
+  local b = core.buffer(#s, s:dtype(), { device = parts[1].device, where = parts[1].buffer:where() })
+  for _, p in ipairs(parts) do
+    if p.size > 0 then core.copy(b:slice(p.offset, p.size), p.buffer) end
+  end
+  return b
+end
+
+--- gr.reduce_by_key(keys, values, opts): sharded keys and values (of one length) are gathered onto the
+-- first shard's device and reduced there, so the results are one GPU's, bit for bit, at every
+-- determinism level; the group-by itself runs on that device.
+function gr.reduce_by_key(keys, values, opts)
+  local sk, sv = getmetatable(keys) == core._Sharded, getmetatable(values) == core._Sharded
+  if not (sk or sv) then return core.reduce_by_key(keys, values, opts) end
+  if not (sk and sv) then
+    error(string.format("bad argument #%d to 'reduce_by_key' (sharded keys take sharded values and the other way "
+      .. "round: gather the plain one's partner, or shard both)", sk and 2 or 1), 2)
+  end
+  if #keys ~= #values then
+    error(string.format("bad argument #2 to 'reduce_by_key' (values: %d elements, keys %d (one length))", #values,
+      #keys), 2)
+  end
+  local k, v = gathered(keys), gathered(values)
+  local out = table.pack(pcall(core.reduce_by_key, k, v, opts))
+  k:free()
+  v:free()
+  if not out[1] then error(out[2], 2) end
+  return (table.unpack or unpack)(out, 2, out.n)
+end
+
 --- The registry entry of a variant by name, or nil.
 function gr.variant(name)
   for _, v in ipairs(core.variants()) do
