@@ -20,13 +20,22 @@
 # embedded as well. make CUDA_ARCH=90 builds one; make CUDA_ARCH="80 90" a portable fat binary.
 # The CUDA toolkit: CUDA_HOME (or CUDA_PATH) if set, else where nvcc says it lives, else /usr/local/cuda.
 
+# The Lua to build for and to run the specs with: lua5.4 (the default), lua5.3, lua5.1 or luajit, by
+# Debian's names (a path works too: /usr/bin/lua5.3). It decides the headers (LUA_INCDIR), the library the
+# host programs link (LUA_LIB), where make install puts the module (LUA_ABI), the build folder (build/
+# for 5.4, build-lua5.3/ and so on for the others, so that builds for several Luas live side by side)
+# and which specs make test runs (SPEC_ROOT: spec/compat/ on 5.1 and LuaJIT, whose numbers are doubles
+# and whose syntax the main specs outgrew; see docs/api.md, "Lua versions").
 LUA        ?= lua5.4
-BUSTED     ?= $(shell command -v busted 2>/dev/null)
-LUA_INCDIR ?= /usr/include/lua5.4
+LUA_NAME   := $(notdir $(LUA))
+LUA_ABI    := $(if $(filter luajit%,$(LUA_NAME)),5.1,$(or $(patsubst lua%,%,$(filter lua5.%,$(LUA_NAME))),5.4))
+LUA_INCDIR ?= $(if $(filter luajit%,$(LUA_NAME)),/usr/include/luajit-2.1,/usr/include/lua$(LUA_ABI))
+LUA_LIB    ?= $(if $(filter luajit%,$(LUA_NAME)),luajit-5.1,lua$(LUA_ABI))
 LUA_LIBDIR ?=
+BUSTED     ?= $(shell command -v busted 2>/dev/null)
 CC         ?= cc
 
-BUILD   ?= build
+BUILD   ?= $(if $(filter lua5.4,$(LUA_NAME)),build,build-$(LUA_NAME))
 OBJ     := $(BUILD)/obj
 MODULE  := $(BUILD)/gpureduce/core.so
 
@@ -35,8 +44,8 @@ PREFIX       ?= /usr/local
 LIBDIR       ?= $(PREFIX)/lib
 INCLUDEDIR   ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
-INST_LIBDIR  ?= $(PREFIX)/lib/lua/5.4
-INST_LUADIR  ?= $(PREFIX)/share/lua/5.4
+INST_LIBDIR  ?= $(PREFIX)/lib/lua/$(LUA_ABI)
+INST_LUADIR  ?= $(PREFIX)/share/lua/$(LUA_ABI)
 
 # Parallel by default, on every core. A -j on the command line wins over this (GNU make 4.3); a parent
 # make, or a -j in MAKEFLAGS from the environment, decides for itself; and `make clean all` stays
@@ -166,7 +175,7 @@ else
 endif
 
 # liblua for the host program that embeds Lua (offline hosts find it through LD_LIBRARY_PATH)
-LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -llua5.4
+LUA_LINK := $(if $(LUA_LIBDIR),-L$(LUA_LIBDIR)) -l$(LUA_LIB)
 
 # The module and facade from this checkout, ahead of anything installed.
 LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUILD)/?.so;$${LUA_CPATH:-;}"
@@ -255,7 +264,7 @@ $(OBJ)/cuda/%.o: cuda/%.cu $(OBJ)/cuda/%.d
 # also builds the C API host from an installation, with pkg-config.)
 $(OBJ)/spec/host/embed_host.o: spec/host/embed_host.c $(OBJ)/spec/host/embed_host.d
 	@mkdir -p $(dir $@)
-	$(CC) $(GR_CFLAGS) $(DEPFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -c $< -o $@
+	$(CC) $(GR_CFLAGS) $(DEPFLAGS) $(if $(NVCC),-DGR_WITH_CUDA -I$(CUDA_INCDIR)) -I$(LUA_INCDIR) -include lua/lcompat.h -c $< -o $@
 
 # Compiles the NVRTC-clean device headers with NVRTC (no GPU needed): links libnvrtc of the toolkit.
 $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
@@ -320,8 +329,10 @@ SPEC_SPLIT  ?= %f[%w][sm][uia][mnx]%f[%W]
 RUN_SPECS    = SPEC_SHARDS='$(SPEC_SHARDS)' SPEC_SPLIT='$(SPEC_SPLIT)' bash scripts/run-specs.sh
 BUSTED_ARGS := -o spec/support/summary_output.lua
 
+SPEC_ROOT   ?= $(if $(filter 5.1,$(LUA_ABI)),spec/compat)
+
 test: deps all
-	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS) --cpath='$(abspath $(BUILD))/?.so'
+	@$(RUN_SPECS) $(LUA) $(BUSTED) $(BUSTED_ARGS) --cpath='$(abspath $(BUILD))/?.so' $(SPEC_ROOT)
 
 # The specs against a CPU-only module built with ASan and UBSan, in its own folder. Lua is not built
 # with ASan, so the runtimes are loaded before it (ASan's first), into the Lua processes alone:

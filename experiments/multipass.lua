@@ -49,7 +49,7 @@ print(string.format("gpureduce %s, backend %s%s", gr.version, backend,
 
 -- 1. Plans. A plan does not depend on the data: a zero-filled buffer will do.
 print(string.format("\n== Plans for n = %d float32 (hybrid threshold %d)", args.n, args.threshold))
-local big <close> = gr.buffer(args.n, "float32")
+local big = gr.buffer(args.n, "float32")
 local shown = { gr.variant("cpu") }
 for _, v in ipairs(variants) do shown[#shown + 1] = v end
 for _, v in ipairs(shown) do
@@ -79,7 +79,7 @@ if backend ~= "cuda" then
   os.exit(0)
 end
 
-local b <close> = validate.fill(gr.buffer(args.mid, "float32"), "float32", "sum", 11)
+local b = validate.fill(gr.buffer(args.mid, "float32"), "float32", "sum", 11)
 local check = validate.checker(gr, b, "float32", "sum")
 
 -- rows: device, hybrid at each threshold, host; a cell is "ms" or "✗" (failed validation, not timed)

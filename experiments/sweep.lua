@@ -243,8 +243,10 @@ if h.backend == "cuda" then
   -- 1 GiB, far beyond any L2, or a quarter of a smaller device's memory
   local n = math.min(1 << 28, (dev.memory // 4) // 4)
   local ok, r = pcall(function()
-    local rb <close> = gr.buffer(n, "float32")
-    return gr.bench_read(rb, { reps = s.reps, warmup = s.warmup })
+    local rb = gr.buffer(n, "float32")
+    local r = gr.bench_read(rb, { reps = s.reps, warmup = s.warmup })
+    rb:free()
+    return r
   end)
   progress:clear()
   if ok then

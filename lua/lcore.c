@@ -15,8 +15,12 @@
 
 #define CONTEXT_MT "gpureduce.Context"
 
-/* The module's context, and the cache of the operators compiled in it (made on first use). */
-typedef struct { gr_context *ctx; gr_operator_cache *ops; } lcontext;
+/* The module's context, the cache of the operators compiled in it (made on first use), and what an
+ * int64 or uint64 value beyond 2^53 becomes where Lua has no 64-bit integers (gr.int64). */
+typedef struct { gr_context *ctx; gr_operator_cache *ops; int int64; } lcontext;
+
+static const char *const INT64_MODES[] = {"error", "string", "float", NULL};
+enum { INT64_ERROR, INT64_STRING, INT64_FLOAT };
 
 /* ---- the context --------------------------------------------------------------------------------- */
 
@@ -61,6 +65,7 @@ void lgr_push_context(lua_State *L) {
     lcontext *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->ctx = NULL;
     u->ops = NULL;
+    u->int64 = INT64_ERROR;
     luaL_newmetatable(L, CONTEXT_MT);
     lua_pushcfunction(L, ctx_gc);
     lua_setfield(L, -2, "__gc");
@@ -103,7 +108,7 @@ int lgr_retry_after_gc(lua_State *L, gr_status st) {
 
 void lgr_track(lua_State *L, size_t bytes) {
     size_t kb = bytes >> 10;
-    if (kb > 0) lua_gc(L, LUA_GCSTEP, (int)(kb < (size_t)1 << 30 ? kb : (size_t)1 << 30));
+    if (kb > 0) lgr_gc_step(L, kb < (size_t)1 << 30 ? kb : (size_t)1 << 30);
 }
 
 /* ---- values -------------------------------------------------------------------------------------- */
@@ -131,10 +136,57 @@ gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t) {
     return lgr_check_number(L, arg, what);
 }
 
+/* gr.int64(mode): where Lua's numbers are doubles (5.1, LuaJIT), what an int64 or uint64 value beyond
+ * 2^53 becomes: "error" (the default: no value loses bits unasked), "string" (its decimal digits) or
+ * "float" (the nearest double). Returns the mode before; with no argument, only that. On 5.3 and later
+ * every such value is an integer, and the mode is kept but never needed. */
+int lgr_int64(lua_State *L) {
+    lcontext *u = lua_touserdata(L, lua_upvalueindex(1));
+    int before = u->int64;
+    if (!lua_isnoneornil(L, 1)) u->int64 = luaL_checkoption(L, 1, NULL, INT64_MODES);
+    lua_pushstring(L, INT64_MODES[before]);
+    return 1;
+}
+
+/* The integers that a double holds exactly, all of them: |v| <= 2^53. */
+#define EXACT_IN_DOUBLE ((uint64_t)1 << 53)
+
+/* An int64 or uint64 value that a Lua number would round (5.1, LuaJIT): as gr.int64 says. Found through
+ * the registry, not upvalue 1: an operator's cpu functions are called from the engine. */
+static void push_wide(lua_State *L, gr_scalar s) {
+    char digits[24];
+    int neg = s.kind == GR_SCALAR_INT && s.v.i < 0;
+    uint64_t mag = s.kind == GR_SCALAR_UINT ? s.v.u : neg ? 0 - (uint64_t)s.v.i : (uint64_t)s.v.i;
+    snprintf(digits, sizeof digits, "%s%llu", neg ? "-" : "", (unsigned long long)mag);
+    lua_getfield(L, LUA_REGISTRYINDEX, CONTEXT_KEY);
+    lcontext *u = luaL_testudata(L, -1, CONTEXT_MT);
+    int mode = u ? u->int64 : INT64_ERROR;
+    lua_pop(L, 1);
+    switch (mode) {
+    case INT64_STRING: lua_pushstring(L, digits); return;
+    case INT64_FLOAT:
+        lua_pushnumber(L, s.kind == GR_SCALAR_UINT ? (lua_Number)s.v.u : (lua_Number)s.v.i);
+        return;
+    default:
+        luaL_error(L, "gpureduce: the %s value %s is beyond 2^53, which a number of %s does not hold exactly: "
+                      "gr.int64(\"string\") returns such values as decimal strings, gr.int64(\"float\") "
+                      "rounds them to the nearest number",
+                   s.kind == GR_SCALAR_UINT ? "uint64" : "int64", digits, LUA_VERSION);
+    }
+}
+
 void lgr_push_scalar(lua_State *L, gr_scalar s) {
     switch (s.kind) {
-    case GR_SCALAR_INT: lua_pushinteger(L, (lua_Integer)s.v.i); break;
-    case GR_SCALAR_UINT: lua_pushinteger(L, (lua_Integer)s.v.u); break;   /* two's-complement bits */
+    case GR_SCALAR_INT:
+        if (LGR_LUA_INT64 || (s.v.i >= -(int64_t)EXACT_IN_DOUBLE && s.v.i <= (int64_t)EXACT_IN_DOUBLE))
+            lua_pushinteger(L, (lua_Integer)s.v.i);
+        else
+            push_wide(L, s);
+        break;
+    case GR_SCALAR_UINT:                                                  /* two's-complement bits */
+        if (LGR_LUA_INT64 || s.v.u <= EXACT_IN_DOUBLE) lua_pushinteger(L, (lua_Integer)s.v.u);
+        else push_wide(L, s);
+        break;
     case GR_SCALAR_FLOAT: lua_pushnumber(L, (lua_Number)s.v.f); break;
     default: lua_pushboolean(L, s.v.b); break;
     }

@@ -8,8 +8,7 @@
 #ifndef LGR_LCORE_H
 #define LGR_LCORE_H
 
-#include <lauxlib.h>
-#include <lua.h>
+#include "lcompat.h"
 
 #include <stddef.h>
 
@@ -58,6 +57,9 @@ gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
 /* A value for an element of dtype t: lgr_check_number, and for bool a Lua boolean too. */
 gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
+/* gr.int64([mode]): what an int64/uint64 value beyond 2^53 becomes on a Lua without 64-bit integers
+ * (lgr_push_scalar); returns the mode before. */
+int lgr_int64(lua_State *L);
 /* Pushes the values of a result (one or two); returns how many. */
 int lgr_push_result(lua_State *L, const gr_result *r);
 /* A result as one value (opts.ops' entries): the scalar, or a table {value, index} / {min, max} for the

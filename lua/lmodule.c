@@ -26,7 +26,7 @@ static const luaL_Reg module_funcs[] = {
     {"debug_float_decode", lgr_debug_float_decode}, {"debug_float_device", lgr_debug_float_device},
     {"debug_float_encode", lgr_debug_float_encode}, {"device", lgr_device},
     {"devices", lgr_devices}, {"dot", lgr_dot}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes},
-    {"from_dlpack", lgr_from_dlpack}, {"kernel", lgr_kernel},
+    {"from_dlpack", lgr_from_dlpack}, {"int64", lgr_int64}, {"kernel", lgr_kernel},
     {"kernel_compile", lgr_kernel_compile}, {"kernel_source", lgr_kernel_source},
     {"memory_limit", lgr_memory_limit}, {"nccl_version", lgr_nccl_version},
     {"operator", lgr_operator}, {"ops", lgr_ops}, {"plan", lgr_plan}, {"pool_stats", lgr_pool_stats},

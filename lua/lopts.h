@@ -5,8 +5,7 @@
 #ifndef LGR_LOPTS_H
 #define LGR_LOPTS_H
 
-#include <lauxlib.h>
-#include <lua.h>
+#include "lcompat.h"
 
 #include <stddef.h>
 

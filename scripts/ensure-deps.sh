@@ -27,6 +27,10 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update
     # shellcheck disable=SC2086 # one word per package
     DEBIAN_FRONTEND=noninteractive apt-get install -y $missing
+    # lua5.3 and lua5.1 outrank lua5.4 for /usr/bin/lua, which a plain `busted` runs: keep it 5.4
+    if command -v update-alternatives >/dev/null 2>&1 && [ -x /usr/bin/lua5.4 ]; then
+        update-alternatives --set lua-interpreter /usr/bin/lua5.4 >/dev/null 2>&1 || true
+    fi
     exit 0
 fi
 

@@ -23,10 +23,11 @@ roots=$(awk '{ sub(/#.*/, "") } NF { printf "%s ", $1 }' "$here/debian-packages.
 # C++ runtime, the essential base system that dpkg/tar/bash pull in), or
 # because they only matter for compiling other things (-dev packages other
 # than the ones we list: the CUDA host has its own C toolchain), or because
-# they are other Lua versions that only satisfy alternatives of lua-busted.
+# they are other Lua versions that only satisfy alternatives of lua-busted
+# (5.2: the list names 5.1, 5.3 and LuaJIT, whose runtime libraries come with them).
 # Dependencies reached only through a skipped package are not fetched either.
 # (Written with [.] and [+], not backslashes: awk -v would eat those.)
-skip='^(libc6|libc-bin|libgcc-s1|libstdc[+][+]6|gcc-[0-9]+-base|libcrypt1|zlib1g|libtinfo6|ncurses-bin|debconf|dpkg|perl-base|tar|install-info|base-files|coreutils|lua5[.][0-35-9]|liblua5[.][0-35-9]-.*|.*-dev|.*-dev-bin)$'
+skip='^(libc6|libc-bin|libgcc-s1|libstdc[+][+]6|gcc-[0-9]+-base|libcrypt1|zlib1g|libtinfo6|ncurses-bin|debconf|dpkg|perl-base|tar|install-info|base-files|coreutils|lua5[.][02]|liblua5[.][02]-.*|.*-dev|.*-dev-bin)$'
 
 # apt-cache prints, for every package of the closure, its Depends and
 # PreDepends (" |Depends:" opens an alternative group; "<virtual>" entries are

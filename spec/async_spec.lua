@@ -90,10 +90,9 @@ describe("async reductions", function()
 
   it("close and free explicitly", function()
     local b = gr.buffer(10):fill(1)
-    do
-      local p <close> = gr.sum(b, { async = true })
+    H.closing(gr.sum(b, { async = true }), function(p)
       assert.are.equal(10.0, p:wait())
-    end
+    end)
     local s = gr.stream()
     s:free()
     s:free()

@@ -233,10 +233,9 @@ describe("buffers", function()
     b:free()
     b:free()
     local escaped
-    do
-      local c <close> = gr.buffer(10)
+    H.closing(gr.buffer(10), function(c)
       escaped = c
-    end
+    end)
     assert.are.equal("gpureduce.Buffer(freed)", tostring(escaped))
     for _ = 1, 200 do gr.buffer(100000) end        -- garbage the collector must reclaim
     collectgarbage()

@@ -239,7 +239,7 @@ end)
 
 describe("a borrowed communicator", function()
   H.gpu_it("reads rank, size and device from NCCL, reduces, and is never destroyed by its wrapper", function()
-    local own <close> = gr.comm { rank = 0, size = 1, id = gr.comm_id(), timeout = 20 }
+    local own = gr.comm { rank = 0, size = 1, id = gr.comm_id(), timeout = 20 }
     local p = own:handle()
     assert.are.equal("userdata", type(p))
     local lent = gr.comm { handle = p, timeout = 20 }

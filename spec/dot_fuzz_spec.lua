@@ -31,6 +31,7 @@ Reproducing
 ]]
 local gr = require "gpureduce"
 local A = require "support.axes_reference"
+local bits64 = require("support.helpers").bits64
 
 local function env_int(name, default)
   local v = math.tointeger(tonumber(os.getenv(name) or ""))
@@ -79,7 +80,7 @@ local function draw_data(d, n, rnd)
     if kind == "bool" then return math.random(0, 1) == 1 end
     if kind == "small" then return FLOAT[d] and math.random(-8, 8) + 0.0 or math.random(0, 9) end
     if kind == "full" then
-      if RANGE[d][1] == RANGE[d][2] then return math.random(0) end        -- any 64-bit pattern
+      if RANGE[d][1] == RANGE[d][2] then return bits64() end        -- any 64-bit pattern
       return math.random(RANGE[d][1], RANGE[d][2])
     end
     return (math.random() * 2 - 1) * 2.0 ^ math.random(-3, 3)

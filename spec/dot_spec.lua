@@ -54,7 +54,7 @@ local function random_value(d, rng)
   if d == "bool" then return rng(0, 1) == 1 end
   if FLOATS[d] then return rng(-4, 4) + 0.0 end
   local lo, hi = RANGE[d][1], RANGE[d][2]
-  if lo == math.mininteger then return rng(0) end        -- any 64-bit pattern
+  if lo == math.mininteger then return H.bits64(rng) end        -- any 64-bit pattern
   return rng(lo, hi)
 end
 

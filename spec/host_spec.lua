@@ -72,6 +72,9 @@ end)
 -- against the installed gr.h and library with pkg-config, and a host that embeds Lua loading the
 -- installed module. Installs exactly what the build folder holds: -o (assume old) keeps make from
 -- building anything, whichever settings (CUDA=1, CUDA_ARCH, CFLAGS) made the folder.
+-- make install puts the module under the Lua it was built for (make test LUA=lua5.3 passes LUA on)
+local LUA_ABI = _VERSION:match("%d+%.%d+")
+
 describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", function()
   local q = H.quote
   local has_pkg_config = os.execute("command -v pkg-config >/dev/null 2>&1")
@@ -86,7 +89,7 @@ describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", functio
     pkg_config = "pkg-config --define-variable=prefix=" .. q(root) .. " "
     pc_env = "PKG_CONFIG_LIBDIR=" .. q(root .. "/lib/pkgconfig") .. " PKG_CONFIG_PATH= "
     local cmd = "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install BUILD=" .. q(build) ..
-      " DESTDIR=" .. q(stage) .. " PREFIX=/usr/local"
+      " DESTDIR=" .. q(stage) .. " PREFIX=/usr/local LUA=" .. q(H.interpreter())
     for _, f in ipairs(built) do cmd = cmd .. " -o " .. q(build .. "/" .. f) end
     local ok
     ok, install_out = run(cmd)
@@ -106,7 +109,7 @@ describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", functio
 
   installed("puts the Lua module, the library, gr.h with the headers it includes and gpureduce.pc in place", function()
     assert_installed()
-    for _, f in ipairs({ "lib/lua/5.4/gpureduce/core.so", "share/lua/5.4/gpureduce/init.lua",
+    for _, f in ipairs({ "lib/lua/" .. LUA_ABI .. "/gpureduce/core.so", "share/lua/" .. LUA_ABI .. "/gpureduce/init.lua",
                          "lib/libgpureduce.so.0", "lib/libgpureduce.so", "lib/libgpureduce.a",
                          "include/gpureduce/gr.h", "include/gpureduce/lists.h", "lib/pkgconfig/gpureduce.pc" }) do
       local h = io.open(root .. "/" .. f)
@@ -148,8 +151,8 @@ describe("an installation (make install DESTDIR=... PREFIX=/usr/local)", functio
   installed("load the installed Lua module in a host that embeds Lua", function()
     assert_installed()
     -- the staging folder's paths alone: the checkout's module cannot stand in for the installed one
-    local ok, out = H.sh("LUA_PATH=" .. q(root .. "/share/lua/5.4/?.lua;" .. root .. "/share/lua/5.4/?/init.lua") ..
-      " LUA_CPATH=" .. q(root .. "/lib/lua/5.4/?.so") .. " " .. build .. "/embed_host")
+    local ok, out = H.sh("LUA_PATH=" .. q(root .. "/share/lua/" .. LUA_ABI .. "/?.lua;" .. root .. "/share/lua/" .. LUA_ABI .. "/?/init.lua") ..
+      " LUA_CPATH=" .. q(root .. "/lib/lua/" .. LUA_ABI .. "/?.so") .. " " .. build .. "/embed_host")
     assert(ok, out)
     assert.matches("embed_host: ok", out)
   end)

@@ -208,7 +208,7 @@ describe("one GPU", function()
   end)
 
   H.gpu_it("runs a one-rank communicator: allreduce leaves the buffer, reduce is the local value", function()
-    local c <close> = gr.comm { rank = 0, size = 1, id = gr.comm_id(), timeout = 20 }
+    local c = gr.comm { rank = 0, size = 1, id = gr.comm_id(), timeout = 20 }
     assert.are.equal(0, c:rank())
     assert.are.equal(1, c:size())
     local b = gr.buffer(4097, "int32"):random(2, -50, 50)

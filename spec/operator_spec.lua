@@ -61,10 +61,9 @@ describe("gr.operator", function()
     assert.equal("gpureduce.Operator(freed)", tostring(op))
     expect("operator has been freed", op.source, op)
     expect("operator has been freed", function() return op.name end)
-    do
-      local closed <close> = gr.operator(spec())
+    H.closing(gr.operator(spec()), function(closed)
       assert.equal("l2", closed.name)
-    end
+    end)
   end)
 
   it("knows whether map uses the index i: the word i alone, not ix, a member, a literal or a comment", function()

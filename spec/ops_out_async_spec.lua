@@ -423,10 +423,9 @@ describe("gr.reduce with opts.ops and opts.async", function()
     collectgarbage()
     collectgarbage()
     local b = gr.buffer(10):fill(1)
-    do
-      local p <close> = gr.reduce(b, { ops = { "sum", "count" }, async = true })
+    H.closing(gr.reduce(b, { ops = { "sum", "count" }, async = true }), function(p)
       assert.are.same({ sum = 10.0, count = 10 }, p:wait())
-    end
+    end)
     local p = gr.reduce(b, { ops = { "sum" }, async = true })
     p:free()
     p:free()

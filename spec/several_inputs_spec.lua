@@ -103,7 +103,7 @@ local function whole(d, rng)
   local k = kind(d)
   if k == "bool" then return rng(0, 1) end
   local bits = int_bits(d)
-  if bits == 64 then return rng(0) end
+  if bits == 64 then return H.bits64(rng) end
   if k == "unsigned" then return rng(0, (1 << bits) - 1) end
   return rng(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 end

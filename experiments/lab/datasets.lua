@@ -44,7 +44,10 @@ local GEN = {}
 
 function GEN.uniform(n, f32, out)
   local shift, scale = f32 and 40 or 11, f32 and 2.0 ^ -24 or 2.0 ^ -53
-  for _ = 1, n do out.put((math.random(0) >> shift) * scale) end
+  -- the top 64 - shift bits of a 64-bit draw (Lua 5.4's math.random(0); 5.3 draws them directly)
+  local top = _VERSION == "Lua 5.4" and function() return math.random(0) >> shift end
+    or function() return math.random(0, (1 << (64 - shift)) - 1) end
+  for _ = 1, n do out.put(top() * scale) end
 end
 
 function GEN.cancelling(n, f32, out)

@@ -31,7 +31,7 @@ end
 
 -- a rank: its own GPU, its own slice of numbers
 local device = rank + 1
-local c <close> = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 60, device = device }
+local c = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 60, device = device }
 local b = gr.buffer(n, "float64", { device = device }):iota(rank * n + 1)    -- rank r holds r*n+1 .. (r+1)*n
 local sum = c:reduce(b)                                  -- local sum, then NCCL across the ranks
 local total = size * n
@@ -41,3 +41,4 @@ local first = b[1]
 c:barrier()
 print(string.format("rank %d of %d (GPU %d, %s): c:reduce sum = %.0f (1 + ... + %d = %.0f) %s; allreduce b[1] = %.0f",
   rank, size, device, gr.devices()[device].name, sum, total, want, sum == want and "ok" or "WRONG", first))
+c:destroy()

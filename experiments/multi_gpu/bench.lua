@@ -131,7 +131,7 @@ end
 
 local size = tonumber(os.getenv("GPUREDUCE_RANKS"))
 local device = rank + 1
-local c <close> = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 120, device = device }
+local c = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 120, device = device }
 local function say(...) if rank == 0 then print(string.format(...)) end end
 
 say("\n## c:allreduce against ncclAllReduce, %d rank(s), float32 sum in place", size)
@@ -164,3 +164,4 @@ local raw_back = c:_bench_raw(one, "sum", 2000, false)
 say("| c:reduce us | ncclAllReduce us (each waited) | ncclAllReduce us (back to back) | ratio to waited |")
 say("| ---: | ---: | ---: | ---: |")
 say("| %.1f | %.1f | %.1f | %.2f |", t * 1e6, raw * 1e6, raw_back * 1e6, t / raw)
+c:destroy()

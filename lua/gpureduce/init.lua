@@ -16,12 +16,14 @@ gr.sharded = require "gpureduce.sharded"
 -- devices where the shards lie on others).
 local function gathered(s)
   local parts = s:shards()
-  local b = core.buffer(#s, s:dtype(), { device = parts[1].device, where = parts[1].buffer:where() })
+  local b = core.buffer(s.n, s:dtype(), { device = parts[1].device, where = parts[1].buffer:where() })
   for _, p in ipairs(parts) do
     if p.size > 0 then core.copy(b:slice(p.offset, p.size), p.buffer) end
   end
   return b
 end
+
+local pack = table.pack or function(...) return {n = select("#", ...), ...} end    -- 5.1: no table.pack
 
 --- gr.reduce_by_key(keys, values, opts): sharded keys and values (of one length) are gathered onto the
 -- first shard's device and reduced there, so the results are one GPU's, bit for bit, at every
@@ -33,12 +35,12 @@ function gr.reduce_by_key(keys, values, opts)
     error(string.format("bad argument #%d to 'reduce_by_key' (sharded keys take sharded values and the other way "
       .. "round: gather the plain one's partner, or shard both)", sk and 2 or 1), 2)
   end
-  if #keys ~= #values then
-    error(string.format("bad argument #2 to 'reduce_by_key' (values: %d elements, keys %d (one length))", #values,
-      #keys), 2)
+  if keys.n ~= values.n then     -- (s.n, not #s: Lua 5.1 has no __len for tables)
+    error(string.format("bad argument #2 to 'reduce_by_key' (values: %d elements, keys %d (one length))", values.n,
+      keys.n), 2)
   end
   local k, v = gathered(keys), gathered(values)
-  local out = table.pack(pcall(core.reduce_by_key, k, v, opts))
+  local out = pack(pcall(core.reduce_by_key, k, v, opts))
   k:free()
   v:free()
   if not out[1] then error(out[2], 2) end

@@ -10,6 +10,21 @@ local core = require "gpureduce.core"
 local Sharded = core._Sharded          -- the metatable, registered by the core as "gpureduce.Sharded"
 local methods = {}
 
+-- Lua 5.1 and LuaJIT (docs/api.md, "Lua versions"): numbers are doubles there, and an integer is a number
+-- with an integral value, as the core reads one; table.move is 5.3's. (No 5.3 syntax in this file:
+-- every Lua loads it.)
+local math_type = math.type or function(x)
+  if type(x) ~= "number" then return nil end
+  return (x == math.floor(x) and x >= -2^63 and x < 2^63) and "integer" or "float"
+end
+local table_move = table.move or function(a1, f, e, t, a2)
+  a2 = a2 or a1
+  for i = 0, e - f do a2[t + i] = a1[f + i] end
+  return a2
+end
+-- a // b of non-negative integers (sizes and indices, far below 2^53); an integer on 5.3 and 5.4
+local function idiv(a, b) return math.floor(a / b) end
+
 local function shards_of(s)
   local list = rawget(s, "parts")
   if not list then error("gpureduce.Sharded: the sharded buffer has been freed", 3) end
@@ -21,7 +36,7 @@ local function locate(s, i)
   local list, first = shards_of(s), rawget(s, "first")
   local lo, hi = 1, #list
   while lo < hi do
-    local mid = (lo + hi + 1) // 2
+    local mid = idiv(lo + hi + 1, 2)
     if first[mid] <= i then lo = mid else hi = mid - 1 end
   end
   -- an empty shard starts where the next one does: step to the one that holds i
@@ -30,9 +45,9 @@ local function locate(s, i)
 end
 
 local function check_index(s, i, level)
-  if math.type(i) ~= "integer" then
+  if math_type(i) ~= "integer" then
     error(string.format("bad argument #1 to 'get' (index: expected an integer, got %s)",
-      math.type(i) or type(i)), level)
+      math_type(i) or type(i)), level)
   end
   if i < 1 or i > s.n then
     error(string.format("bad argument #1 to 'get' (index %d out of range (1..%d))", i, s.n), level)
@@ -54,7 +69,7 @@ end
 local function list_of(t, what)
   local last = #t
   for k in pairs(t) do
-    if math.type(k) == "integer" and k > last then last = k end
+    if math_type(k) == "integer" and k > last then last = k end
   end
   local out = {}
   for k = 1, last do
@@ -69,7 +84,7 @@ end
 
 --- gr.sharded(n, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every device.
 local function sharded(n, dtype, opts)
-  if math.type(n) ~= "integer" or n < 0 then
+  if math_type(n) ~= "integer" or n < 0 then
     error(string.format("bad argument #1 to 'sharded' (size: expected an integer >= 0, got %s)",
       tostring(n)), 2)
   end
@@ -94,7 +109,7 @@ local function sharded(n, dtype, opts)
   end
   devices = list_of(devices, "opts.devices")
   for k, d in ipairs(devices) do
-    if math.type(d) ~= "integer" or d < 1 or d > count then
+    if math_type(d) ~= "integer" or d < 1 or d > count then
       error(string.format("bad argument #3 to 'sharded' (opts.devices[%d]: %s is not a device (devices: 1 to %d))",
         k, tostring(d), count), 2)
     end
@@ -102,7 +117,7 @@ local function sharded(n, dtype, opts)
   local k = #devices
   local list = {}
   for i, d in ipairs(devices) do
-    local size = n // k + (i <= n % k and 1 or 0)
+    local size = idiv(n, k) + (i <= n % k and 1 or 0)
     local ok, b = pcall(core.buffer, size, dtype, {device = d})
     if not ok then
       for _, made in ipairs(list) do made:free() end
@@ -157,8 +172,9 @@ end
 --- The element size of the dtype, in bytes (for byte strings).
 local function element_bytes(s)
   if not s.es then
-    local probe <close> = core.buffer(1, s.dtype_name, {where = "host"})
+    local probe = core.buffer(1, s.dtype_name, {where = "host"})
     rawset(s, "es", #probe:tobytes())
+    probe:free()
   end
   return s.es
 end
@@ -170,7 +186,7 @@ function methods:set(values, offset)
   if not bytes and type(values) ~= "table" then
     error("bad argument #1 to 'set' (expected a table or a byte string, got " .. type(values) .. ")", 2)
   end
-  if math.type(offset) ~= "integer" or offset < 1 or offset > self.n + 1 then
+  if math_type(offset) ~= "integer" or offset < 1 or offset > self.n + 1 then
     error(string.format("bad argument #2 to 'set' (offset %s is outside 1..%d)", tostring(offset), self.n + 1), 2)
   end
   local es = bytes and element_bytes(self) or 1
@@ -178,7 +194,7 @@ function methods:set(values, offset)
     error(string.format("bad argument #1 to 'set' (byte string of length %d is not a whole number of %s elements)",
       #values, self.dtype_name), 2)
   end
-  local count = bytes and #values // es or #values
+  local count = bytes and idiv(#values, es) or #values
   if count > self.n - offset + 1 then
     error(string.format("bad argument #1 to 'set' (%d values from offset %d do not fit in a buffer of %d)",
       count, offset, self.n), 2)
@@ -189,7 +205,7 @@ function methods:set(values, offset)
     local from, to = math.max(lo, offset), math.min(hi, last)
     if from <= to then
       local a, z = from - offset + 1, to - offset + 1
-      local part = bytes and values:sub((a - 1) * es + 1, z * es) or table.move(values, a, z, 1, {})
+      local part = bytes and values:sub((a - 1) * es + 1, z * es) or table_move(values, a, z, 1, {})
       b:set(part, from - lo + 1)
     end
   end
@@ -208,11 +224,11 @@ end
 
 local function check_span(s, first, count, name)
   first = first or 1
-  if math.type(first) ~= "integer" or first < 1 or first > s.n + 1 then
+  if math_type(first) ~= "integer" or first < 1 or first > s.n + 1 then
     error(string.format("bad argument #1 to '%s' (offset %s is outside 1..%d)", name, tostring(first), s.n + 1), 3)
   end
   count = count or s.n - first + 1
-  if math.type(count) ~= "integer" or count < 0 or count > s.n - first + 1 then
+  if math_type(count) ~= "integer" or count < 0 or count > s.n - first + 1 then
     error(string.format("bad argument #2 to '%s' (count %s from offset %d is outside the buffer (size %d))",
       name, tostring(count), first, s.n), 3)
   end
@@ -223,7 +239,7 @@ function methods:totable(first, count)
   first, count = check_span(self, first, count, "totable")
   local out = {}
   each_piece(self, first, count, function(b, at, c)
-    table.move(b:totable(at, c), 1, c, #out + 1, out)
+    table_move(b:totable(at, c), 1, c, #out + 1, out)
   end)
   return out
 end
@@ -264,14 +280,14 @@ Sharded.__tostring = function(s)
     table.concat(s:devices(), ", "))
 end
 Sharded.__index = function(s, key)
-  if math.type(key) == "integer" then
+  if math_type(key) == "integer" then
     if key < 1 or key > s.n then return nil end      -- as a table: ipairs(s) stops at the end
     return methods.get(s, key)
   end
   return methods[key]
 end
 Sharded.__newindex = function(s, key, v)
-  if math.type(key) ~= "integer" then
+  if math_type(key) ~= "integer" then
     error("gpureduce.Sharded: cannot set field '" .. tostring(key) .. "' (only elements s[1] to s[#s])", 2)
   end
   check_index(s, key, 3)

@@ -15,6 +15,19 @@ function M.bind(spec_it, spec_pending)
   return M
 end
 
+-- Lua 5.4's to-be-closed variable, `local x <close> = v`, around body(x): a scope loaded with load() on
+-- 5.4 and later, whose syntax it is, so that the specs that use it still load on 5.3; there, the scope's end
+-- is v's __close called as 5.4 calls it (with nil: no error), which tests the same metamethod.
+local close_scope = _VERSION >= "Lua 5.4" and
+  load("return function(v, body) local x <close> = v; return body(x) end")()
+
+function M.closing(v, body)
+  if close_scope then return close_scope(v, body) end
+  local r = body(v)
+  getmetatable(v).__close(v, nil)
+  return r
+end
+
 --- The build folder busted loads the module from (--cpath, else .busted's build/?.so): the host
 -- programs of that build are the ones the specs run (`busted --cpath='build-cpu/?.so'` checks build-cpu's).
 function M.build_dir()
@@ -107,6 +120,14 @@ function M.variants()
   end
   table.sort(list, function(a, b) return a.ordinal < b.ordinal end)
   return list
+end
+
+--- Any 64-bit pattern from rng (math.random or one of its shape): rng(0) where Lua has it (5.4), else
+-- two 32-bit draws (5.3 raises for an empty interval).
+function M.bits64(rng)
+  rng = rng or math.random
+  if _VERSION == "Lua 5.4" then return rng(0) end
+  return (rng(0, 0xFFFFFFFF) << 32) | rng(0, 0xFFFFFFFF)
 end
 
 M.edge_sizes = { 0, 1, 31, 32, 33, 1023, 1024, 1025, 4096, 65536, 65537, 1000003, 1048576 }
