@@ -91,8 +91,9 @@ size_t lgr_stage_source(lua_State *L, int arg, gr_dtype t, void **out) {
  * So each new buffer userdata (every buffer the binding makes comes through here) first compares what
  * the context holds (live device + pinned bytes, gr_pool_stats_get: a copy of a few counters) with a mark,
  * and runs a full collection when it is past it: the mark is twice what was held after the last one, and
- * at least 64 MiB more (Lua's own pause for its heap is 200%). Garbage then stays below the live set (or
- * 64 MiB), and the collections are paid for by the growth they clean up, not once per call. The mark is
+ * at least 64 MiB more (Lua's own pause for its heap is 200%). Garbage then stays below the live set held
+ * after the last such collection (or 64 MiB) -- a mark a larger working set left stays until the next
+ * one -- and the collections are paid for by the growth they clean up, not once per call. The mark is
  * the Lua state's (its registry); a collector stopped by the script (collectgarbage("stop")) is left
  * stopped. */
 #define PACE_FLOOR ((size_t)64 << 20)
