@@ -251,3 +251,39 @@ describe("gr.reduce_by_key of sharded keys and values", function()
     assert.are.same({ 10.0 }, sums:totable())
   end)
 end)
+
+describe("sharded buffers of the 16-bit, 8-bit float and bool dtypes", function()
+  it("reduce as one buffer does: integers, extremes and counts bit for bit, float sums within the bound", function()
+    local ops = { "sum", "min", "max", "absmax", "asum", "count", "argmax", "minmax", "mean" }
+    for _, devices in ipairs(LAYOUTS) do
+      for _, dtype in ipairs({ "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int16", "uint16", "bool" }) do
+        for _, n in ipairs({ 1, 5, 1000, 40001 }) do
+          local s, b = both(n, dtype, devices, values(n, dtype, 9))
+          for _, op in ipairs(ops) do
+            local label = string.format("%s %s n=%d %s", layout_name(devices), dtype, n, op)
+            local okw, w1, w2 = pcall(gr.reduce, b, { op = op })
+            local okg, g1, g2 = pcall(gr.reduce, s, { op = op })
+            assert.are.equal(okw, okg, label .. ": " .. tostring(okw and g1 or w1))
+            if okw then
+              if math.type(w1) == "float" and (op == "sum" or op == "asum" or op == "mean") then
+                -- float32 sums in another order: within 2 n u of the sum of magnitudes (of the mean's sum)
+                local mag = gr.reduce(b, { op = "asum" }) / (op == "mean" and n or 1)
+                assert(math.abs(g1 - w1) <= 2 * n * 2 ^ -23 * mag, label .. ": " .. g1 .. " against " .. w1)
+              else
+                same_bits(g1, w1, label)
+                if w2 ~= nil then same_bits(g2, w2, label .. " (second)") end
+              end
+            end
+          end
+          local label = string.format("%s %s n=%d dot", layout_name(devices), dtype, n)
+          local got, want = gr.dot(s, s), gr.dot(b, b)
+          if math.type(want) == "float" then       -- float32 sums of other lengths: within the sum's bound
+            assert(math.abs(got - want) <= 2 * n * 2 ^ -23 * math.abs(want), label .. ": " .. got .. " against " .. want)
+          else
+            same_bits(got, want, label)
+          end
+        end
+      end
+    end
+  end)
+end)
