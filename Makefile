@@ -23,7 +23,8 @@
 # The Lua to build for and to run the specs with: lua5.4 (the default), lua5.3, lua5.1 or luajit, by
 # Debian's names (a path works too: /usr/bin/lua5.3). It decides the headers (LUA_INCDIR), the library the
 # host programs link (LUA_LIB), where make install puts the module (LUA_ABI), the build folder (build/
-# for 5.4, build-lua5.3/ and so on for the others, so that builds for several Luas live side by side)
+# for 5.4, build-lua5.3/ and so on for the others, after the headers' folder, so that builds for several
+# Luas live side by side)
 # and which specs make test runs (SPEC_ROOT: spec/compat/ on 5.1 and LuaJIT, whose numbers are doubles
 # and whose syntax the main specs outgrew; see docs/api.md, "Lua versions").
 LUA        ?= lua5.4
@@ -35,7 +36,11 @@ LUA_LIBDIR ?=
 BUSTED     ?= $(shell command -v busted 2>/dev/null)
 CC         ?= cc
 
-BUILD   ?= $(if $(filter lua5.4,$(LUA_NAME)),build,build-$(LUA_NAME))
+# The build folder follows the headers, not the name alone: luarocks names the Lua by LUA_INCDIR only,
+# and objects compiled against one Lua's headers must never go into another's module (build/ for 5.4's,
+# build-lua5.3/, build-lua5.1/, build-luajit-2.1/ for the others').
+LUA_HEADERS := $(notdir $(patsubst %/,%,$(LUA_INCDIR)))
+BUILD   ?= $(if $(filter lua5.4,$(LUA_HEADERS)),build,build-$(LUA_HEADERS))
 OBJ     := $(BUILD)/obj
 MODULE  := $(BUILD)/gpureduce/core.so
 

@@ -36,5 +36,6 @@ build = {
   install_variables = {
     INST_LIBDIR = "$(LIBDIR)",
     INST_LUADIR = "$(LUADIR)",
+    LUA_INCDIR = "$(LUA_INCDIR)",   -- the build folder follows the headers: install the module built for them
   },
 }
