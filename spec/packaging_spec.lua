@@ -55,13 +55,14 @@ describe("the rockspec", function()
       assert.equal(rockspec().source.dir .. "/", list:match("^[^\n]*"))
 
       local tree = select(2, sh("mktemp -d")):gsub("%s+$", "")
+      local abi = _VERSION:match("%d+%.%d+")          -- the Lua running this spec, whose module it installs
       finally(function() os.execute("rm -rf " .. q(tree)) end)
       -- the CPU-only module whatever this machine has: the test is the packaging, not the kernels
-      ok, out = sh("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL NVCC= luarocks --lua-version 5.4 install --deps-mode=none --tree=" .. q(tree) ..
+      ok, out = sh("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL NVCC= luarocks --lua-version " .. abi .. " install --deps-mode=none --tree=" .. q(tree) ..
         " build/gpureduce-scm-1.src.rock")
       assert(ok, out)
-      ok, out = sh("LUA_PATH=" .. q(tree .. "/share/lua/5.4/?.lua;" .. tree .. "/share/lua/5.4/?/init.lua") ..
-        " LUA_CPATH=" .. q(tree .. "/lib/lua/5.4/?.so") .. " " .. q(H.interpreter()) ..
+      ok, out = sh("LUA_PATH=" .. q(tree .. "/share/lua/" .. abi .. "/?.lua;" .. tree .. "/share/lua/" .. abi ..
+        "/?/init.lua") .. " LUA_CPATH=" .. q(tree .. "/lib/lua/" .. abi .. "/?.so") .. " " .. q(H.interpreter()) ..
         [[ -e 'local gr = require "gpureduce"; print(gr.sum(gr.buffer({1, 2, 3}, "int32")), gr.version)']])
       assert(ok, out)
       assert.equal("6\t" .. gr.version .. "\n", out)
