@@ -152,19 +152,22 @@ gr_status gr_buffer_new_unset(gr_context *ctx, size_t n, gr_dtype t, gr_where wh
     return buffer_new(ctx, n, t, where, 0, out);
 }
 
-gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
+/* buffer_new on device `device` (1-based) */
+static gr_status buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, int zero,
+                               gr_buffer **out) {
     *out = NULL;
     gr_context *on;
     gr_status s = gr_context_on(ctx, device - 1, &on);
-    return s == GR_OK ? gr_buffer_new(on, n, t, where, out) : s;
+    return s == GR_OK ? buffer_new(on, n, t, where, zero, out) : s;
+}
+
+gr_status gr_buffer_new_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device, gr_buffer **out) {
+    return buffer_new_on(ctx, n, t, where, device, 1, out);
 }
 
 gr_status gr_buffer_new_unset_on(gr_context *ctx, size_t n, gr_dtype t, gr_where where, int device,
                                  gr_buffer **out) {
-    *out = NULL;
-    gr_context *on;
-    gr_status s = gr_context_on(ctx, device - 1, &on);
-    return s == GR_OK ? gr_buffer_new_unset(on, n, t, where, out) : s;
+    return buffer_new_on(ctx, n, t, where, device, 0, out);
 }
 
 int gr_buffer_device(const gr_buffer *b) { return b->st->device + 1; }

@@ -256,6 +256,21 @@ gr_status gr_shard_pieces_reduce(gr_context *ctx, const gr_shard_piece *pieces, 
     return st;
 }
 
+/* The pieces that are whole shards, in order, each counted from the elements before it; `with` (NULL: none)
+ * the second input's shards (a dot's). NULL, the failure said, when host memory is short. */
+static gr_shard_piece *whole_pieces(gr_context *ctx, gr_buffer *const *shards, gr_buffer *const *with,
+                                    size_t count) {
+    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
+    if (!pieces) {
+        gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        return NULL;
+    }
+    uint64_t first = 0;
+    for (size_t i = 0; i < count; first += shards[i]->n, i++)
+        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first, with ? with[i] : NULL};
+    return pieces;
+}
+
 /* ---- whole sharded buffers ------------------------------------------------------------------------------ */
 
 int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o) {
@@ -290,11 +305,8 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
         int acc = gr_op_acc_dtype(ctx, o->op, t, o->acc);
         return acc < 0 ? GR_EINVAL : gr_op_empty_result(ctx, o->op, t, (gr_dtype)acc, out);
     }
-    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
-    if (!pieces) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    uint64_t first = 0;
-    for (size_t i = 0; i < count; first += shards[i]->n, i++)
-        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first, NULL};
+    gr_shard_piece *pieces = whole_pieces(ctx, shards, NULL, count);
+    if (!pieces) return GR_ENOMEM;
     st = gr_shard_pieces_reduce(ctx, pieces, count, o, n, out);
     free(pieces);
     return st;
@@ -321,10 +333,8 @@ gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *
     int acc = gr_op_acc_dtype(ctx, GR_SUM, t, o->acc);
     if (acc < 0) return GR_EINVAL;
     if (n == 0) return gr_op_empty_result(ctx, GR_SUM, t, (gr_dtype)acc, out);
-    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
-    if (!pieces) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    uint64_t first = 0;
-    for (size_t i = 0; i < count; first += a[i]->n, i++) pieces[i] = (gr_shard_piece){a[i], 0, a[i]->n, first, b[i]};
+    gr_shard_piece *pieces = whole_pieces(ctx, a, b, count);
+    if (!pieces) return GR_ENOMEM;
     st = gr_shard_pieces_reduce(ctx, pieces, count, o, n, out);
     free(pieces);
     return st;
@@ -351,12 +361,9 @@ static gr_status shards_fused(gr_context *ctx, gr_buffer *const *shards, size_t 
     gr_dtype t = shards[0]->dtype;
     gr_options f = gr_fused_options(o, fused);
     size_t as = fused->acc_size, used = 0;
-    gr_shard_piece *pieces = malloc(count * sizeof *pieces);
+    gr_shard_piece *pieces = whole_pieces(ctx, shards, NULL, count);
     char *tuples = malloc(count * as), *accs = malloc(count * GR_ACC_MAX);
-    gr_status st = pieces && tuples && accs ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    uint64_t first = 0;
-    for (size_t i = 0; i < count && st == GR_OK; first += shards[i]->n, i++)
-        pieces[i] = (gr_shard_piece){shards[i], 0, shards[i]->n, first, NULL};
+    gr_status st = !pieces ? GR_ENOMEM : tuples && accs ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
     if (st == GR_OK) st = pieces_on_devices(ctx, pieces, count, &f, as, tuples, &used, NULL);
     for (int k = 0; k < nops && st == GR_OK; k++) {
         int acc = gr_op_acc_dtype(ctx, ops[k], t, o->acc);
