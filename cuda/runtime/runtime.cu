@@ -154,15 +154,38 @@ struct DevicePool {
 DevicePool pools[kMaxDevices];
 std::atomic<unsigned long long> pool_hits{0}, pool_misses{0};
 
+/* Pool memory is its own device's alone until cudaMemPoolSetAccess grants another device (without it,
+ * copies between two GPUs failed with invalid values on the H100 x2). So a device pools only when every
+ * other device can reach it peer to peer (else cudaMalloc, whose memory the runtime copies between any
+ * two devices), and the grants are made between the devices this process has used (`made`), as each
+ * starts: granting every device up front would start a context on GPUs the process never touches (each
+ * rank of a job on an 8-GPU host would hold 8). */
+std::mutex grants;
+
+bool peers_all_reach(int dev) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess) return false;
+    for (int o = 0; o < devices; o++) {
+        int can = 0;
+        if (o != dev && (cudaDeviceCanAccessPeer(&can, o, dev) != cudaSuccess || !can)) return false;
+    }
+    return true;
+}
+
+cudaError_t grant(cudaMemPool_t pool, int to) {
+    cudaMemAccessDesc desc = {};
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id = to;
+    desc.flags = cudaMemAccessFlagsProtReadWrite;
+    return cudaMemPoolSetAccess(pool, &desc, 1);
+}
+
 /* A pool that keeps everything and reuses across streams only what is no longer in use (above). */
 cudaError_t pool_make(DevicePool *d, int dev) {
-    int supported = 0, devices = 0;
+    int supported = 0;
     cudaError_t e = cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, dev);
     if (e != cudaSuccess || !supported) return e;
-    /* Pool memory is the pool's device's alone unless cudaMemPoolSetAccess grants the others, and with two
-     * GPUs (H100 x2) copies between devices and kernels on the second one failed with invalid values: with
-     * several devices in the process every device allocates with cudaMalloc, as before the pool. */
-    if ((e = cudaGetDeviceCount(&devices)) != cudaSuccess || devices > 1) return e;
+    if (!peers_all_reach(dev)) return cudaErrorPeerAccessUnsupported;
     cudaMemPoolProps props = {};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
@@ -195,6 +218,14 @@ DevicePool *current_entry(int pooled, int *dev_out) {
     if (pooled >= 0) {
         std::call_once(d->once, [d, dev, pooled] {
             if (pooled && pool_make(d, dev) != cudaSuccess) cudaGetLastError();   /* cudaMalloc, then */
+            std::lock_guard<std::mutex> hold(grants);
+            for (int o = 0; o < kMaxDevices; o++) {
+                DevicePool *p = &pools[o];
+                if (o == dev || !p->made.load(std::memory_order_acquire)) continue;
+                /* a failed grant leaves that pair's copies to fail loudly, as they did before the grants */
+                if (p->pool && grant(p->pool, dev) != cudaSuccess) cudaGetLastError();
+                if (d->pool && grant(d->pool, o) != cudaSuccess) cudaGetLastError();
+            }
             d->made.store(true, std::memory_order_release);
         });
     }
