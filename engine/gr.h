@@ -359,6 +359,12 @@ typedef struct gr_segments {
  * of GR_SUM), into out[0] on a's side. Synchronous, on the context's stream; no o->stream. */
 gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
                           gr_buffer *out[2]);
+/* gr_dot_segments (seg given) or gr_dot_axes (seg NULL: the axes' mask) that returns once the work is
+ * queued, on o->stream or the context's stream, as gr_reduce_axes_async does: gr_pending_wait reports its
+ * end (the results are in out); until then writing or freeing a, b or out, or reading out, waits for it.
+ * Host data and the cpu backend are reduced before it returns. */
+gr_status gr_dot_many_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                            unsigned axes, gr_buffer *out[2], gr_pending **p);
 
 /* An operator of several inputs (gr_reduce_inputs) per segment of 1-D inputs (gr_segments as for gr_reduce_segments; i counts within the segment), and
  * along axes (as gr_reduce_axes; i counts within the row of reduced elements): the operator's results

@@ -249,7 +249,7 @@ void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r) 
         luaL_argerror(L, arg, "opts.async: streamed reductions are synchronous (they span several streams)");
     if (r->segment && r->offsets)
         luaL_argerror(L, arg, "opts.segment and opts.offsets: give one (fixed-size segments or CSR boundaries)");
-    if ((r->segment || r->offsets) && (r->streamed || r->async))
+    if ((r->segment || r->offsets) && (r->streamed || (r->async && !(flags & LGR_READ_ASYNC_SEGMENTS))))
         luaL_argerror(L, arg, r->streamed ? "opts.streamed: segmented reductions take device or host buffers, not "
                                             "streamed data" : "opts.async: segmented reductions are synchronous");
     if (r->naxes && (r->segment || r->offsets))

@@ -37,8 +37,9 @@ typedef struct lgr_request {
 
 /* What lgr_request_read reads: gr.bench's keys (reps, warmup); opts.ops (gr.reduce's and
  * gr.reduce_by_key's; with opts.out a table keyed by op name, its names checked); gr.reduce_by_key's
- * sorted and out (a list of its result buffers, or with opts.ops that table and `keys`). */
-enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2, LGR_READ_KEYS = 4 };
+ * sorted and out (a list of its result buffers, or with opts.ops that table and `keys`); async with segment
+ * or offsets (gr.dot's, LGR_READ_ASYNC_SEGMENTS: other segmented reductions are synchronous). */
+enum { LGR_READ_BENCH = 1, LGR_READ_OPS = 2, LGR_READ_KEYS = 4, LGR_READ_ASYNC_SEGMENTS = 8 };
 /* Reads the options of gr.reduce and its shortcuts (op >= 0 fixes the op), gr.plan (flags 0) and
  * gr.bench (LGR_READ_BENCH); opts.ops is refused unless flags has LGR_READ_OPS. */
 void lgr_request_read(lua_State *L, int arg, int op, int flags, lgr_request *r);

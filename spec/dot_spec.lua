@@ -355,7 +355,42 @@ describe("gr.dot per segment and along axes", function()
     end
   end)
 
-  it("errors: out of the wrong dtype or shape, axes out of range, async, empty axes", function()
+  it("async per segment, per offsets and along axes: a Pending whose wait gives the synchronous buffer", function()
+    for _, d in ipairs({ "float32", "int32", "bfloat16", "float64" }) do
+      local n = 3000
+      local a, b = gr.buffer(n, d):random(81, -3, 3), gr.buffer(n, d):random(82, -3, 3)
+      local cases = {
+        { segment = 6 }, { segment = n }, { offsets = gr.buffer({ 0, 0, 5, 1000, 2999, 3000 }, "int64") },
+      }
+      if d ~= "int32" then cases[#cases + 1] = { segment = 100, determinism = "gpu_to_gpu" } end
+      for _, opts in ipairs(cases) do
+        local want = gr.dot(a, b, opts):totable()
+        opts.async = true
+        local p = gr.dot(a, b, opts)
+        assert.are.equal("gpureduce.Pending", (tostring(p):match("^[%w%.]+")))
+        local got = p:wait()
+        assert.are.same(want, got:totable())
+        assert.are.same(want, p:wait():totable())       -- a second wait gives the same buffer
+        local into = gr.buffer(#want, gr.dtype_of and gr.dtype_of(got) or got:dtype())
+        opts.out = into
+        assert.are.equal(into, gr.dot(a, b, opts):wait())
+        assert.are.same(want, into:totable())
+      end
+      local m, w = a:view{ 30, 100 }, b:view{ 30, 100 }
+      for _, axis in ipairs({ 1, 2, { 1, 2 } }) do
+        local want = gr.dot(m, w, { axis = axis }):totable()
+        assert.are.same(want, gr.dot(m, w, { axis = axis, async = true }):wait():totable())
+        if type(axis) == "number" then           -- the same products in the same order, through a copy
+          assert.are.same(want, gr.dot(m:transpose(), w:transpose(), { axis = 3 - axis, async = true }):wait():totable())
+        end
+      end
+    end
+    -- nothing to reduce: the results are there at once
+    local e = gr.dot(gr.buffer(0, "float32"):view{ 3, 0 }, gr.buffer(0, "float32"):view{ 3, 0 }, { axis = 2, async = true })
+    assert.are.same({ 0.0, 0.0, 0.0 }, e:wait():totable())
+  end)
+
+  it("errors: out of the wrong dtype or shape, axes out of range, a stream when synchronous, empty axes", function()
     local a, b = gr.buffer(12, "float32"):view{ 3, 4 }, gr.buffer(12, "float32"):view{ 3, 4 }
     local function fails(pattern, ...)
       local ok, err = pcall(gr.dot, ...)
@@ -366,7 +401,6 @@ describe("gr.dot per segment and along axes", function()
     fails("opts.out", a, b, { axis = 2, out = gr.buffer(4, "float32") })
     fails("opts.axis", a, b, { axis = 3 })
     fails("opts.axis", a, b, { axis = { 1, 1 } })
-    fails("opts.async", a, b, { axis = 1, async = true })
     fails("opts.out", a, b, { out = gr.buffer(1, "float32") })
     fails("opts.segment", gr.buffer(10, "float32"), gr.buffer(10, "float32"), { segment = 3 })
     fails("opts.stream", gr.buffer(10, "float32"), gr.buffer(10, "float32"), { segment = 5, stream = gr.stream() })
@@ -387,6 +421,29 @@ describe("gr.dot on the GPU", function()
       assert.are.equal(want, gr.dot(a, b, { stream = s }))
       assert.are.equal(want, gr.dot(a, b, { stream = s, async = true }):wait())
     end
+  end)
+
+  H.gpu_it("async per segment and along axes on a stream: in flight until waited, inputs freed early", function()
+    local rows, cols = 4096, 4096
+    local a = gr.buffer(rows * cols, "float32"):random(91, -1, 1)
+    local b = gr.buffer(rows * cols, "float32"):random(92, -1, 1)
+    local m, w = a:view{ rows, cols }, b:view{ rows, cols }
+    local want_rows = gr.dot(m, w, { axis = 2 }):totable()
+    local want_cols = gr.dot(m, w, { axis = 1 }):totable()
+    local want_seg = gr.dot(a, b, { segment = 1000 }):totable()
+    local s = gr.stream()
+    local p1 = gr.dot(m, w, { axis = 2, async = true, stream = s })
+    local p2 = gr.dot(m, w, { axis = 1, async = true })
+    local p3 = gr.dot(a, b, { segment = 1000, async = true, stream = s })
+    -- the inputs dropped while the work is queued: the pendings hold them
+    a, b, m, w = nil, nil, nil, nil
+    collectgarbage()
+    collectgarbage()
+    for _ = 1, 4 do gr.buffer(rows * cols, "float32"):fill(7) end   -- may take freed memory: never theirs
+    assert.are.same(want_rows, p1:wait():totable())
+    assert.are.same(want_cols, p2:wait():totable())
+    assert.are.same(want_seg, p3:wait():totable())
+    assert.is_true(p1:ready())
   end)
 
   H.gpu_it("gpu_to_gpu: the same bits on the device and on the host, for every grid", function()

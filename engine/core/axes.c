@@ -273,22 +273,6 @@ gr_status gr_segment_outs_ready(gr_context *ctx, gr_buffer *b, const gr_options 
     return st;
 }
 
-/* Waits for an axis reduction's event, then gives back its scratch and copies (the pending's settle). */
-static void settle(gr_context *ctx, gr_pending *p) {
-    int rc = p->done ? gr_dev_event_sync(p->done) : 0;
-    for (int i = 0; i < 2; i++) {
-        if (p->held[i]) gr_slot_release(ctx, p->held[i]);
-        gr_buffer_free(ctx, p->temps[i]);
-        p->held[i] = NULL;
-        p->temps[i] = NULL;
-    }
-    if (p->done) gr_dev_event_destroy(p->done);
-    p->done = NULL;
-    p->finished = 1;
-    p->status = rc ? gr_fail_dev(ctx, rc, "axis reduction") : GR_OK;
-    if (rc) snprintf(p->err, sizeof p->err, "%s", gr_errmsg(ctx));
-}
-
 /* Asynchronously: the kernels queued on the call's stream, an event after them; the pending holds a
  * handle on the input, the kernels' scratch and any regrouped copy until the event has passed, and the
  * input's and results' storage record the work, so that writing or freeing them (and reading a result)
@@ -299,11 +283,8 @@ gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *
     ctx = gr_ctx_for(ctx, b);
     if (gr_operator_cpu_takes(ctx, o, b))
         return gr_fail_arg(ctx, GR_EINVAL, "async", "a user operator's cpu functions run synchronously");
-    gr_pending *p = calloc(1, sizeof *p);
-    if (!p) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    p->ctx = ctx;
-    p->settle = settle;
-    p->finished = 1;                        /* until something is queued */
+    gr_pending *p = gr_pending_new_queued(ctx, "axis reduction");
+    if (!p) return GR_ENOMEM;
     int queued = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     void *saved;
     gr_options plain;
@@ -322,7 +303,7 @@ gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *
     }
     ctx->stream = saved;
     if (st != GR_OK) {                      /* given back here: reduce.c's gr_pending_free calls into this file */
-        if (!p->finished) settle(ctx, p);
+        if (!p->finished) gr_pending_settle_queued(ctx, p);
         gr_buffer_free(ctx, p->b);
         free(p);
         return st;

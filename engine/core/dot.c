@@ -355,40 +355,37 @@ gr_status gr_dot_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opt
 
 /* ---- a dot product per segment, per row ------------------------------------------------------------- */
 
-/* The segments of compact a and b (rows of seg->size with axis_rows) by the dot's segment kernels. */
-static gr_status dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o,
-                              const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
-    if (o->stream)
-        return gr_fail_arg(ctx, GR_EINVAL, "stream", "a dot product per segment or row runs on the context's "
-                           "stream, synchronously (leave opts.stream out)");
+/* What a dot per segment or row checks beyond the segments' own checks. */
+static gr_status many_ready(gr_context *ctx, const gr_buffer *a, const gr_options *o, gr_buffer *out[2]) {
     gr_status st = out[0] ? gr_buffer_check_compact(ctx, out[0], "out") : GR_OK;
     if (st != GR_OK) return st;
     int device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(a) == GR_DEVICE;
     if (device && (!&gr_dot_gpu || !gr_dot_gpu.segments || (o->determinism == GR_DET_GPU_TO_GPU && !&gr_exact_gpu)))
         return gr_fail(ctx, GR_ENODEV, "gr.dot of device data needs the CUDA kernels (this build has none)");
-    gr_buffer *pair[2] = {a, b};
-    return gr_segments_inputs(ctx, pair, 2, o->determinism == GR_DET_GPU_TO_GPU ? &dot_exact_pass : &dot_op_pass, o,
-                              seg, axis_rows, out);
+    return GR_OK;
 }
 
-gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
-                          gr_buffer *out[2]) {
-    ctx = gr_ctx_for(ctx, a);
-    gr_status st = gr_dot_check_pair(ctx, a, b, o);
-    if (st == GR_OK) st = gr_buffer_check_compact(ctx, a, "a");
-    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
-    return st == GR_OK ? dot_segments(ctx, a, b, o, seg, 0, out) : st;
-}
-
-gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
-                      gr_buffer *out[2]) {
-    ctx = gr_ctx_for(ctx, a);
-    gr_status st = gr_dot_check_pair(ctx, a, b, o);
-    if (st != GR_OK) return st;
+/* The pair as the segment kernels read it: compact handles *ca, *cb and their segments -- seg_in's, or
+ * with seg_in NULL the rows of the reduced `axes` (the kept axes first, in order, then the reduced
+ * ones, so that each row of the compact permuted pair is one result's products and the results come in
+ * the kept axes' row-major order). *none: nothing to reduce, every result (filled here) the sum of
+ * nothing. */
+static gr_status many_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_segments *seg_in, unsigned axes,
+                           gr_buffer *out[2], gr_buffer **ca, gr_buffer **cb, gr_segments *seg, int *axis_rows,
+                           int *none) {
+    *ca = *cb = NULL;
+    *none = 0;
+    gr_status st;
+    if (seg_in) {
+        st = gr_buffer_check_compact(ctx, a, "a");
+        if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
+        if (st == GR_OK) st = compact_pair(ctx, a, b, ca, cb);
+        *seg = *seg_in;
+        *axis_rows = 0;
+        return st;
+    }
     if (!axes || axes >> a->ndim)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes 1..%d of a view of %d axes", a->ndim, a->ndim);
-    /* the kept axes first, in order, then the reduced ones: each row of the compact permuted pair is
-     * one result's products, and the results come in the kept axes' row-major order */
     int perm[GR_MAX_DIMS], m = 0;
     size_t row = 1;
     for (int d = 0; d < a->ndim; d++)
@@ -398,20 +395,111 @@ gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_opti
             perm[m++] = d;
             row *= a->shape[d];
         }
-    if (row == 0 || a->n == 0) {                    /* every result the sum of nothing */
+    if (row == 0 || a->n == 0) {
         gr_scalar zero = {0};
         zero.kind = gr_dtype_is_float(gr_buffer_dtype(out[0])) ? GR_SCALAR_FLOAT : GR_SCALAR_INT;
+        *none = 1;
         return gr_buffer_size(out[0]) ? gr_buffer_fill(ctx, out[0], zero) : GR_OK;
     }
-    gr_buffer *pa = NULL, *pb = NULL, *ca = NULL, *cb = NULL;
+    gr_buffer *pa = NULL, *pb = NULL;
     st = gr_buffer_permute(ctx, a, perm, &pa);
     if (st == GR_OK) st = gr_buffer_permute(ctx, b, perm, &pb);
-    if (st == GR_OK) st = compact_pair(ctx, pa, pb, &ca, &cb);
-    gr_segments seg = {row, NULL};
-    if (st == GR_OK) st = dot_segments(ctx, ca, cb, o, &seg, 1, out);
+    if (st == GR_OK) st = compact_pair(ctx, pa, pb, ca, cb);
     gr_buffer_free(ctx, pa);
     gr_buffer_free(ctx, pb);
+    *seg = (gr_segments){row, NULL};
+    *axis_rows = 1;
+    return st;
+}
+
+/* The dot's segment kernels queued over the pair (gr_segments_inputs_queue's wait record in *w). */
+static gr_status many_queue(gr_context *ctx, gr_buffer *ca, gr_buffer *cb, const gr_options *o,
+                            const gr_segments *seg, int axis_rows, gr_buffer *out[2], gr_seg_wait *w) {
+    gr_buffer *pair[2] = {ca, cb};
+    return gr_segments_inputs_queue(ctx, pair, 2, o->determinism == GR_DET_GPU_TO_GPU ? &dot_exact_pass : &dot_op_pass,
+                                    o, seg, axis_rows, out, w);
+}
+
+/* A dot per segment (seg_in) or along axes (seg_in NULL), synchronously on the context's stream. */
+static gr_status dot_many(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg_in,
+                          unsigned axes, gr_buffer *out[2]) {
+    ctx = gr_ctx_for(ctx, a);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
+    if (st != GR_OK) return st;
+    if (o->stream)
+        return gr_fail_arg(ctx, GR_EINVAL, "stream", "a dot product per segment or row runs on the context's "
+                           "stream when synchronous (leave opts.stream out, or add async = true)");
+    gr_buffer *ca, *cb;
+    gr_segments seg;
+    int rows, none;
+    if ((st = many_ready(ctx, a, o, out)) != GR_OK) return st;
+    if ((st = many_pair(ctx, a, b, seg_in, axes, out, &ca, &cb, &seg, &rows, &none)) == GR_OK && !none) {
+        gr_seg_wait w;
+        st = many_queue(ctx, ca, cb, o, &seg, rows, out, &w);
+        gr_status done = gr_segments_wait(&w);
+        if (st == GR_OK) st = done;
+    }
     gr_buffer_free(ctx, ca);
     gr_buffer_free(ctx, cb);
     return st;
+}
+
+gr_status gr_dot_segments(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg,
+                          gr_buffer *out[2]) {
+    return dot_many(ctx, a, b, o, seg, 0, out);
+}
+
+gr_status gr_dot_axes(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, unsigned axes,
+                      gr_buffer *out[2]) {
+    return dot_many(ctx, a, b, o, NULL, axes, out);
+}
+
+/* Asynchronously, as gr_reduce_axes_async: the kernels queued on o->stream (or the context's), an event
+ * after them; the pending holds the pair as read (handles on a's and b's memory, or their compact
+ * copies) and the scratch until the event has passed, and a's, b's and the results' storage record the
+ * work, so that writing or freeing them (and reading a result) waits for it. */
+gr_status gr_dot_many_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr_options *o, const gr_segments *seg_in,
+                            unsigned axes, gr_buffer *out[2], gr_pending **out_p) {
+    *out_p = NULL;
+    ctx = gr_ctx_for(ctx, a);
+    gr_status st = gr_dot_check_pair(ctx, a, b, o);
+    if (st != GR_OK) return st;
+    gr_pending *p = gr_pending_new_queued(ctx, "dot product");
+    if (!p) return GR_ENOMEM;
+    void *saved = ctx->stream;
+    gr_options plain = *o;
+    plain.stream = NULL;
+    if (o->stream && o->stream->device != ctx->device) st = gr_stream_misplaced(ctx, o->stream);
+    else if (o->stream && o->stream->handle) ctx->stream = o->stream->handle;
+    gr_segments seg;
+    int rows, none = 1;
+    gr_seg_wait w = {0};
+    if (st == GR_OK) st = many_ready(ctx, a, &plain, out);
+    if (st == GR_OK) st = many_pair(ctx, a, b, seg_in, axes, out, &p->temps[0], &p->temps[1], &seg, &rows, &none);
+    if (st == GR_OK && !none) st = many_queue(ctx, p->temps[0], p->temps[1], &plain, &seg, rows, out, &w);
+    if (st == GR_OK && w.ctx) {             /* in flight */
+        p->finished = 0;
+        p->held[0] = w.slot;
+        int rc = w.rc ? w.rc : gr_dev_event_create(&p->done, 0);
+        if (rc == 0) rc = gr_dev_event_record(p->done, ctx->stream);
+        if (rc) st = w.rc ? gr_fail_dev_at(ctx, rc, w.what, w.site) : gr_fail_dev(ctx, rc, "recording a dot's end");
+        if (st == GR_OK) st = gr_storage_mark_read(ctx, a->st, ctx->stream);
+        if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, ctx->stream);
+        if (st == GR_OK) st = gr_storage_mark_read(ctx, out[0]->st, ctx->stream);
+        if (st != GR_OK) gr_dev_stream_sync(ctx->stream);      /* nothing given back while a kernel runs */
+    }
+    ctx->stream = saved;
+    if (st != GR_OK || p->finished) {       /* failed, or done already (host data, nothing to reduce) */
+        if (!p->finished) gr_pending_settle_queued(ctx, p);
+        for (int i = 0; i < 2; i++) {
+            gr_buffer_free(ctx, p->temps[i]);
+            p->temps[i] = NULL;
+        }
+    }
+    if (st != GR_OK) {
+        free(p);
+        return st;
+    }
+    *out_p = p;
+    return GR_OK;
 }

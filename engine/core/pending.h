@@ -24,11 +24,18 @@ struct gr_pending {
     void (*settle)(gr_context *ctx, gr_pending *p);
     void *done;
     gr_slot *held[2];
-    gr_buffer *temps[2];    /* a regrouped view and its compact copy */
+    gr_buffer *temps[2];    /* a regrouped view and its compact copy; gr.dot's two inputs as read */
+    const char *what;       /* the work, for a failure's message ("axis reduction") */
     /* one op's share of a fused pass of several (core/reduce_ops.c; else NULL): the pass, whose tuple
      * holds every share's result, and the op's place in the ops asked; settle and done are the share's */
     struct gr_ops_pass *pass;
     int pass_op;
 };
+
+/* A pending for such work (below), not yet queued (finished until it is); NULL, failed, when out of memory. */
+gr_pending *gr_pending_new_queued(gr_context *ctx, const char *what);
+/* The settle of queued work that holds slots and copies (along axes; gr.dot per segment or row): waits
+ * for p->done, then gives back p->held and p->temps. */
+void gr_pending_settle_queued(gr_context *ctx, gr_pending *p);
 
 #endif

@@ -129,6 +129,34 @@ gr_status gr_reduce_async(gr_context *ctx, gr_buffer *b, const gr_options *o, gr
     return GR_OK;
 }
 
+gr_pending *gr_pending_new_queued(gr_context *ctx, const char *what) {
+    gr_pending *p = calloc(1, sizeof *p);
+    if (!p) {
+        gr_fail(ctx, GR_ENOMEM, "out of host memory");
+        return NULL;
+    }
+    p->ctx = ctx;
+    p->settle = gr_pending_settle_queued;
+    p->what = what;
+    p->finished = 1;                        /* until something is queued */
+    return p;
+}
+
+void gr_pending_settle_queued(gr_context *ctx, gr_pending *p) {
+    int rc = p->done ? gr_dev_event_sync(p->done) : 0;
+    for (int i = 0; i < 2; i++) {
+        if (p->held[i]) gr_slot_release(ctx, p->held[i]);
+        gr_buffer_free(ctx, p->temps[i]);
+        p->held[i] = NULL;
+        p->temps[i] = NULL;
+    }
+    if (p->done) gr_dev_event_destroy(p->done);
+    p->done = NULL;
+    p->finished = 1;
+    p->status = rc ? gr_fail_dev(ctx, rc, p->what ? p->what : "reduction") : GR_OK;
+    if (rc) snprintf(p->err, sizeof p->err, "%s", gr_errmsg(ctx));
+}
+
 static void settle(gr_context *ctx, gr_pending *p) {
     if (p->settle) {
         p->settle(ctx, p);

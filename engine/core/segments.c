@@ -280,10 +280,16 @@ gr_status gr_segments_queue(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     return queue(ctx, b, o, seg, 0, 0, out, w, NULL, 0, NULL, 0);
 }
 
+gr_status gr_segments_inputs_queue(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_pass_kernel *pair,
+                                   const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2],
+                                   gr_seg_wait *w) {
+    return queue(ctx, bufs[0], o, seg, 0, axis_rows, out, w, bufs + 1, count - 1, pair, 0);
+}
+
 gr_status gr_segments_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const gr_pass_kernel *pair,
                              const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]) {
     gr_seg_wait w;
-    gr_status st = queue(ctx, bufs[0], o, seg, 0, axis_rows, out, &w, bufs + 1, count - 1, pair, 0);
+    gr_status st = gr_segments_inputs_queue(ctx, bufs, count, pair, o, seg, axis_rows, out, &w);
     gr_status done = gr_segments_wait(&w);
     return st != GR_OK ? st : done;
 }

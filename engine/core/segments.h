@@ -52,6 +52,11 @@ gr_status gr_segments_uneven(gr_context *ctx, gr_buffer *b, const gr_options *o,
  * the results, which must share no memory with any input; synchronously. */
 gr_status gr_segments_inputs(gr_context *ctx, gr_buffer *const *bufs, int count, const struct gr_pass_kernel *pair,
                              const gr_options *o, const gr_segments *seg, int axis_rows, gr_buffer *out[2]);
+/* gr_segments_inputs less its wait (as gr_segments_queue): after GR_OK the caller must call
+ * gr_segments_wait, or wait for the stream and give w->slot back itself. */
+gr_status gr_segments_inputs_queue(gr_context *ctx, gr_buffer *const *bufs, int count,
+                                   const struct gr_pass_kernel *pair, const gr_options *o, const gr_segments *seg,
+                                   int axis_rows, gr_buffer *out[2], gr_seg_wait *w);
 /* Waits for a queued segmented reduction (its stream), gives its scratch back; the launch's or the
  * kernel's failure, if any. Does nothing for a record with nothing in flight. */
 gr_status gr_segments_wait(gr_seg_wait *w);
