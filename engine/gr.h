@@ -485,8 +485,19 @@ extern const char *const gr_comm_op_names[GR_COMM_OP_COUNT + 1];
  * communicator (later calls fail, saying so). */
 gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op);
 /* b reduced here by gr_reduce, then the values combined across ranks (sum, prod, min, max, and, or,
- * count, sumsq, nansum, nanmin, nanmax): the same result on every rank. */
+ * count, sumsq, nansum, nanmin, nanmax, absmax, asum: GR_EINVAL naming "op" for the others): the same
+ * result on every rank, the value combined in float64, int64, uint64 or (and, or) uint8. A device buffer
+ * of the communicator's device, reduced by a kernel whose passes end on the device, is waited for once:
+ * its value stays there until the combined one comes back (the same bits as through the host). */
 gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out);
+/* b (a device buffer of the communicator's device) reduced here along the axes in the mask `axes` into
+ * out (as gr_reduce_axes: one result buffer of the op's segment dtype, on that device), then out combined
+ * across the ranks in place, element by element, by NCCL (the ops of gr_comm_reduce; their result dtypes
+ * without an NCCL type -- bool, int16, uint16, the FP8 formats -- combined exactly through a wider copy).
+ * Every rank must give out the same shape. No o->stream: it runs on the communicator's stream, waited
+ * for once. */
+gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
+                              gr_buffer *out[2]);
 gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c);
 /* For benchmarks: `reps` bare ncclAllReduce calls in place on b, waited for after each (sync_each) or
  * after the last; the mean seconds per call. */

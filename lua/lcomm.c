@@ -9,6 +9,7 @@
  * release; a borrowed one loses only its wrapper), and a method of a destroyed one raises saying so.
  */
 #include "lcomm.h"
+#include "laxes.h"
 #include "lbuffer.h"
 #include "lopts.h"
 #include "lrequest.h"
@@ -130,18 +131,37 @@ static int c_allreduce(lua_State *L) {
     return 1;
 }
 
-/* c:reduce(b, opts): opts as gr.reduce's (op defaults to sum). */
+/* c:reduce(b, opts): opts as gr.reduce's (op defaults to sum): one value, or with opts.axis the result
+ * buffer (opts.out's or a new one), combined across the ranks. */
 static int c_reduce(lua_State *L) {
     gr_comm *c = check_comm(L);
-    gr_buffer *b = lgr_check_buffer(L, 2);
+    lgr_check_buffer(L, 2);
     lua_remove(L, 1);                   /* (b, opts), as gr.reduce reads them */
     lgr_request r;
     lgr_request_read(L, 2, -1, 0, &r);
     if (r.async || r.streamed || r.segment || r.offsets || r.user_op || r.dtype >= 0)
-        return luaL_argerror(L, 2, "opts: c:reduce takes a built-in op and the options of a whole-buffer "
-                                   "reduction (not async, streamed, segment, offsets, out, dtype or an operator)");
+        return luaL_argerror(L, 2, "opts: c:reduce takes a built-in op and the options of a whole-buffer reduction "
+                                   "or of one along axes (not async, streamed, segment, offsets, dtype or an operator)");
+    gr_context *ctx = lgr_ctx(L);
+    gr_status st;
+    if (r.naxes) {                      /* along axes: the view as it is, into buffers of the result shape */
+        if (r.o.stream)
+            return luaL_argerror(L, 2, "opts.stream: c:reduce along axes runs on the communicator's stream (leave "
+                                       "it out)");
+        gr_buffer *v = lgr_check_buffer(L, 1);
+        lgr_request_prepare(L, &r, LGR_FOR_RUN, &v, 1);
+        unsigned axes;
+        gr_buffer *out[2];
+        int count = lgr_axes_outs(L, v, &r, &axes, out);
+        /* no retry after a collection: a collective must be called once on every rank */
+        st = gr_comm_reduce_axes(ctx, c, v, &r.o, axes, out);
+        if (st != GR_OK) return lgr_fail(L, st, 2, "b", 1, NULL);
+        return count;
+    }
+    gr_buffer *b = lgr_check_reduced_buffer(L, 1, lgr_request_order_free(&r));
+    lgr_request_prepare(L, &r, LGR_FOR_RUN, &b, 1);
     gr_result v;
-    gr_status st = gr_comm_reduce(lgr_ctx(L), c, b, &r.o, &v);
+    st = gr_comm_reduce(ctx, c, b, &r.o, &v);
     if (st != GR_OK) return lgr_fail(L, st, 2, "b", 1, NULL);
     return lgr_push_result(L, &v);
 }

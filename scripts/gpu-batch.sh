@@ -39,6 +39,14 @@
 #   multi: the several-GPU specs (multi_gpu_spec, sharded_reduce_spec), the two-process example and the multi-GPU
 #     benchmark (experiments/multi_gpu/: sharded sum speed-up, c:allreduce against ncclAllReduce, c:reduce
 #     latency); MULTI_SHARD_N sets the sharded sum's size (default 2^32)
+#   multi-all: issue 28's communicator checks on the host's N GPUs (nvidia-smi counts them), each item's log
+#     under $OUT/multi-*.log and one summary line: the communicator specs (multi_gpu_spec, comm_env_spec,
+#     comm_reduce_spec; the dead-rank spec left to its own item); launch.lua with 2 ranks, every style
+#     (torchrun, mpirun, agent-store, and the network transport against the default ones, with their bus
+#     bandwidths); launch.lua with 4 ranks where there are 4 GPUs; a rank that dies (dead_rank.lua, 5 s);
+#     real torchrun over env_rank.lua where python3 has torch; bench.lua's communicator parts (bfloat16
+#     c:allreduce of 2^28 bytes against ncclAllReduce's bus bandwidth, one-value c:reduce against a
+#     1-element ncclAllReduce) on 2 and N ranks. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
 #   carry limit is 64 MiB), carried with the call, instead of building on the host (234 s of device time
 #   with every dtype); scripts/pack-prebuilt.sh packs a local build so, with the host programs.
@@ -161,7 +169,8 @@ for step in $steps; do
              $LUA experiments/by_key_bench.lua > "$OUT/by_key.log" 2>&1
          echo "by_key: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     bench) make bench > "$OUT/bench.log" 2>&1; echo "bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
-    multi) $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
+    multi) export NCCL_NVLS_ENABLE=0
+           $LUA $BUSTED -o spec/support/summary_output.lua spec/multi_gpu_spec.lua spec/sharded_reduce_spec.lua \
                > "$OUT/multi-spec.log" 2>&1
            echo "multi specs: $(tail -1 "$OUT/multi-spec.log")" >> "$OUT/summary.txt"
            export LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}"
@@ -169,6 +178,34 @@ for step in $steps; do
            echo "multi demo: exit $?" >> "$OUT/summary.txt"
            GPUREDUCE_SHARD_N=${MULTI_SHARD_N:-} $LUA experiments/multi_gpu/bench.lua > "$OUT/multi-bench.md" 2>&1
            echo "multi bench: exit $? ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
+    multi-all)
+           export NCCL_NVLS_ENABLE=0
+           export LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}"
+           ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+           echo "multi-all: $ngpu GPU(s)" >> "$OUT/summary.txt"
+           # one item: its log, then "name: exit N (S s)" and the log's last line or its lines matching $3
+           item() {    # item NAME GREP COMMAND...
+               local name=$1 pattern=$2 t=$(date +%s); shift 2
+               "$@" > "$OUT/multi-$name.log" 2>&1
+               local rc=$?
+               echo "multi $name: exit $rc ($(( $(date +%s) - t )) s); $(grep -E "$pattern" "$OUT/multi-$name.log" \
+                   | tr '\n' ' ' | cut -c1-400)" >> "$OUT/summary.txt"
+           }
+           item specs '^[0-9]+ passed' $LUA $BUSTED -o spec/support/summary_output.lua --exclude-tags=fault \
+               spec/multi_gpu_spec.lua spec/comm_env_spec.lua spec/comm_reduce_spec.lua
+           item launch2 ': rank 0 |transports|^net:|skipped|launch:' \
+               $LUA experiments/multi_gpu/launch.lua 2 all 65536
+           [ "$ngpu" -ge 4 ] && item launch4 ': rank 0 |launch:' $LUA experiments/multi_gpu/launch.lua 4 both 65536
+           item dead-rank '^dead_rank' $LUA experiments/multi_gpu/dead_rank.lua 5 both
+           if python3 -c 'import torch.distributed.run' 2>/dev/null; then
+               item torchrun 'rank 0 |[Ee]rror' env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u MASTER_ADDR -u MASTER_PORT \
+                   python3 -m torch.distributed.run --nproc-per-node=2 --master-addr=127.0.0.1 \
+                   --master-port=$(( 20000 + RANDOM % 30000 )) --no-python $LUA experiments/multi_gpu/env_rank.lua
+           fi
+           item bench '^\| [0-9]|^#' env GPUREDUCE_BENCH_ONLY=comm GPUREDUCE_COMM_DTYPE=bfloat16 \
+               GPUREDUCE_COMM_BYTES=2^28 GPUREDUCE_RANKS="2,$ngpu" GPUREDUCE_SHARD_N=2^20 \
+               $LUA experiments/multi_gpu/bench.lua
+           echo "multi-all: $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     fuzz) env GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1

@@ -114,8 +114,13 @@ describe("gr.comm() from the launcher's environment", function()
     expect_in(comm_error(with({ MASTER_ADDR = "h", MASTER_PORT = "http" })), "MASTER_PORT='http' is not a whole number")
     expect_in(comm_error(with({ MASTER_ADDR = "h", MASTER_PORT = "70000" })),
       "MASTER_PORT=70000 is not a port (1 to 65535)")
-    expect_in(comm_error(with({ MASTER_ADDR = "h", MASTER_PORT = "65535", TORCHELASTIC_USE_AGENT_STORE = "True" })),
-      "MASTER_PORT=65535 is not a port (1 to 65534)")
+    for _, agent in ipairs({ "True", "true", "1" }) do
+      expect_in(comm_error(with({ MASTER_ADDR = "h", MASTER_PORT = "65535", TORCHELASTIC_USE_AGENT_STORE = agent })),
+        "MASTER_PORT=65535 is not a port (1 to 65534)")
+    end
+    -- torchrun's agent without a store of its own (False) leaves MASTER_PORT to the ranks
+    expect_in(comm_error(with({ MASTER_ADDR = "h", MASTER_PORT = "65536", TORCHELASTIC_USE_AGENT_STORE = "False" })),
+      "MASTER_PORT=65536 is not a port (1 to 65535)")
     expect_in(comm_error(with({ NCCL_COMM_ID = "node7" })), "NCCL_COMM_ID='node7' is not host:port")
     expect_in(comm_error(with({ NCCL_COMM_ID = ":29500" })), "NCCL_COMM_ID=':29500' is not host:port")
   end)
@@ -220,6 +225,30 @@ describe("joining from the environment", function()
       local code, out, err = L.run("multi_gpu/launch.lua", "1 both 1000")
       assert.are.equal(0, code, out .. err)
       expect_in(out, "torchrun: rank 0 of 1 on device 1: ok", "mpirun: rank 0 of 1 on device 1: ok")
+    end)
+
+  H.gpu_it("meets at MASTER_PORT + 1 while torchrun's agent store holds MASTER_PORT (launch.lua agent-store)",
+    function()
+      local code, out, err = L.run("multi_gpu/launch.lua", "1 agent-store 1000")
+      if out:find("agent-store: skipped", 1, true) then
+        pending("no python3 to listen on MASTER_PORT")
+        return
+      end
+      assert.are.equal(0, code, out .. err)
+      expect_in(out, "held by a listener", "agent-store: rank 0 of 1 on device 1: ok")
+    end)
+
+  H.gpu_it("runs two ranks through NCCL's network transport alone, and measures it (launch.lua net) #multi",
+    function()
+      if ndev < 2 then
+        pending("multi: " .. ndev .. " device(s), 2 needed")
+        return
+      end
+      local code, out, err = L.run("multi_gpu/launch.lua", "2 net 1000", "GPUREDUCE_BW_BYTES=16777216")
+      assert.are.equal(0, code, out .. err)
+      for r = 0, 1 do expect_in(out, string.format("net: rank %d of 2 on device %d: ok", r, r + 1)) end
+      assert.matches("net: transports NET/Socket", out, nil, true)
+      assert.matches("net: network transport [%d.]+ GB/s against [%d.]+ GB/s with the default transports", out)
     end)
 
   H.gpu_it("starts two ranks, one per GPU, with torchrun's and with mpirun's variables #multi", function()

@@ -3,6 +3,7 @@
 -- GPU tests need one device (#gpu), multi-device tests two (#multi, pending with fewer).
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
+local L = require "support.lab_script"
 
 local ndev = #gr.devices()
 local INTS = { "int8", "uint8", "int32", "uint32", "int64", "uint64" }
@@ -336,6 +337,16 @@ __device__ typename Op::acc_t dev2_kernel(const In *in, size_t n, unsigned long 
     local first = gr.sum(f)
     for _ = 1, 5 do assert.are.equal(first, gr.sum(f)) end     -- run_to_run: the same bits
   end)
+
+  multi_it("end an all-reduce whose peer died in a clear error within the timeout, then exit normally #fault",
+    function()
+      -- dead_rank.lua checks the survivor: the error names the collective, comes within 5 s and a margin,
+      -- the communicator is then aborted, and the process exits 0 (each rank under `timeout`: no hang)
+      local code, out, err = L.run("multi_gpu/dead_rank.lua", "5 both")
+      assert.are.equal(0, code, out .. err)
+      assert.matches("dead_rank first: ok", out, nil, true)
+      assert.matches("dead_rank later: ok", out, nil, true)
+    end)
 
   multi_it("all-reduce across two processes, one per GPU", function()
     local path = os.tmpname()

@@ -13,6 +13,10 @@
  * at once and are polled, with a deadline, so that a rank that never joins, or stops taking part,
  * ends in a clear error and ncclCommAbort instead of a hang.
  *
+ * c:reduce reduces on each rank with the engine's own kernels, then all-reduces the results: one value
+ * (kept on the device between the two where the local run ends there, so that the call waits once), or
+ * the result buffer of a reduction along axes, in place.
+ *
  * A borrowed communicator (gr_comm_borrow) is the host application's: its collectives run and are
  * waited for the same way, but it is never finalized, destroyed or aborted here -- a failure only
  * retires the wrapper, and its owner decides what happens to the communicator. Joining from a
@@ -27,6 +31,11 @@
 #include "base/library.h"
 #include "base/memory.h"
 #include "core/buffer.h"
+#include "core/exec.h"
+#include "core/plan.h"
+#include "core/pool.h"
+#include "ops/convert_element.h"
+#include "ops/ops.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -402,6 +411,14 @@ static gr_status nccl_type(gr_context *ctx, const gr_buffer *b, int *code) {
                                             gr_dtype_name(b->dtype));
 }
 
+/* GR_OK when b is a device buffer of the communicator's device; else GR_EINVAL naming `arg`. */
+static gr_status on_comm_device(gr_context *ctx, const gr_comm *c, const gr_buffer *b, const char *arg) {
+    if (gr_buffer_where(b) == GR_DEVICE && gr_buffer_device(b) == gr_comm_device(c)) return GR_OK;
+    return gr_fail_arg(ctx, GR_EINVAL, arg, "the buffer is %s %d, the communicator's device is %d (it reduces device "
+                       "buffers of its own device)", gr_buffer_where(b) == GR_HOST ? "host memory of device" : "on device",
+                       gr_buffer_device(b), gr_comm_device(c));
+}
+
 static const int nccl_ops[GR_COMM_OP_COUNT] = {NCCL_SUM, NCCL_PROD, NCCL_MIN, NCCL_MAX, NCCL_AVG};
 const char *const gr_comm_op_names[GR_COMM_OP_COUNT + 1] = {"sum", "prod", "min", "max", "avg", NULL};
 
@@ -417,10 +434,7 @@ gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
     if (st != GR_OK) return st;
     if ((unsigned)op >= GR_COMM_OP_COUNT)
         return gr_fail_arg(ctx, GR_EINVAL, "op", "unknown op (accepted: sum, prod, min, max, avg)");
-    if (gr_buffer_where(b) != GR_DEVICE || gr_buffer_device(b) != gr_comm_device(c))
-        return gr_fail_arg(ctx, GR_EINVAL, "b", "the buffer is %s %d, the communicator's device is %d (it reduces "
-                           "device buffers of its own device)", gr_buffer_where(b) == GR_HOST ? "host memory of device"
-                           : "on device", gr_buffer_device(b), gr_comm_device(c));
+    if ((st = on_comm_device(ctx, c, b, "b")) != GR_OK) return st;
     int type;
     if ((st = nccl_type(ctx, b, &type)) != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
@@ -430,40 +444,201 @@ gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_o
     return finish(on, c, "allreduce");
 }
 
-gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
-    gr_status st = usable(ctx, c);
-    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
-    if (st != GR_OK) return st;
-    static const struct { gr_op op; gr_comm_op across; } table[] = {
-        {GR_SUM, GR_COMM_SUM}, {GR_PROD, GR_COMM_PROD}, {GR_MIN, GR_COMM_MIN}, {GR_MAX, GR_COMM_MAX},
-        {GR_AND, GR_COMM_MIN}, {GR_OR, GR_COMM_MAX}, {GR_COUNT, GR_COMM_SUM}, {GR_SUMSQ, GR_COMM_SUM},
-        {GR_NANSUM, GR_COMM_SUM}, {GR_NANMIN, GR_COMM_MIN}, {GR_NANMAX, GR_COMM_MAX}, {GR_ABSMAX, GR_COMM_MAX},
-        {GR_ASUM, GR_COMM_SUM},
-    };
-    int across = -1;
-    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
-        if (table[i].op == o->op) across = (int)table[i].across;
-    if (across < 0)
-        return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' across ranks is not built (accepted: sum, prod, min, max, "
-                           "and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum)", gr_op_name(o->op));
+/* ---- c:reduce: a reduction on each rank, its results combined across the ranks ---------------------- */
+
+/* How each op's results meet across ranks; and/or as the min/max of their 0/1 flags. */
+static const struct { gr_op op; gr_comm_op across; } across_ops[] = {
+    {GR_SUM, GR_COMM_SUM}, {GR_PROD, GR_COMM_PROD}, {GR_MIN, GR_COMM_MIN}, {GR_MAX, GR_COMM_MAX},
+    {GR_AND, GR_COMM_MIN}, {GR_OR, GR_COMM_MAX}, {GR_COUNT, GR_COMM_SUM}, {GR_SUMSQ, GR_COMM_SUM},
+    {GR_NANSUM, GR_COMM_SUM}, {GR_NANMIN, GR_COMM_MIN}, {GR_NANMAX, GR_COMM_MAX}, {GR_ABSMAX, GR_COMM_MAX},
+    {GR_ASUM, GR_COMM_SUM},
+};
+
+static gr_status across_of(gr_context *ctx, const gr_options *o, gr_comm_op *out) {
+    for (size_t i = 0; i < sizeof across_ops / sizeof across_ops[0]; i++)
+        if (across_ops[i].op == o->op) {
+            *out = across_ops[i].across;
+            return GR_OK;
+        }
+    return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' across ranks is not built (accepted: sum, prod, min, max, and, or, "
+                       "count, sumsq, nansum, nanmin, nanmax, absmax, asum)", gr_op_name(o->op));
+}
+
+/* The dtype a one-value result is combined in, by its kind: float64, int64, uint64, uint8 (and/or). */
+static gr_dtype wire_of(int kind) {
+    return kind == GR_SCALAR_FLOAT ? GR_FLOAT64 : kind == GR_SCALAR_UINT ? GR_UINT64
+           : kind == GR_SCALAR_INT ? GR_INT64 : GR_UINT8;
+}
+
+/* Whether an element of `held` is already one of `wire` (the same bytes: integers of one width are
+ * combined by NCCL the same way whatever their sign for sums and products, and a bool is a uint8). */
+static int same_bytes(gr_dtype held, gr_dtype wire) {
+    if (held == wire) return 1;
+    return gr_dtype_size(held) == gr_dtype_size(wire) && !gr_dtype_is_float(held) && !gr_dtype_is_float(wire);
+}
+
+/* The local value read back from the combined one (c->host), in the local result's kind. */
+static void combined_value(const gr_comm *c, gr_scalar *v) {
+    if (v->kind == GR_SCALAR_BOOL) v->v.b = *(const unsigned char *)c->host != 0;
+    else memcpy(&v->v, c->host, sizeof v->v);
+}
+
+/* The host path: gr_reduce (waited for), the value to the device, the all-reduce, the value back. */
+static gr_status reduce_through_host(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o,
+                                     gr_comm_op across, gr_result *out) {
     gr_result local;
-    if ((st = gr_reduce(ctx, b, o, &local)) != GR_OK) return st;
+    gr_status st = gr_reduce(ctx, b, o, &local);
+    if (st != GR_OK) return st;
     gr_context *on = gr_ctx_enter(c->on);
     gr_scalar *v = &local.value[0];
-    int dtype = gr_dtype_nccl(v->kind == GR_SCALAR_FLOAT ? GR_FLOAT64 : v->kind == GR_SCALAR_UINT ? GR_UINT64
-                              : v->kind == GR_SCALAR_INT ? GR_INT64 : GR_UINT8);
     memcpy(c->host, &v->v, sizeof v->v);
     if (v->kind == GR_SCALAR_BOOL) *(unsigned char *)c->host = (unsigned char)(v->v.b != 0);
     int rc = gr_copy(on, c->dev, c->host, 8, on->stream);
     if (rc) return gr_fail_dev(on, rc, "reduce: copy to the device");
-    if ((st = queue(on, c, c->dev, 1, dtype, (gr_comm_op)across)) != GR_OK) return st;
+    if ((st = queue(on, c, c->dev, 1, gr_dtype_nccl(wire_of(v->kind)), across)) != GR_OK) return st;
     rc = gr_copy(on, c->host, c->dev, 8, on->stream);
     if (rc) return gr_fail_dev(on, rc, "reduce: copy from the device");
     if ((st = finish(on, c, "reduce")) != GR_OK) return st;
-    if (v->kind == GR_SCALAR_BOOL) v->v.b = *(unsigned char *)c->host != 0;
-    else memcpy(&v->v, c->host, sizeof v->v);
+    combined_value(c, v);
     *out = local;
     return GR_OK;
+}
+
+/* The run gr_reduce makes of b, when it can leave its value on the device: device passes of a catalogue
+ * kernel that end in one accumulator which is the result itself (sum, min, the flags of and/or, ...). */
+static int stays_on_device(gr_context *on, const gr_comm *c, const gr_buffer *b, const gr_options *o, gr_run *run) {
+    if (o->stream || o->user || o->cpu || o->kernel || b->n == 0 || gr_buffer_where(b) != GR_DEVICE ||
+        gr_buffer_device(b) != gr_comm_device(c))
+        return 0;
+    if (gr_plan_run(on, b->n, b->dtype, GR_DEVICE, o, run) != GR_OK) return 0;     /* gr_reduce says why */
+    const gr_plan *p = &run->plan;
+    const gr_op_desc *d = gr_op_desc_get(p->op);
+    if (p->npasses == 0 || !run->row || run->image || run->fold || run->device_combine ||
+        d->family != GR_FAMILY_VALUE || p->acc_size != gr_dtype_size(p->acc))
+        return 0;
+    for (int k = 0; k < p->npasses; k++)
+        if (p->pass[k].on_host) return 0;
+    return 1;
+}
+
+/* The device path, one wait: the run's last pass writes its accumulator to c->dev (a single pass's
+ * epilogue straight there; other runs through the pinned value, a copy on the stream), widened there to
+ * the host path's type, all-reduced and copied back. The same values reach NCCL as on the host path. */
+static gr_status reduce_on_device(gr_context *on, gr_comm *c, gr_buffer *b, const gr_run *run, gr_comm_op across,
+                                  gr_result *out) {
+    const gr_plan *p = &run->plan;
+    unsigned char zero[GR_ACC_MAX] = {0};
+    gr_result local = gr_op_result(p->op, zero, p->acc, b->dtype, b->n, p->ddof);    /* its kind */
+    gr_dtype held = gr_op_result_dtype(p->op, b->dtype, p->acc, 0), wire = wire_of(local.value[0].kind);
+    int widen = !same_bytes(held, wire);
+    char *acc = (char *)c->dev + (widen ? 8 : 0);
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(on, p->dev_bytes, p->host_bytes, &slot);
+    if (st != GR_OK) return st;
+    void *stream = on->stream;
+    gr_inputs in;
+    gr_inputs_one(&in, gr_buffer_data(b), b->dtype, b->n);
+    int rc = 0, marked = 0;         /* marked: the local passes are queued and slot->done follows them */
+    if (run->epilogue && p->npasses == 1) {
+        st = gr_exec_single_to(on, &in, 0, run, slot->dev, slot->counter, acc, stream);
+        if (st == GR_OK && (rc = gr_dev_event_record(slot->done, stream)) != 0) st = gr_fail_dev(on, rc, "event record");
+        marked = st == GR_OK;
+    } else {
+        st = gr_exec_start(on, &in, 0, run, slot, stream, 0);
+        marked = st == GR_OK;
+        if (st == GR_OK && (rc = gr_copy(on, acc, gr_run_value(run, slot), p->acc_size, stream)) != 0)
+            st = gr_fail_dev(on, rc, "reduce: the value to the device");
+    }
+    if (st == GR_OK && widen &&
+        (rc = gr_dev_convert(c->dev, wire, acc, held, 1, GR_CV_WRITE, NULL, stream)) != 0)
+        st = gr_fail_dev(on, rc, "reduce: widening the value");
+    if (st == GR_OK) st = queue(on, c, c->dev, 1, gr_dtype_nccl(wire), across);
+    if (st == GR_OK && (rc = gr_copy(on, c->host, c->dev, 8, stream)) != 0)
+        st = gr_fail_dev(on, rc, "reduce: copy from the device");
+    if (st == GR_OK) st = finish(on, c, "reduce");
+    /* the scratch goes back once the local passes are over: waited for by their event (not behind a
+     * collective that failed), or by the stream where their launch failed part-way */
+    if (marked) gr_dev_event_sync(slot->done);
+    else gr_dev_stream_sync(stream);
+    gr_slot_release(on, slot);
+    if (st != GR_OK) return st;
+    combined_value(c, &local.value[0]);
+    *out = local;
+    return GR_OK;
+}
+
+gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
+    gr_status st = usable(ctx, c);
+    if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
+    gr_comm_op across;
+    if (st == GR_OK) st = across_of(ctx, o, &across);
+    if (st != GR_OK) return st;
+    gr_context *on = gr_ctx_enter(c->on);
+    gr_run run;
+    if (stays_on_device(on, c, b, o, &run)) return reduce_on_device(on, c, b, &run, across, out);
+    return reduce_through_host(ctx, c, b, o, across, out);
+}
+
+/* The dtype a result buffer of dtype t is combined in by NCCL: its own, a bool's bytes as uint8, and a
+ * wider one for the dtypes NCCL lacks or has only lately (int16, uint16; FP8 from NCCL 2.24 on sm_90),
+ * which are results of min, max and the like here: exact in the wider type and back. */
+static gr_dtype wire_of_buffer(gr_dtype t) {
+    switch (t) {
+    case GR_BOOL: return GR_UINT8;
+    case GR_INT16: return GR_INT64;
+    case GR_UINT16: return GR_UINT64;
+    case GR_FLOAT8_E4M3: case GR_FLOAT8_E5M2: return GR_FLOAT32;
+    case GR_INT8: case GR_UINT8: case GR_INT32: case GR_UINT32: case GR_INT64: case GR_UINT64: case GR_FLOAT32:
+    case GR_FLOAT64: case GR_FLOAT16: case GR_BFLOAT16: case GR_DTYPE_COUNT:
+        break;
+    }
+    return t;
+}
+
+gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
+                              gr_buffer *out[2]) {
+    gr_status st = usable(ctx, c);
+    gr_comm_op across;
+    if (st == GR_OK) st = across_of(ctx, o, &across);
+    if (st == GR_OK) st = on_comm_device(ctx, c, b, "b");
+    if (st == GR_OK && o->stream)
+        st = gr_fail_arg(ctx, GR_EINVAL, "stream", "c:reduce runs on the communicator's stream (leave it out)");
+    if (st != GR_OK) return st;
+    gr_context *on = gr_ctx_enter(c->on);
+    /* the axes and the result buffer are checked before anything is reduced or made */
+    if ((st = gr_segment_outs_ready(on, b, o, NULL, axes, out)) != GR_OK) return st;
+    gr_dtype t = gr_buffer_dtype(out[0]), wire = wire_of_buffer(t);
+    size_t k = gr_buffer_size(out[0]);
+    int code = gr_dtype_nccl(wire);
+    gr_buffer *wide = NULL;
+    if (wire != t && !same_bytes(t, wire) &&
+        (st = gr_buffer_new_unset_on(on, k, wire, GR_DEVICE, gr_comm_device(c), &wide)) != GR_OK)
+        return st;
+    gr_pending *p;
+    if ((st = gr_reduce_axes_async(on, b, o, axes, out, &p)) != GR_OK) {
+        gr_buffer_free(on, wide);
+        return st;
+    }
+    on = gr_ctx_enter(c->on);
+    void *stream = on->stream, *data = gr_buffer_data(out[0]);
+    int rc = 0;
+    if (k > 0 && wide) {
+        /* out -> wide, combined there, wide -> out: queued behind the local reduction on one stream */
+        rc = gr_dev_convert(gr_buffer_data(wide), wire, data, t, k, GR_CV_WRITE, NULL, stream);
+        if (rc) st = gr_fail_dev(on, rc, "reduce: widening the results");
+        if (st == GR_OK) st = queue(on, c, gr_buffer_data(wide), k, code, across);
+        if (st == GR_OK && (rc = gr_dev_convert(data, t, gr_buffer_data(wide), wire, k, GR_CV_WRITE, NULL, stream)) != 0)
+            st = gr_fail_dev(on, rc, "reduce: narrowing the results");
+    } else if (k > 0) {
+        st = queue(on, c, data, k, code, across);
+    }
+    if (st == GR_OK) st = finish(on, c, "reduce");
+    gr_result unused;
+    gr_status local = gr_pending_wait(on, p, &unused);      /* over by now: it only gives its scratch back */
+    gr_pending_free(on, p);
+    gr_buffer_free(on, wide);
+    gr_ctx_enter(c->on);
+    return st != GR_OK ? st : local;
 }
 
 gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c) {

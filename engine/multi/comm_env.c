@@ -25,7 +25,8 @@
  *      a fresh id there, the others read it (a filesystem every rank sees);
  *   3. MASTER_ADDR:MASTER_PORT (torchrun's), set as NCCL_COMM_ID while the communicator forms and put
  *      back as it was after. Under torchrun's static rendezvous its agent's store already listens on
- *      MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), so the port after it is taken there.
+ *      MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), so the port after it is taken there
+ *      (experiments/multi_gpu/launch.lua's agent-store job holds MASTER_PORT to show it).
  * Then gr_comm_id (NCCL derives the id from the address) and gr_comm_create, which waits, with the
  * timeout, for every rank.
  *
@@ -137,8 +138,9 @@ static gr_status where(gr_context *ctx, char *addr, size_t len, const char **id_
     int port;
     gr_status st = whole(ctx, "MASTER_PORT", port_text, &port);
     if (st != GR_OK) return st;
+    /* the agent's store holds MASTER_PORT: torchrun writes Python's str(True); "true" and "1" are taken too */
     const char *agent = var("TORCHELASTIC_USE_AGENT_STORE");
-    int next = agent && strcmp(agent, "True") == 0;     /* the agent's store holds MASTER_PORT */
+    int next = agent && (strcmp(agent, "True") == 0 || strcmp(agent, "true") == 0 || strcmp(agent, "1") == 0);
     if (port < 1 || port + next > 65535)
         return gr_fail(ctx, GR_EINVAL, "MASTER_PORT=%d is not a port (1 to %d)", port, 65535 - next);
     int v6 = strchr(host, ':') && host[0] != '[';

@@ -11,6 +11,9 @@
 -- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
 -- one GPU each; with one GPU they run with a single rank. Exit status 1 when a rank fails (its status
 -- and output are shown) or there is no CUDA device.
+-- GPUREDUCE_BENCH_ONLY=comm runs parts 2 and 3 alone; GPUREDUCE_COMM_DTYPE is part 2's dtype (float32,
+-- float64, bfloat16 or float16; default float32) and GPUREDUCE_COMM_BYTES its sizes ("2^28" or
+-- "2^20,2^28"; default 8 B to 1 GiB by factors of 8).
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. here .. "/../?.lua;" .. package.path
 
@@ -97,11 +100,12 @@ if not rank then
     end
   end
 
+  local comm_only = os.getenv("GPUREDUCE_BENCH_ONLY") == "comm"
   -- 1. sharded sum
-  scaling(string.format("sharded float32 sum, n = %d", n), gr.sum)
+  if not comm_only then scaling(string.format("sharded float32 sum, n = %d", n), gr.sum) end
   -- 1b. sharded segments: segments of 2^20 elements, one result each, into a buffer on device 1
   local m = 1 << 20
-  if n % m == 0 then
+  if n % m == 0 and not comm_only then
     local out = gr.buffer(n // m, "float32")
     scaling(string.format("sharded float32 segmented sum, n = %d, segments of %d (%d results)", n, m, n // m),
       function(b) return gr.reduce(b, { op = "sum", segment = m, out = out }) end)
@@ -134,15 +138,29 @@ local device = rank + 1
 local c = gr.comm { rank = rank, size = size, id = os.getenv("GPUREDUCE_ID"), timeout = 120, device = device }
 local function say(...) if rank == 0 then print(string.format(...)) end end
 
-say("\n## c:allreduce against ncclAllReduce, %d rank(s), float32 sum in place", size)
+local dtype = os.getenv("GPUREDUCE_COMM_DTYPE") or "float32"
+local es = ({ float32 = 4, float64 = 8, bfloat16 = 2, float16 = 2 })[dtype]
+if not es then fail("GPUREDUCE_COMM_DTYPE: " .. dtype .. " (accepted: float32, float64, bfloat16, float16)") end
+local largest = fit(1 << 30, 1, memory // 8)
+local list = {}
+if os.getenv("GPUREDUCE_COMM_BYTES") then
+  for text in os.getenv("GPUREDUCE_COMM_BYTES"):gmatch("[^,]+") do
+    local bytes, why = sizes.parse(text)
+    if not bytes then fail("GPUREDUCE_COMM_BYTES: '" .. text .. "' is not a size (" .. why .. ")") end
+    list[#list + 1] = bytes
+  end
+else
+  for log2 = 3, 30, 3 do list[#list + 1] = 1 << log2 end
+end
+
+say("\n## c:allreduce against ncclAllReduce, %d rank(s), %s sum in place", size, dtype)
 say("| bytes | c:allreduce us | busbw GB/s | ncclAllReduce us | busbw GB/s | ratio |")
 say("| ---: | ---: | ---: | ---: | ---: | ---: |")
 local factor = size > 1 and 2 * (size - 1) / size or 1
-local largest = fit(1 << 30, 1, memory // 8)
-for log2 = 3, 30, 3 do
-  local bytes = 1 << log2
+for _, bytes in ipairs(list) do
   if bytes > largest then break end
-  local b = gr.buffer(bytes // 4, "float32", { device = device }):fill(1)
+  bytes = math.max(es, bytes // es * es)
+  local b = gr.buffer(bytes // es, dtype, { device = device }):fill(1)
   local reps = bytes >= (1 << 27) and 20 or 200
   c:barrier()
   c:allreduce(b, "sum")

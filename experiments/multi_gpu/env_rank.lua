@@ -1,14 +1,25 @@
 --- One rank of a job a launcher started: `gr.comm()` takes the rank, the size, the GPU (the local rank's)
--- and the rendezvous from the launcher's variables, then an all-reduce whose result is known is checked.
--- Prints one line; exits 1 when the result is wrong. launch.lua starts it as torchrun and mpirun would;
+-- and the rendezvous from the launcher's variables, then checks what the ranks compute together:
+--   an all-reduce whose result is known, and c:reduce of one value;
+--   c:reduce of every op it combines across ranks over the dtypes of across.lua (bfloat16, float16, FP8,
+--   int16 and bool among them), of one value and along axes (1, -1 with keepdims, {1, 2}), against the
+--   ranks' own local results combined in Lua (across.lua): exactly, but for float sums and products of
+--   more than two ranks (NCCL's order), within 1e-5;
+--   with GPUREDUCE_BW_BYTES set, the bus bandwidth of c:allreduce over that many bytes of
+--   GPUREDUCE_BW_DTYPE (default bfloat16), which rank 0 prints: "busbw <GB/s> GB/s".
+-- Prints one line; exits 1 when a result is wrong. launch.lua starts it as torchrun and mpirun would;
 -- under the real launchers (the module on LUA_CPATH):
 --
 --   torchrun --nproc-per-node=2 --no-python lua5.4 experiments/multi_gpu/env_rank.lua
 --   GPUREDUCE_COMM_ID=$PWD/job.id mpirun -np 2 -x GPUREDUCE_COMM_ID lua5.4 experiments/multi_gpu/env_rank.lua
 --   GPUREDUCE_COMM_ID=$PWD/job.id srun --ntasks-per-node=2 --gpus-per-node=2 lua5.4 experiments/multi_gpu/env_rank.lua
 --
--- GPUREDUCE_N: elements per rank (default 2^20).
+-- GPUREDUCE_N: elements per rank of the first all-reduce (default 2^20); GPUREDUCE_CASES=0 skips the cases.
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/?.lua;" .. package.path
+
 local gr = require "gpureduce"
+local across = require "across"
 
 local n = math.tointeger(tonumber(os.getenv("GPUREDUCE_N") or "")) or 1 << 20
 local launcher = os.getenv("RANK") and "torchrun" or os.getenv("OMPI_COMM_WORLD_RANK") and "mpirun"
@@ -26,8 +37,60 @@ local ok = first == size + shift and last == size * n + shift
 -- c:reduce: each rank's sum of the reduced buffer (the same everywhere), summed over the ranks
 local whole = c:reduce(b)
 ok = ok and whole == size * (size * (n * (n + 1) // 2) + n * shift)
+
+-- c:reduce's cases: every op across ranks, of one value and along axes
+local cases, wrong = 0, {}
+if os.getenv("GPUREDUCE_CASES") ~= "0" then
+  local shape, inexact = { 33, 65 }, size > 2
+  local forms = { { axis = 1 }, { axis = -1, keepdims = true }, { axis = { 1, 2 } } }
+  for _, dtype in ipairs(across.DTYPES) do
+    for _, op in ipairs(across.OPS) do
+      local one = across.data(gr, dtype, op, rank, 1000, device)
+      local got = c:reduce(one, { op = op })
+      local good, why = across.same(op, got, across.expected(gr, dtype, op, { 1000 }, { op = op }, size, device), inexact)
+      cases = cases + 1
+      if not good then wrong[#wrong + 1] = string.format("%s %s one value: %s", dtype, op, why) end
+      local m = across.data(gr, dtype, op, rank, shape[1] * shape[2], device):view(shape)
+      for _, form in ipairs(forms) do
+        local opts = { op = op, axis = form.axis, keepdims = form.keepdims }
+        local r = c:reduce(m, opts)
+        good, why = across.same(op, across.flat(r), across.expected(gr, dtype, op, shape, opts, size, device), inexact)
+        cases = cases + 1
+        if not good then
+          wrong[#wrong + 1] = string.format("%s %s axis %s: %s", dtype, op, type(form.axis) == "table" and "{1, 2}"
+            or tostring(form.axis), why)
+        end
+      end
+    end
+  end
+  ok = ok and #wrong == 0
+end
+
+-- the bus bandwidth of c:allreduce, as nccl-tests define it: bytes / time * 2 (k - 1) / k
+local bw = tonumber(os.getenv("GPUREDUCE_BW_BYTES") or "")
+local busbw
+if bw then
+  local dtype = os.getenv("GPUREDUCE_BW_DTYPE") or "bfloat16"
+  local es = ({ float32 = 4, float64 = 8, bfloat16 = 2, float16 = 2 })[dtype]
+  if not es then error("GPUREDUCE_BW_DTYPE: " .. dtype .. " (accepted: float32, float64, bfloat16, float16)") end
+  local count = math.tointeger(bw // es)
+  local big = gr.buffer(count, dtype, { device = device }):fill(1)
+  c:allreduce(big, "sum")
+  local times = {}
+  for i = 1, 20 do
+    c:barrier()
+    local t0 = gr.clock()
+    c:allreduce(big, "sum")
+    times[i] = gr.clock() - t0
+  end
+  table.sort(times)
+  local t = times[10]
+  busbw = count * es / t / 1e9 * (size > 1 and 2 * (size - 1) / size or 1)
+end
 c:destroy()
 
-print(string.format("%s: rank %d of %d on device %d: %s (allreduce b[1] = %d, b[%d] = %d; reduce %d)", launcher, rank,
-  size, device, ok and "ok" or "WRONG", first, n, last, whole))
+print(string.format("%s: rank %d of %d on device %d: %s (allreduce b[1] = %d, b[%d] = %d; reduce %d; %d c:reduce cases%s)%s",
+  launcher, rank, size, device, ok and "ok" or "WRONG", first, n, last, whole, cases,
+  #wrong > 0 and ", wrong: " .. table.concat(wrong, "; ", 1, math.min(#wrong, 5)) or "",
+  busbw and rank == 0 and string.format("; busbw %.1f GB/s", busbw) or ""))
 os.exit(ok and 0 or 1)
