@@ -12,15 +12,19 @@
  *   rows reduced  the ops whose accumulators can be rebuilt from results (every op of the value family --
  *                 mean from the sum --, argmin, argmax, minmax, and var/std of floats and of 64-bit
  *                 integers from each shard's mean and population variance) reduce each shard's rows on its
- *                 device at once into accumulator-precision results there; the host rebuilds each shard's
- *                 accumulator per output (an arg index counted from the shard's first row), combines them
- *                 in shard order with the CPU finish's merge (host_ops.c: NaN rules, first index on ties,
- *                 Chan's merge) and writes the results. Integer results, min/max, count, and/or and the
- *                 indices equal one buffer's; float sums are the same on every run and close to one
- *                 buffer's. Anything else -- gpu_to_gpu, user operators, nanmean, norm, var/std of integers
- *                 of up to 32 bits (whose exact 128-bit sums of squares no result carries) -- gathers the
- *                 rows into one buffer on the first shard's device and reduces that once: one buffer's
- *                 bits;
+ *                 device at once into accumulator-precision results there. A one-value op's results are
+ *                 its accumulators: they are stacked as the rows of a (shards, K) buffer on the first
+ *                 shard's device and folded along those rows by the op's combine (sum, prod, min, max,
+ *                 and, or, nanmin, nanmax) there -- an order fixed by the number of shards. For the others
+ *                 the host reads the results, rebuilds each shard's accumulator per output (an arg index
+ *                 counted from the shard's first row, a Welford triple), combines them in shard order
+ *                 with the CPU finish's merge (host_ops.c: NaN rules, first index on ties, Chan's merge)
+ *                 and writes the results (about 50 ns per output and shard). Integer results, min/max,
+ *                 count, and/or and the indices equal one buffer's; float sums are the same on every run
+ *                 and close to one buffer's. Anything else -- gpu_to_gpu, user operators, nanmean, norm,
+ *                 var/std of integers of up to 32 bits (whose exact 128-bit sums of squares no result
+ *                 carries) -- gathers the rows into one buffer on the first shard's device and reduces
+ *                 that once: one buffer's bits;
  *   every axis    the whole-buffer reduction of the shards (sharded.c), its value stored as the one result.
  * gr.dot along axes takes the same paths with each pair of shards' gr_dot_axes (synchronous: the shards
  * one after another) and a sum's combine.
@@ -86,11 +90,12 @@ static int all_axes(const split *s) { return s->axes == (1u << s->nd) - 1; }
 
 /* ---- one shard's reduction along the axes ------------------------------------------------------------- */
 
-/* Shard i's reduction with options o into out: its pair's dot, or queued on its device (gr_reduce_axes_async)
- * where a device reduces it, else at once. */
+/* Shard i's reduction with options o into out -- its pair's dot, or queued on its device
+ * (gr_reduce_axes_async) where a device reduces it, else at once -- and where given, the buffers on the
+ * results' device its results go to (place: slices of the results, or of the stacked partials). */
 typedef struct job {
     gr_options o;
-    gr_buffer *out[2];
+    gr_buffer *out[2], *place[2];
     gr_pending *p;
 } job;
 
@@ -102,16 +107,6 @@ static gr_status job_start(gr_context *ctx, const split *s, size_t i, job *j) {
     return gr_reduce_axes(ctx, s->shards[i], &j->o, s->axes, j->out);
 }
 
-/* Waits for a queued job (st: the status so far, kept when it failed already). */
-static gr_status job_wait(gr_context *ctx, job *j, gr_status st) {
-    if (!j->p) return st;
-    gr_result unused;
-    gr_status done = gr_pending_wait(ctx, j->p, &unused);
-    gr_pending_free(ctx, j->p);
-    j->p = NULL;
-    return st != GR_OK ? st : done;
-}
-
 /* New buffers of k results of want[0..nres) on shard `on`'s device, unset (the reduction writes them). */
 static gr_status results_on(gr_context *ctx, const gr_buffer *on, size_t k, int nres, const gr_dtype want[2],
                             gr_buffer *out[2]) {
@@ -121,44 +116,57 @@ static gr_status results_on(gr_context *ctx, const gr_buffer *on, size_t k, int 
     return st;
 }
 
+/* Shard i's job started: into its place where the shard lies on that device, else into new buffers on
+ * the shard's device (copied into place by job_done; with no place they stay for the caller). */
+static gr_status job_queue(gr_context *ctx, const split *s, size_t i, job *j, int nres, const gr_dtype want[2],
+                           size_t k) {
+    gr_status st = GR_OK;
+    if (j->place[0] && gr_buffer_device(j->place[0]) == gr_buffer_device(s->shards[i]))
+        for (int r = 0; r < nres; r++) j->out[r] = j->place[r];
+    else
+        st = results_on(ctx, s->shards[i], k, nres, want, j->out);
+    return st == GR_OK ? job_start(ctx, s, i, j) : st;
+}
+
+/* A job waited for (st: the status so far, kept when it failed already), its results copied into place
+ * and the buffers it made for that given back. */
+static gr_status job_done(gr_context *ctx, job *j, gr_status st) {
+    if (j->p) {
+        gr_result unused;
+        gr_status done = gr_pending_wait(ctx, j->p, &unused);
+        gr_pending_free(ctx, j->p);
+        j->p = NULL;
+        if (st == GR_OK) st = done;
+    }
+    for (int r = 0; r < 2; r++) {
+        if (!j->place[r]) continue;
+        if (j->out[r] && j->out[r] != j->place[r]) {
+            if (st == GR_OK) st = gr_buffer_copy(ctx, j->place[r], j->out[r]);
+            gr_buffer_free(ctx, j->out[r]);
+        }
+        gr_buffer_free(ctx, j->place[r]);
+        j->out[r] = j->place[r] = NULL;
+    }
+    return st;
+}
+
 /* ---- rows kept: each shard's results are its slice of the results ---------------------------------------- */
 
 static gr_status rows_kept(gr_context *ctx, const split *s, const gr_options *o, int nres, const gr_dtype want[2],
                            gr_buffer *out[2]) {
     job *jobs = calloc(s->count, sizeof *jobs);
-    gr_buffer *(*place)[2] = calloc(s->count, sizeof *place);     /* the slices of out, where a copy goes */
-    if (!jobs || !place) {
-        free(jobs);
-        free(place);
-        return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    }
+    if (!jobs) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     gr_status st = GR_OK;
     for (size_t i = 0; i < s->count && st == GR_OK; i++) {
         size_t at = s->row0[i] * s->per_row, k = s->shards[i]->shape[0] * s->per_row;
         if (k == 0) continue;
         jobs[i].o = *o;
-        for (int r = 0; r < nres && st == GR_OK; r++) st = gr_buffer_slice(ctx, out[r], at, k, &place[i][r]);
-        if (st != GR_OK) break;
-        if (gr_buffer_device(s->shards[i]) == gr_buffer_device(out[0])) {
-            for (int r = 0; r < nres; r++) jobs[i].out[r] = place[i][r];
-        } else if ((st = results_on(ctx, s->shards[i], k, nres, want, jobs[i].out)) != GR_OK) {
-            break;
-        }
-        st = job_start(ctx, s, i, &jobs[i]);
+        for (int r = 0; r < nres && st == GR_OK; r++) st = gr_buffer_slice(ctx, out[r], at, k, &jobs[i].place[r]);
+        if (st == GR_OK) st = job_queue(ctx, s, i, &jobs[i], nres, want, k);
     }
-    for (size_t i = 0; i < s->count; i++) {
-        st = job_wait(ctx, &jobs[i], st);
-        for (int r = 0; r < 2; r++) {
-            if (jobs[i].out[r] && jobs[i].out[r] != place[i][r]) {
-                if (st == GR_OK) st = gr_buffer_copy(ctx, place[i][r], jobs[i].out[r]);
-                gr_buffer_free(ctx, jobs[i].out[r]);
-            }
-            gr_buffer_free(ctx, place[i][r]);
-        }
-    }
+    for (size_t i = 0; i < s->count; i++) st = job_done(ctx, &jobs[i], st);
     gr_ctx_enter(ctx);
     free(jobs);
-    free(place);
     return st;
 }
 
@@ -300,37 +308,59 @@ static gr_status combine_columns(gr_context *ctx, const split *s, const gr_optio
     return st;
 }
 
-static gr_status rows_combined(gr_context *ctx, const split *s, const gr_options *o, partials *P, int nres,
-                               const gr_dtype want[2], gr_buffer *out[2]) {
-    P->jobs = calloc(s->count, sizeof *P->jobs);
-    if (!P->jobs) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    gr_status st = GR_OK;
-    for (int p = 0; p < P->nparts && st == GR_OK; p++) {
-        gr_options po = *o;
-        po.op = P->part[p];
-        po.ddof = 0;
-        st = gr_segment_result_dtypes(ctx, &po, P->t, P->dt[p], &P->nres[p]);
+/* The op that folds partial results of op as elements (a one-value accumulator's combine). */
+static gr_op fold_op(const gr_op_desc *d) {
+    switch (d->combine) {
+    case GR_COMBINE_ADD: return GR_SUM;
+    case GR_COMBINE_MUL: return GR_PROD;
+    case GR_COMBINE_MIN: return GR_MIN;
+    case GR_COMBINE_MAX: return GR_MAX;
+    case GR_COMBINE_AND: return GR_AND;
+    case GR_COMBINE_OR: return GR_OR;
+    case GR_COMBINE_NANMIN: return GR_NANMIN;
+    case GR_COMBINE_NANMAX: return GR_NANMAX;
     }
-    /* a one-value op's result is its accumulator's value, bit for bit (else: gathered) */
-    if (st == GR_OK && gr_op_family(gr_op_desc_get(o->op), P->t) == GR_FAMILY_VALUE &&
-        gr_dtype_size(P->dt[0][0]) != P->as) {
-        free(P->jobs);
-        return gathered(ctx, s, o, out);
-    }
-    /* every shard's partials queued on its device before any is waited for */
+    return GR_SUM;
+}
+
+/* A one-value op: the shards' results (its accumulators' values) stacked as the rows of a (shards, K) buffer
+ * on the results' device, and folded along those rows by the op that combines them (fo) -- on the device,
+ * in an order fixed by the number of shards. */
+static gr_status rows_folded(gr_context *ctx, const split *s, const partials *P, const gr_options *fo,
+                             gr_buffer *out[2]) {
+    size_t used = 0;
+    for (size_t i = 0; i < s->count; i++) used += s->shards[i]->shape[0] > 0;
+    gr_buffer *stack = NULL, *rows = NULL;
+    gr_status st = gr_buffer_new_unset_on(ctx, used * s->K, P->dt[0][0], gr_buffer_where(out[0]),
+                                          gr_buffer_device(out[0]), &stack);
+    size_t j = 0;
     for (size_t i = 0; i < s->count && st == GR_OK; i++) {
         if (s->shards[i]->shape[0] == 0) continue;
-        for (int p = 0; p < P->nparts && st == GR_OK; p++) {
-            job *j = &P->jobs[i][p];
-            j->o = *o;
-            j->o.op = P->part[p];
-            j->o.ddof = 0;
-            st = results_on(ctx, s->shards[i], s->K, P->nres[p], P->dt[p], j->out);
-            if (st == GR_OK) st = job_start(ctx, s, i, j);
-        }
+        job *jb = &P->jobs[i][0];
+        st = gr_buffer_slice(ctx, stack, j++ * s->K, s->K, &jb->place[0]);
+        if (st == GR_OK) st = job_queue(ctx, s, i, jb, 1, P->dt[0], s->K);
+    }
+    for (size_t i = 0; i < s->count; i++) st = job_done(ctx, &P->jobs[i][0], st);
+    size_t shape[2] = {used, s->K};
+    if (st == GR_OK) st = gr_buffer_view(ctx, stack, 2, shape, &rows);
+    if (st == GR_OK) st = gr_reduce_axes(ctx, rows, fo, 1u, out);
+    gr_buffer_free(ctx, rows);
+    gr_buffer_free(ctx, stack);
+    return st;
+}
+
+/* The other ops: every shard's results queued at once on its device, then read to the host and combined
+ * per output there (combine_columns). */
+static gr_status rows_on_host(gr_context *ctx, const split *s, const gr_options *o, const partials *P, int nres,
+                              const gr_dtype want[2], gr_buffer *out[2]) {
+    gr_status st = GR_OK;
+    for (size_t i = 0; i < s->count && st == GR_OK; i++) {
+        if (s->shards[i]->shape[0] == 0) continue;
+        for (int p = 0; p < P->nparts && st == GR_OK; p++) st = job_queue(ctx, s, i, &P->jobs[i][p], P->nres[p],
+                                                                            P->dt[p], s->K);
     }
     for (size_t i = 0; i < s->count; i++)
-        for (int p = 0; p < P->nparts; p++) st = job_wait(ctx, &P->jobs[i][p], st);
+        for (int p = 0; p < P->nparts; p++) st = job_done(ctx, &P->jobs[i][p], st);
     gr_ctx_enter(ctx);
     size_t chunk = s->K < COMBINE_COLUMNS ? s->K : COMBINE_COLUMNS;
     char *scratch = st == GR_OK ? malloc(chunk * (6 * 8 + P->as)) : NULL;
@@ -338,6 +368,40 @@ static gr_status rows_combined(gr_context *ctx, const split *s, const gr_options
     for (size_t c0 = 0; c0 < s->K && st == GR_OK; c0 += chunk)
         st = combine_columns(ctx, s, o, P, c0, s->K - c0 < chunk ? s->K - c0 : chunk, nres, want, out, scratch);
     free(scratch);
+    return st;
+}
+
+static gr_status rows_combined(gr_context *ctx, const split *s, const gr_options *o, partials *P, int nres,
+                               const gr_dtype want[2], gr_buffer *out[2]) {
+    gr_status st = GR_OK;
+    for (int p = 0; p < P->nparts && st == GR_OK; p++) {
+        gr_options po = *o;
+        po.op = P->part[p];
+        po.ddof = 0;
+        st = gr_segment_result_dtypes(ctx, &po, P->t, P->dt[p], &P->nres[p]);
+    }
+    if (st != GR_OK) return st;
+    /* a one-value op's result is its accumulator's value, bit for bit (else: gathered); but a mean's, which
+     * the host makes from the sums, folded by its combine where that gives the op's own results */
+    const gr_op_desc *d = gr_op_desc_get(o->op);
+    int value = gr_op_family(d, P->t) == GR_FAMILY_VALUE, fold = value && d->result != GR_RESULT_MEAN;
+    if (value && gr_dtype_size(P->dt[0][0]) != P->as) return gathered(ctx, s, o, out);
+    gr_options fo = *o;
+    fo.op = fold_op(d);
+    fo.ddof = 0;
+    fo.acc = -1;
+    gr_dtype fdt[2];
+    int fres;
+    if (fold && (gr_segment_result_dtypes(ctx, &fo, P->dt[0][0], fdt, &fres) != GR_OK || fdt[0] != want[0]))
+        fold = 0;
+    if (!(P->jobs = calloc(s->count, sizeof *P->jobs))) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    for (size_t i = 0; i < s->count; i++)
+        for (int p = 0; p < P->nparts; p++) {
+            P->jobs[i][p].o = *o;
+            P->jobs[i][p].o.op = P->part[p];
+            P->jobs[i][p].o.ddof = 0;
+        }
+    st = fold ? rows_folded(ctx, s, P, &fo, out) : rows_on_host(ctx, s, o, P, nres, want, out);
     for (size_t i = 0; i < s->count; i++)
         for (int p = 0; p < 2; p++)
             for (int r = 0; r < 2; r++) gr_buffer_free(ctx, P->jobs[i][p].out[r]);
@@ -390,8 +454,9 @@ static gr_status reduce_split(gr_context *ctx, split *s, const gr_options *o, gr
     P.t = s->shards[0]->dtype;
     if (st != GR_OK || s->K == 0) {
         /* nothing to do */
-    } else if (s->R == 0) {
-        /* every result an empty one's, as the first shard gives it (its kept axes are all of them) */
+    } else if (s->R == 0 && (s->axes & 1)) {
+        /* every result an empty one's, as the first shard gives it (the rows reduced, its kept axes are the
+         * array's; with the rows kept each shard gives its own, below) */
         st = s->with ? gr_dot_axes(ctx, s->shards[0], s->with[0], o, s->axes, out)
                      : gr_reduce_axes(ctx, s->shards[0], o, s->axes, out);
     } else if (all_axes(s)) {
