@@ -13,6 +13,7 @@
 #include "lbuffer.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int lgr_is_sharded(lua_State *L, int idx) {
     if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;
@@ -169,6 +170,19 @@ static int along_one(lua_State *L, lgr_request *r, gr_buffer **shards, size_t co
     return results;
 }
 
+/* A failure over op's entry of opts.out (r->out_at) said as that entry, opts.out.<op> -- as one buffer's
+ * opts.ops says it -- where the engine blames "out" or "out2". */
+static int fail_along(lua_State *L, const lgr_request *r, gr_status st, int count) {
+    const char *arg = gr_errarg(lgr_ctx(L));
+    int which = strcmp(arg, "out") == 0 ? (count > 1 ? 1 : 0) : strcmp(arg, "out2") == 0 ? 2 : -1;
+    if (st != GR_EINVAL || which < 0 || !r->out_at) return lgr_fail(L, st, 2, "shards", 1, NULL);
+    const char *msg = gr_errmsg(lgr_ctx(L)), *colon = strchr(msg, ':');
+    if (colon && (size_t)(colon - msg) == strlen(arg)) msg = colon + 1 + (colon[1] == ' ');
+    char name[LGR_OUT_NAME];
+    lgr_request_out_name(r, which, name);
+    return luaL_argerror(L, r->arg, lua_pushfstring(L, "%s: %s", name, msg));
+}
+
 /* opts.ops along axes: a table keyed by op name, each entry what that op's own call gives (a table of two
  * buffers for argmin, argmax and minmax), into its entry of opts.out where it has one. Every op's results
  * are made and checked before the first is reduced, so that a bad entry fails before anything is written. */
@@ -189,7 +203,7 @@ static int along_ops(lua_State *L, lgr_request *r, gr_buffer **shards, size_t co
         first[k] = lua_gettop(L) + 1;
         results[k] = along_outs(L, r, shards, a, given[k]);
         gr_status st = gr_shards_axes_outs_ready(lgr_ctx(L), shards, count, &r->o, a->mask, given[k]);
-        if (st != GR_OK) return lgr_fail(L, st, 2, "shards", 1, NULL);
+        if (st != GR_OK) return fail_along(L, r, st, results[k]);
     }
     lua_createtable(L, 0, r->nops);
     int table = lua_gettop(L);
