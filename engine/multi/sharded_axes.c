@@ -55,7 +55,8 @@ typedef struct split {
     size_t per_row;             /* results per row where the rows are kept */
 } split;
 
-/* Shards of one shape but the rows (GR_EINVAL naming `arg`), and the axes inside it. */
+/* Shards of one shape but the rows (else GR_EINVAL naming "shards"), and axes inside it (else naming
+ * "axis"): the logical shape, the rows' starts, the result and group sizes. */
 static gr_status split_read(gr_context *ctx, gr_buffer *const *shards, size_t count, unsigned axes, split *s) {
     s->shards = shards;
     s->count = count;
@@ -227,7 +228,8 @@ static int partial_ops(const gr_options *o, gr_dtype t, gr_op part[2]) {
     return 0;
 }
 
-/* The results of the shards' partial reductions: shard i's result r of partial p in res[i][p][r]. */
+/* The shards' partial reductions: shard i's partial p is jobs[i][p] (its results out[0..nres[p]), of the
+ * dtypes dt[p]). */
 typedef struct partials {
     int nparts;
     gr_op part[2];
