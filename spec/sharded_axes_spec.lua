@@ -44,7 +44,7 @@ end
 if ndev >= 4 then LAYOUTS[#LAYOUTS + 1] = { 1, 2, 3, 4 } end
 
 local DTYPES = { "float32", "float64", "int32", "int8", "bfloat16", "float16", "bool" }
-local SHAPES = { { 7, 5 }, { 2, 3 }, { 9, 1 }, { 5, 37 }, { 0, 4 }, { 3, 0 } }
+local SHAPES = { { 7, 5 }, { 2, 3 }, { 9, 1 }, { 5, 37 }, { 4, 300 }, { 0, 4 }, { 3, 0 } }
 local AXES = { 1, 2, -1, { 1, 2 } }
 -- bit for bit whatever the data and axis
 local BITWISE = { min = true, max = true, nanmin = true, nanmax = true, absmax = true, argmin = true,
