@@ -26,7 +26,9 @@ What is checked, per call
 Then by hand: the layout (shape, strides, shards' rows, nested totable, view), the buffer methods, opts.out,
 the refusals, the accumulator's precision across shards (bfloat16 sums, int32 sums past 2^31),
 determinism = "gpu_to_gpu" bit for bit, user operators, opts.ops and gr.describe, gr.dot along axes, a 3-D
-split and, on the GPU, a large column sum.
+split and, on the GPU, a large column sum. Tagged #slow, with two GPUs or more: issue 28's speed target (the
+column sum of a (2^30, 4) float32 matrix over 2 and 4 GPUs), printed, and asserted with
+GPUREDUCE_SHARDED_TARGETS=1.
 ]]
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
@@ -562,6 +564,55 @@ describe("sharded reductions along axes, by hand", function()
       same_list(flat(gr.sum(s, { axis = 1 })), got, layout_name(devices) .. " run to run")
       same_list(flat(gr.sum(s, { axis = 2 })), flat(gr.sum(m, { axis = 2 })), layout_name(devices) .. " rows")
       s:free()
+    end
+  end)
+end)
+
+--- The median wall time of f in ms over 20 runs after 3 warm-ups.
+local function median_ms(f)
+  for _ = 1, 3 do f() end
+  local t = {}
+  for i = 1, 20 do
+    local t0 = gr.clock()
+    f()
+    t[i] = (gr.clock() - t0) * 1e3
+  end
+  table.sort(t)
+  return (t[10] + t[11]) / 2
+end
+
+-- Issue 28's speed target: the column sum of a (2^30, 4) float32 matrix on 2 and 4 GPUs at >= 1.8x and
+-- >= 3.4x one GPU. Printed; asserted with GPUREDUCE_SHARDED_TARGETS=1 (timings of a shared machine vary).
+-- GPUREDUCE_SHARDED_ROWS=k times 2^k rows instead.
+describe("sharded column sums, timed #slow", function()
+  H.gpu_it("scale over 2 and 4 GPUs (needs two)", function()
+    if ndev < 2 then
+      pending("needs two GPUs")
+      return
+    end
+    local rows = 1 << (tonumber(os.getenv("GPUREDUCE_SHARDED_ROWS") or "") or 30)
+    local m = gr.buffer(rows * 4, "float32"):view { rows, 4 }:random(1, -1, 1)
+    local one = median_ms(function() gr.sum(m, { axis = 1 }):free() end)
+    local want = flat(gr.sum(m, { axis = 1 }))
+    m:free()
+    collectgarbage()
+    print(string.format("\n%s, %d rows x 4 float32, column sum: 1 GPU %.3f ms", gr.device().name, rows, one))
+    for _, k in ipairs({ 2, 4 }) do
+      if ndev >= k then
+        local devices = {}
+        for d = 1, k do devices[d] = d end
+        local s = gr.sharded({ rows, 4 }, "float32", { devices = devices }):random(1, -1, 1)
+        local ms = median_ms(function() gr.sum(s, { axis = 1 }):free() end)
+        local got = flat(gr.sum(s, { axis = 1 }))
+        local target = k == 2 and 1.8 or 3.4
+        print(string.format("  %d GPUs: %.3f ms, %.2fx one GPU (target %.1fx)", k, ms, one / ms, target))
+        for c = 1, 4 do assert(math.abs(got[c] - want[c]) <= 1e-6 * rows, "column " .. c) end
+        if os.getenv("GPUREDUCE_SHARDED_TARGETS") == "1" then
+          assert(one / ms >= target, string.format("%d GPUs: %.2fx, below %.1fx", k, one / ms, target))
+        end
+        s:free()
+        collectgarbage()
+      end
     end
   end)
 end)
