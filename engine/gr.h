@@ -451,6 +451,27 @@ gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *
  * shard on the GPU below gpu_to_gpu with no kernel option; every other op by a reduction of its own. */
 gr_status gr_reduce_shards_ops(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                                const gr_op *ops, int nops, const struct gr_image *fused, gr_result *results);
+/* Reductions along axes of the shards of one logical array split along its first axis (the rows; engine/
+ * multi/sharded_axes.c): shard i is a compact view of rows_i rows, every shard of one shape past the rows
+ * (else GR_EINVAL naming "shards"); the axes a bit mask over the logical array's as gr_reduce_axes takes.
+ * out[0] (and out[1]) are compact buffers of the results gr_reduce_axes gives for the logical array, on
+ * the first shard's device. Rows kept: each shard's results computed on its device, one buffer's bits.
+ * Rows reduced: the built-in ops that combine, each shard at once on its device and the accumulators
+ * combined per result in shard order (one-value ops folded on the first shard's device, the others on
+ * the host; integer results, min/max, count, and/or and the indices one buffer's; float results the same
+ * on every run); gpu_to_gpu, user operators, nanmean, norm and var/std of integers of up to 32 bits by
+ * one reduction of the rows gathered onto the first shard's device (one buffer's bits). Every axis:
+ * gr_reduce_shards' value as the one result. Synchronous. */
+gr_status gr_reduce_shards_axes(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                                unsigned axes, gr_buffer *out[2]);
+/* gr_dot_axes over two sharded arrays of one split (shard i of a and of b of one shape), as
+ * gr_reduce_shards_axes reduces a sum; each pair's dot on its device, one pair after another. */
+gr_status gr_dot_shards_axes(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count,
+                             const gr_options *o, unsigned axes, gr_buffer *out[2]);
+/* The checks gr_reduce_shards_axes makes before it writes (the shards, the axes, the result buffers), nothing
+ * reduced: for a caller of several such calls whose last one must fail before the first writes. */
+gr_status gr_shards_axes_outs_ready(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
+                                    unsigned axes, gr_buffer *out[2]);
 /* The number of segments seg describes over n elements (gr_segment_count's checks). */
 gr_status gr_segment_count_of(gr_context *ctx, size_t n, const gr_segments *seg, size_t *k);
 

@@ -35,6 +35,8 @@
 #include "core/policy.h"
 #include "core/pool.h"
 #include "core/reduce_ops.h"
+#include "core/segments.h"
+#include "core/buffer.h"
 #include "ops/cpu_backend.h"
 #include "ops/exact.h"
 #include "ops/ops.h"
@@ -271,6 +273,27 @@ static gr_shard_piece *whole_pieces(gr_context *ctx, gr_buffer *const *shards, g
     return pieces;
 }
 
+/* ---- result buffers on the first shard's device ----------------------------------------------------------- */
+
+gr_status gr_shards_outs_check(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_buffer *offsets,
+                               gr_buffer *out[2], int nres, const gr_dtype want[2], size_t k, const char *what) {
+    for (size_t i = 0; i < count; i++) {
+        gr_status st = gr_segment_outs_check(ctx, shards[i], offsets, out, nres, want, k);
+        if (st != GR_OK) return st;
+    }
+    int home = gr_buffer_device(shards[0]);
+    for (int j = 0; j < nres && ctx->base.backend == GR_BACKEND_CUDA; j++)
+        if (gr_buffer_device(out[j]) != home)
+            return gr_fail_arg(ctx, GR_EINVAL, j ? "out2" : "out", "is on device %d: a sharded buffer's %s go to its first "
+                               "shard's device, %d", gr_buffer_device(out[j]), what, home);
+    for (int j = 0; j < nres; j++) {
+        gr_status st = gr_storage_quiesce(gr_ctx_for(ctx, out[j]), out[j]->st);
+        gr_ctx_enter(ctx);
+        if (st != GR_OK) return st;
+    }
+    return GR_OK;
+}
+
 /* ---- whole sharded buffers ------------------------------------------------------------------------------ */
 
 int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o) {
@@ -314,21 +337,27 @@ gr_status gr_reduce_shards(gr_context *ctx, gr_buffer *const *shards, size_t cou
 
 /* ---- gr.dot of two sharded buffers ----------------------------------------------------------------------- */
 
-gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count, const gr_options *o,
-                        gr_result *out) {
+gr_status gr_dot_shards_check(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count,
+                              const gr_options *o) {
     gr_status st = gr_shards_check(ctx, a, count, o);
-    if (st != GR_OK) return st;
-    size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < count && st == GR_OK; i++) {
         if (!gr_buffer_is_compact(b[i]))
             return gr_fail_arg(ctx, GR_EINVAL, "b", "shard %zu is a strided view (shards are compact)", i + 1);
         /* the same split: shard i of each on one device, of one length (gr_dot_check_pair says which differs) */
         if (a[i]->n != b[i]->n)
             return gr_fail_arg(ctx, GR_EINVAL, "b", "shard %zu of b has %zu elements, shard %zu of a %zu (gr.dot of "
                                "sharded buffers takes two of the same split)", i + 1, b[i]->n, i + 1, a[i]->n);
-        if ((st = gr_dot_check_pair(ctx, a[i], b[i], o)) != GR_OK) return st;
-        n += a[i]->n;
+        st = gr_dot_check_pair(ctx, a[i], b[i], o);
     }
+    return st;
+}
+
+gr_status gr_dot_shards(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count, const gr_options *o,
+                        gr_result *out) {
+    gr_status st = gr_dot_shards_check(ctx, a, b, count, o);
+    if (st != GR_OK) return st;
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) n += a[i]->n;
     gr_dtype t = a[0]->dtype;
     int acc = gr_op_acc_dtype(ctx, GR_SUM, t, o->acc);
     if (acc < 0) return GR_EINVAL;

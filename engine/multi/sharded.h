@@ -26,6 +26,17 @@ gr_status gr_shards_check(gr_context *ctx, gr_buffer *const *shards, size_t coun
  * shard in host memory), or o has no kernels (o->user) for the devices. */
 int gr_shards_by_cpu(const gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o);
 
+/* The result buffers out[0..nres) of k results of dtypes want[] checked as a plain buffer's against every
+ * shard (gr_segment_outs_check; offsets: a segmented call's, or NULL), on the first shard's device (else
+ * GR_EINVAL naming "out" or "out2": "a sharded buffer's <what> go to its first shard's device"), and
+ * waited for where queued work still reads them. */
+gr_status gr_shards_outs_check(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_buffer *offsets,
+                               gr_buffer *out[2], int nres, const gr_dtype want[2], size_t k, const char *what);
+/* gr_dot_shards' checks of a pair of sharded buffers: a's as gr_shards_check's, b's shards compact, of
+ * a's lengths, and each pair as gr_dot_check_pair's (errors naming "b" where the splits differ). */
+gr_status gr_dot_shards_check(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count,
+                              const gr_options *o);
+
 /* The pieces (at least one with elements; empty ones are skipped) reduced at once, each on its shard's
  * device into its accumulator, then combined in piece order into the result of `total` elements: the
  * CPU finish for the built-in ops, the exact sums merged and rounded once for gpu_to_gpu, a user

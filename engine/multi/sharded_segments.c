@@ -124,26 +124,6 @@ static gr_status inside_finish(gr_context *ctx, inner *r, gr_buffer *out[2], int
     return st;
 }
 
-/* The result buffers: checked as a plain buffer's against every shard, and on the first shard's device. */
-static gr_status check_outs(gr_context *ctx, const layout *l, const gr_segments *seg, gr_buffer *out[2], int nres,
-                            const gr_dtype want[2]) {
-    for (size_t i = 0; i < l->count; i++) {
-        gr_status st = gr_segment_outs_check(ctx, l->shards[i], seg->size ? NULL : seg->offsets, out, nres, want, l->k);
-        if (st != GR_OK) return st;
-    }
-    int home = gr_buffer_device(l->shards[0]);
-    for (int j = 0; j < nres && ctx->base.backend == GR_BACKEND_CUDA; j++)
-        if (gr_buffer_device(out[j]) != home)
-            return gr_fail_arg(ctx, GR_EINVAL, j ? "out2" : "out", "is on device %d: a sharded buffer's segment "
-                               "results go to its first shard's device, %d", gr_buffer_device(out[j]), home);
-    for (int j = 0; j < nres; j++) {
-        gr_status st = gr_storage_quiesce(gr_ctx_for(ctx, out[j]), out[j]->st);
-        gr_ctx_enter(ctx);
-        if (st != GR_OK) return st;
-    }
-    return GR_OK;
-}
-
 gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                                     const gr_segments *seg, gr_buffer *out[2]) {
     gr_status st = gr_shards_check(ctx, shards, count, o);
@@ -162,7 +142,8 @@ gr_status gr_reduce_shards_segments(gr_context *ctx, gr_buffer *const *shards, s
         gr_plan plan;               /* an op or dtype gpu_to_gpu does not take, refused as for one buffer */
         st = gr_plan_make(ctx, shards[0], o, &plan);
     }
-    if (st == GR_OK) st = check_outs(ctx, &l, seg, out, nres, want);
+    if (st == GR_OK) st = gr_shards_outs_check(ctx, shards, count, seg->size ? NULL : seg->offsets, out, nres, want, l.k,
+                                                   "segment results");
     if (st == GR_OK && !seg->size) st = gr_segment_bounds_read(ctx, n, seg, &bounds);
     if (st == GR_OK && gr_shards_by_cpu(ctx, shards, count, o)) {
         /* the operator's functions over the shards as one array */

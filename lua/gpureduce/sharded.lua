@@ -2,9 +2,11 @@
 --
 -- A sharded buffer is a table whose `parts` field lists plain Buffers, one per entry of
 -- opts.devices, holding consecutive, balanced pieces of the array (the first n % k shards have one
--- element more). Its methods loop over the shards: generators give each shard the indices it has in
--- the whole array (b:random's and b:iota's `at`), so the contents equal one buffer's for the same
--- seed. Reductions are C (lua/lsharded.c): gr.reduce and the shortcuts see the metatable.
+-- element more). With a shape {rows, ...} the array is split along its first axis: whole rows per
+-- shard, balanced the same way, each shard a view {rows_i, ...}. Its methods loop over the shards:
+-- generators give each shard the indices it has in the whole array (b:random's and b:iota's `at`), so
+-- the contents equal one buffer's for the same seed; element indices are flat, in row-major order.
+-- Reductions are C (lua/lsharded.c): gr.reduce and the shortcuts see the metatable.
 local core = require "gpureduce.core"
 
 local Sharded = core._Sharded          -- the metatable, registered by the core as "gpureduce.Sharded"
@@ -54,14 +56,47 @@ local function check_index(s, i, level)
   end
 end
 
---- A sharded buffer over the given shards (Buffers in order), which it owns.
-local function wrap(list, dtype)
+--- A sharded buffer over the given shards (Buffers in order), which it owns; dims, its shape (default
+-- {n}), splits along its first axis: each shard holds whole rows of it.
+local function wrap(list, dtype, dims)
   local first, n = {}, 0
   for k, b in ipairs(list) do
     first[k] = n + 1
     n = n + #b
   end
-  return setmetatable({parts = list, first = first, n = n, dtype_name = dtype}, Sharded)
+  return setmetatable({parts = list, first = first, n = n, dtype_name = dtype, dims = dims or {n}}, Sharded)
+end
+
+--- The elements of one row of dims (every axis but the first).
+local function row_length(dims)
+  local len = 1
+  for d = 2, #dims do len = len * dims[d] end
+  return len
+end
+
+--- dims with its first axis `rows` long (a new table).
+local function with_rows(dims, rows)
+  local out = {rows}
+  for d = 2, #dims do out[d] = dims[d] end
+  return out
+end
+
+--- A shape table checked: 1 to 8 lengths, integers >= 0 (a copy). `what` and `arg` name it in errors.
+local function check_dims(dims, fname, arg, level)
+  local nd = #dims
+  if nd < 1 or nd > 8 then
+    error(string.format("bad argument #%d to '%s' (shape: %d axes (accepted: 1 to 8))", arg, fname, nd), level)
+  end
+  local out = {}
+  for d = 1, nd do
+    local len = dims[d]
+    if math_type(len) ~= "integer" or len < 0 then
+      error(string.format("bad argument #%d to '%s' (shape: length %d is %s (accepted: integers >= 0))", arg, fname,
+        d, tostring(len)), level)
+    end
+    out[d] = len
+  end
+  return out
 end
 
 --- A plain copy of the list t: its length and elements read as # and t[k] read them (a proxy's __len and
@@ -82,12 +117,18 @@ local function list_of(t, what)
   return out
 end
 
---- gr.sharded(n, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every device.
+--- gr.sharded(n | {rows, ...}, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every
+-- device; a shape splits its rows (whole rows per shard).
 local function sharded(n, dtype, opts)
-  if math_type(n) ~= "integer" or n < 0 then
-    error(string.format("bad argument #1 to 'sharded' (size: expected an integer >= 0, got %s)",
+  local dims
+  if type(n) == "table" then
+    dims = check_dims(n, "sharded", 1, 3)
+    n = dims[1] * row_length(dims)
+  elseif math_type(n) ~= "integer" or n < 0 then
+    error(string.format("bad argument #1 to 'sharded' (size: expected an integer >= 0 or a shape {rows, ...}, got %s)",
       tostring(n)), 2)
   end
+  dims = dims or {n}
   dtype = dtype or "float32"
   if opts ~= nil and type(opts) ~= "table" then
     error("bad argument #3 to 'sharded' (opts: expected a table, got " .. type(opts) .. ")", 2)
@@ -114,18 +155,23 @@ local function sharded(n, dtype, opts)
         k, tostring(d), count), 2)
     end
   end
-  local k = #devices
+  local k, rows, len = #devices, dims[1], row_length(dims)
   local list = {}
   for i, d in ipairs(devices) do
-    local size = idiv(n, k) + (i <= n % k and 1 or 0)
-    local ok, b = pcall(core.buffer, size, dtype, {device = d})
+    local count = idiv(rows, k) + (i <= rows % k and 1 or 0)
+    local ok, b = pcall(core.buffer, count * len, dtype, {device = d})
+    if ok and #dims > 1 then
+      local base = b
+      ok, b = pcall(base.view, base, with_rows(dims, count))
+      base:free()                       -- the view holds the memory
+    end
     if not ok then
       for _, made in ipairs(list) do made:free() end
       error((tostring(b):gsub("'buffer'", "'sharded'")), 2)
     end
     list[i] = b
   end
-  return wrap(list, dtype)
+  return wrap(list, dtype, dims)
 end
 
 function methods:size() return self.n end
@@ -139,11 +185,32 @@ function methods:devices()
   return out
 end
 
---- {device =, offset = (1-based index of the shard's first element), size =, buffer =} per shard.
+--- The shape, row-major: {n} for a 1-D sharded buffer, else {rows, ...} (a new table).
+function methods:shape()
+  shards_of(self)
+  return with_rows(self.dims, self.dims[1])
+end
+
+function methods:ndim() return #self.dims end
+
+--- The strides of the logical array, in elements (row-major, compact).
+function methods:strides()
+  local out, step = {}, 1
+  for d = #self.dims, 1, -1 do
+    out[d] = step
+    step = step * math.max(self.dims[d], 1)
+  end
+  return out
+end
+
+--- {device =, offset = (1-based index of the shard's first element), size =, row = (1-based index of its
+-- first row), rows =, buffer =} per shard.
 function methods:shards()
-  local out = {}
+  local out, row, len = {}, 1, row_length(self.dims)
   for k, b in ipairs(shards_of(self)) do
-    out[k] = {device = b:device(), offset = self.first[k], size = #b, buffer = b}
+    local rows = #self.dims > 1 and b:shape()[1] or #b
+    out[k] = {device = b:device(), offset = self.first[k], size = #b, row = row, rows = rows, buffer = b}
+    row = row + (len > 0 and rows or 0)
   end
   return out
 end
@@ -236,6 +303,14 @@ local function check_span(s, first, count, name)
 end
 
 function methods:totable(first, count)
+  if #self.dims > 1 and first == nil and count == nil then       -- nested: each shard's rows in order
+    local out = {}
+    for _, b in ipairs(shards_of(self)) do
+      local rows = b:totable()
+      table_move(rows, 1, #rows, #out + 1, out)
+    end
+    return out
+  end
   first, count = check_span(self, first, count, "totable")
   local out = {}
   each_piece(self, first, count, function(b, at, c)
@@ -262,6 +337,33 @@ function methods:slice(offset, count)
   return wrap(pieces, self.dtype_name)
 end
 
+--- s:view{rows, ...}: the same shards seen with another shape, split along its first axis -- each shard
+-- must hold whole rows of it (a view of each shard; the memory is shared).
+function methods:view(shape)
+  if type(shape) ~= "table" then
+    error("bad argument #1 to 'view' (shape: expected a table of lengths, got " .. type(shape) .. ")", 2)
+  end
+  local dims = check_dims(shape, "view", 1, 3)
+  local len, list = row_length(dims), shards_of(self)
+  if dims[1] * len ~= self.n then
+    error(string.format("bad argument #1 to 'view' (shape: %d elements, the buffer has %d)", dims[1] * len, self.n), 2)
+  end
+  if len == 0 and self.n == 0 and dims[1] > 0 and #list > 1 then
+    error("bad argument #1 to 'view' (shape: rows of no element cannot be told apart between the shards)", 2)
+  end
+  local views = {}
+  for k, b in ipairs(list) do
+    local rows = len > 0 and idiv(#b, len) or (k == 1 and dims[1] or 0)
+    if rows * len ~= #b then
+      for _, v in ipairs(views) do v:free() end
+      error(string.format("bad argument #1 to 'view' (shape: shard %d holds %d elements, not whole rows of %d "
+        .. "(a sharded buffer is split along the first axis))", k, #b, len), 2)
+    end
+    views[k] = b:view(with_rows(dims, rows))
+  end
+  return wrap(views, self.dtype_name, dims)
+end
+
 --- Frees every shard (views of them stay valid: a shard's memory goes with its last view).
 function methods:free()
   local list = rawget(self, "parts")
@@ -276,7 +378,8 @@ Sharded.__len = function(s) return s.n end
 Sharded.__close = methods.free
 Sharded.__tostring = function(s)
   if not rawget(s, "parts") then return "gpureduce.Sharded(freed)" end
-  return string.format("gpureduce.Sharded(%s, %d, devices {%s})", s.dtype_name, s.n,
+  local size = #s.dims > 1 and "{" .. table.concat(s.dims, ", ") .. "}" or tostring(s.n)
+  return string.format("gpureduce.Sharded(%s, %s, devices {%s})", s.dtype_name, size,
     table.concat(s:devices(), ", "))
 end
 Sharded.__index = function(s, key)
