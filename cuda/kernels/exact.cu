@@ -10,9 +10,7 @@
  * which is exact and order-free). TwoSum is written with __dadd_rn/__dsub_rn so that nvcc can neither
  * contract nor reorder it. An addition that overflows (only near the largest double) leaves the
  * expansion alone and sends its operand to the accumulator instead; NaN and infinities only set flags.
- * The elements reach the threads through a shared-memory ring of asynchronous copies (each_element_ring:
- * the copies stay in flight while a thread folds; GPUREDUCE_EXACT_RING=0 reads them into registers as
- * before, for comparisons). At the end every thread adds its expansion's components to the block's accumulator, the block moves
+ * At the end every thread adds its expansion's components to the block's accumulator, the block moves
  * its carries up (two parallel steps leave each word within [-1, 2^32]) and adds its words to the one
  * accumulator in global memory. The sum of squares takes float32 squares whole (exact in a double) and
  * float64 squares as the two halves of an exact product (gr_x_square where it would underflow or
@@ -28,7 +26,6 @@
 #include "../../engine/ops/exact_acc.h"
 #include "../../engine/base/launch.h"
 #include "../host/launch.cuh"
-#include "../device/pipeline.cuh"
 #include "../device/thread_load.cuh"
 
 namespace gr {
@@ -213,44 +210,6 @@ __device__ __forceinline__ void each_element(const In *__restrict__ in, size_t n
     if (tid < n - tail) f(in[tail + tid]);
 }
 
-/* each_element's elements, the 16-byte vectors through the thread's slots of a shared-memory ring
- * (pipeline.cuh: kStages copies in flight while the thread folds), since a fold here is some twenty
- * instructions a vector and the two loads each_element holds in registers left a warp with nothing in
- * flight while it folded: DRAM at 77% and 62% of the stalls waiting on loads (ncu, H100). The sums do
- * not depend on the order, so the same elements in another order give the same digits. */
-template <class In, class F>
-__device__ __forceinline__ void each_element_ring(const In *__restrict__ in, size_t n, size_t tid, size_t threads,
-                                                  uint4 *mine, F &&f) {
-    using V = Vec16<In>;
-    constexpr int kV = V::kCount;
-    size_t head = ((16 - (reinterpret_cast<uptr>(in) & 15)) & 15) / sizeof(In);
-    if (head > n) head = n;
-    if (tid < head) f(in[tid]);
-    const V *vin = reinterpret_cast<const V *>(in + head);
-    const size_t nvec = (n - head) / kV;
-#pragma unroll
-    for (int s = 0; s < kStages - 1; s++) {
-        const size_t j = tid + s * threads;
-        if (j < nvec) copy16_async(mine + s * blockDim.x, vin + j);
-        commit_copies();
-    }
-    int slot = 0;
-    for (size_t i = tid; i < nvec; i += threads) {
-        const int fill = slot == 0 ? kStages - 1 : slot - 1;      /* the slot read one iteration ago */
-        const size_t ahead = i + (kStages - 1) * threads;
-        if (ahead < nvec) copy16_async(mine + fill * blockDim.x, vin + ahead);
-        commit_copies();
-        wait_copies<kStages - 1>();
-        const uint4 w = mine[slot * blockDim.x];
-        const V a = *reinterpret_cast<const V *>(&w);
-#pragma unroll
-        for (int j = 0; j < kV; j++) f(a.v[j]);
-        slot = slot == kStages - 1 ? 0 : slot + 1;
-    }
-    const size_t tail = head + nvec * kV;
-    if (tid < n - tail) f(in[tail + tid]);
-}
-
 /* The same over two inputs of one dtype, element i of each together: vectors where both share their
  * offset from a 16-byte boundary, else one element at a time. */
 template <class In, class F>
@@ -305,17 +264,14 @@ __device__ __forceinline__ void carry_block(int64_t *w) {
     __syncthreads();
 }
 
-/* ring: the elements through each_element_ring, with ring_bytes(blockDim.x) of dynamic shared memory. */
 template <class In, int SUMS, bool SKIP, bool ABS>
-__global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, size_t n, gr_xsum *out, int ring) {
+__global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, size_t n, gr_xsum *out) {
     __shared__ int64_t w[kWords];
     __shared__ unsigned long long block_flags[2];       /* flags, NaN elements skipped */
-    extern __shared__ uint4 ring_smem[];
     clear_block(w, block_flags);
     ExactThread<In, SUMS, SKIP, ABS> t(w, w + GR_XDIGITS);
-    const size_t tid = size_t(blockIdx.x) * blockDim.x + threadIdx.x, threads = size_t(gridDim.x) * blockDim.x;
-    if (ring) each_element_ring(in, n, tid, threads, ring_in(ring_smem) + threadIdx.x, [&](In v) { t.fold(v); });
-    else each_element(in, n, tid, threads, [&](In v) { t.fold(v); });
+    each_element(in, n, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x,
+                 [&](In v) { t.fold(v); });
     t.finish();
     if (t.flags) atomicOr(&block_flags[0], t.flags);
     if (t.nans) atomicAdd(&block_flags[1], t.nans);
@@ -464,13 +420,10 @@ int launch_exact(gr_exact_launch *L) {
     if (!grid_fits(L->grid) || L->block < 32 || L->block > 1024) return cudaErrorInvalidConfiguration;
     if (L->in->count == 2) return launch_exact_dot(L);                 /* gr.dot: the products */
     if (!gr_inputs_contiguous(L->in)) return cudaErrorInvalidValue;    /* one plain input */
-    /* the ring within the 48 KiB a launch may take without asking (blocks of up to 1000 threads) */
-    const int ring = L->ring && ring_bytes(L->block) <= 48 * 1024;
     return with_exact(L, [&](auto in_tag, auto sums, auto skip, auto absolute) {
         using In = typename decltype(in_tag)::type;
         exact_kernel<In, decltype(sums)::value, decltype(skip)::value, decltype(absolute)::value>
-            <<<unsigned(L->grid), L->block, ring ? ring_bytes(L->block) : 0, (cudaStream_t)L->stream>>>(
-                first_input<In>(L), L->n, (gr_xsum *)L->sums, ring);
+            <<<unsigned(L->grid), L->block, 0, (cudaStream_t)L->stream>>>(first_input<In>(L), L->n, (gr_xsum *)L->sums);
         return GR_CHECK_LAUNCH(L);
     });
 }

@@ -53,9 +53,6 @@ static const struct row {
     [GR_ENV_POISON] = {"GPUREDUCE_POISON", NUMBER, 0, 1, 1, NULL,
                        "0 or 1; 1 fills the buffers a call writes whole (results) with 0xA5 bytes first, so "
                        "that a result the call misses shows (testing)"},
-    [GR_ENV_EXACT_RING] = {"GPUREDUCE_EXACT_RING", NUMBER, 0, 1, 1, NULL,
-                           "0 or 1; 0 reads the gpu_to_gpu sums' elements straight into registers (the loads "
-                           "before the ring)"},
 };
 
 const char *gr_env_name(gr_env_var v) { return (unsigned)v < GR_ENV_VAR_COUNT ? rows[v].name : "?"; }

@@ -26,7 +26,6 @@ typedef enum gr_env_var {
     GR_ENV_BY_KEY_RUNS,         /* 0 or 1: reductions by key as one pass over runs where they can (by_key.c) */
     GR_ENV_BUFFER_POOL,         /* 0 or 1: device buffers from the caching pool (memory.c, runtime.cu) */
     GR_ENV_POISON,              /* 0 or 1: unset new buffers filled with 0xA5 bytes (testing, buffer.c) */
-    GR_ENV_EXACT_RING,          /* 0 or 1: exact sums read through a shared-memory ring (exact_pass.c) */
     GR_ENV_VAR_COUNT
 } gr_env_var;
 

@@ -193,7 +193,6 @@ typedef struct gr_exact_launch {
     int ddof;
     size_t round;           /* segments: the elements a block folds between two carry steps of its words */
     const char *site;
-    int ring;               /* whole sums: the elements through a shared-memory ring of copies in flight */
 } gr_exact_launch;
 
 typedef struct gr_exact_kernel {

@@ -12,20 +12,11 @@
  */
 #include "core/exact_pass.h"
 #include "base/device.h"
-#include "base/env.h"
 #include "base/error.h"
 #include "core/policy.h"
 #include "ops/exact.h"
 
 #include <string.h>
-
-/* Whether the whole sums read through the ring (GPUREDUCE_EXACT_RING, 1 unless set to 0: the A/B switch
- * of the change that brought it), read once per process. */
-static int exact_ring(void) {
-    static int ring = -1;
-    if (ring < 0) ring = gr_env_number_or(GR_ENV_EXACT_RING, 1) != 0;
-    return ring;
-}
 
 /* The input in launches of at most 2^30 terms per block: an element adds one, a product of gr.dot's two
  * inputs (L->in->count == 2, one dtype) two. */
@@ -45,7 +36,7 @@ static int launch(const gr_run *run, gr_launch *L) {
         }
         gr_exact_launch X = {
             .in = &piece, .n = (size_t)piece.at[0].shape[0], .in_dtype = run->plan.in_dtype, .op = run->plan.op,
-            .sums = sums, .grid = L->grid, .block = L->block, .stream = L->stream, .ring = exact_ring(),
+            .sums = sums, .grid = L->grid, .block = L->block, .stream = L->stream,
         };
         rc = gr_exact_gpu.launch(&X);
         if (rc) L->site = X.site;
