@@ -188,8 +188,9 @@ describe("gr.pool_stats() and the buffer pool", function()
       assert.equal(round + n - 1.0, back:get(n))
       local s = gr.sharded(n, "int32", { devices = { 1, 2 } }):iota(1, 1)
       assert.equal(n * (n + 1) // 2, gr.sum(s))
-      local r = gr.reduce(s, { op = "max", segment = 1000 })   -- segment results on GPU 1, pieces on both
-      assert.equal(n, r:get(#r))
+      -- segment results on GPU 1, the middle segment spanning both GPUs' shards
+      local r = gr.reduce(s, { op = "max", offsets = gr.buffer({ 0, 1000, n - 1000, n }, "int64") })
+      assert.same({ 1000, n - 1000, n }, r:totable())
       a:free(); b:free(); back:free(); s:free()
       collectgarbage()
     end

@@ -430,11 +430,11 @@ describe("gr.dot on the GPU", function()
     local m, w = a:view{ rows, cols }, b:view{ rows, cols }
     local want_rows = gr.dot(m, w, { axis = 2 }):totable()
     local want_cols = gr.dot(m, w, { axis = 1 }):totable()
-    local want_seg = gr.dot(a, b, { segment = 1000 }):totable()
+    local want_seg = gr.dot(a, b, { segment = 1024 }):totable()
     local s = gr.stream()
     local p1 = gr.dot(m, w, { axis = 2, async = true, stream = s })
     local p2 = gr.dot(m, w, { axis = 1, async = true })
-    local p3 = gr.dot(a, b, { segment = 1000, async = true, stream = s })
+    local p3 = gr.dot(a, b, { segment = 1024, async = true, stream = s })
     -- the inputs dropped while the work is queued: the pendings hold them
     a, b, m, w = nil, nil, nil, nil
     collectgarbage()
