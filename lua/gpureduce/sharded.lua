@@ -156,10 +156,27 @@ local function sharded(n, dtype, opts)
     end
   end
   local k, rows, len = #devices, dims[1], row_length(dims)
-  local list = {}
+  -- Each shard starts at the address its first element would have, modulo 256 bytes, in one buffer of
+  -- the whole array: the kernels' loads follow the data's alignment, so a row (or segment) whose bytes
+  -- are not a multiple of 16 would otherwise be folded in another order than in one buffer, and its
+  -- bits would differ. A shard is a slice of an allocation a few elements longer.
+  local es
+  do
+    local ok, probe = pcall(core.buffer, 1, dtype, {where = "host"})
+    es = ok and #probe:tobytes() or 1
+    if ok then probe:free() end
+  end
+  local list, first = {}, 0
   for i, d in ipairs(devices) do
     local count = idiv(rows, k) + (i <= rows % k and 1 or 0)
-    local ok, b = pcall(core.buffer, count * len, dtype, {device = d})
+    local pad = (first * len * es) % 256 // es
+    first = first + count
+    local ok, b = pcall(core.buffer, pad + count * len, dtype, {device = d})
+    if ok and pad > 0 then
+      local base = b
+      ok, b = pcall(base.slice, base, pad + 1, count * len)
+      base:free()                       -- the slice holds the memory
+    end
     if ok and #dims > 1 then
       local base = b
       ok, b = pcall(base.view, base, with_rows(dims, count))
