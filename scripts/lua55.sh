@@ -63,7 +63,7 @@ unpack() {
 # with apt-get source into $src/deb/ the first time.
 debian() {
     local pkg=$1 deb=$src/deb orig
-    orig=$(ls "$deb/${pkg}_"*.orig.tar.* 2>/dev/null | head -n 1 || true)
+    orig=$(find "$deb" -maxdepth 1 -name "${pkg}_*.orig.tar.*" -print -quit 2>/dev/null || true)
     if [ -z "$orig" ]; then
         mkdir -p "$deb/lists/partial"
         printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm' \
@@ -72,13 +72,20 @@ debian() {
                    -o Dir::State::Lists="$deb/lists" -o Debug::NoLocking=1)
         [ -f "$deb/lists/updated" ] || { "${apt[@]}" update >&2 && touch "$deb/lists/updated"; }
         (cd "$deb" && "${apt[@]}" source --download-only "$pkg" >&2) || true
-        orig=$(ls "$deb/${pkg}_"*.orig.tar.* 2>/dev/null | head -n 1 || true)
+        orig=$(find "$deb" -maxdepth 1 -name "${pkg}_*.orig.tar.*" -print -quit)
         if [ -z "$orig" ]; then
             echo "lua55.sh: could not download Debian's sources of $pkg; give them as ${2}=folder, tarball or git-dir@tag" >&2
             exit 2
         fi
     fi
     unpack "$pkg" "$orig"
+}
+
+# update FILE: FILE becomes what stdin holds, untouched where it holds that already (its time kept, so
+# that nothing built from it is built again).
+update() {
+    cat > "$1.new"
+    if cmp -s "$1.new" "$1"; then rm "$1.new"; else mv "$1.new" "$1"; fi
 }
 
 # compile OBJDIR CFLAGS... -- SOURCES...: the object of each source that is newer than it (or than
@@ -115,27 +122,21 @@ case $num in
 esac
 lua_obj=$out/obj-lua
 headers=$lua_dir
+flavour=
 if [ "${STRICT:-0}" = 1 ]; then
-    # A copy whose luaconf.h does not define LUA_COMPAT_GLOBAL (the sources given stay as they are);
-    # files copied only when they differ, so that reruns compile nothing.
+    # A copy whose luaconf.h does not define LUA_COMPAT_GLOBAL (the sources given stay as they are).
     strict=$src/lua-$num-strict
     mkdir -p "$strict"
     for f in "$lua_dir"/*.[ch]; do
-        t=$strict/$(basename "$f")
-        if [ "$(basename "$f")" = luaconf.h ]; then
-            sed 's|^#define LUA_COMPAT_GLOBAL|/* & (off: STRICT=1) */|' "$f" > "$t.new"
-        else
-            cp "$f" "$t.new"
-        fi
-        if cmp -s "$t.new" "$t"; then rm "$t.new"; else mv "$t.new" "$t"; fi
+        sed 's|^#define LUA_COMPAT_GLOBAL|/* & (off: STRICT=1) */|' "$f" | update "$strict/$(basename "$f")"
     done
-    lua_dir=$strict lua_obj=$out/obj-lua-strict
+    lua_dir=$strict lua_obj=$out/obj-lua-strict flavour=" (STRICT=1: global is reserved)"
 fi
 lua_c=()
 for f in "$lua_dir"/*.c; do
     case $(basename "$f") in lua.c | luac.c | onelua.c | ltests.c) ;; *) lua_c+=("$f") ;; esac
 done
-echo "lua55.sh: Lua $num from $lua_dir${STRICT:+ (STRICT=$STRICT)}" >&2
+echo "lua55.sh: Lua $num$flavour from $lua_dir" >&2
 compile "$lua_obj" -std=gnu99 -O2 -Wall -fPIC -DLUA_USE_LINUX -- "${lua_c[@]}" "$lua_dir/lua.c"
 lib_o=()
 for f in "${lua_c[@]}"; do lib_o+=("$lua_obj/$(basename "${f%.c}").o"); done
@@ -170,26 +171,22 @@ term_dir=$(if [ -n "${TERM_SRC:-}" ]; then unpack lua-term "$TERM_SRC"; else deb
 echo "lua55.sh: busted's C modules from $lfs_dir, $system_dir, $term_dir" >&2
 
 # LuaFileSystem 1.8.0 reads a file handle (lfs.lock) only for the Luas it knows, up to 5.4, and stops
-# with #error on others; 5.5's handle is 5.4's luaL_Stream. A copy that admits 5.5 (at most this line).
+# with #error on others; 5.5's handle is 5.4's luaL_Stream. A copy that admits 5.5 (that line only).
 mkdir -p "$src/lfs-$abi"
 sed 's/LUA_VERSION_NUM >= 502 && LUA_VERSION_NUM <= 504/LUA_VERSION_NUM >= 502 \&\& LUA_VERSION_NUM <= 505/' \
-    "$lfs_dir/src/lfs.c" > "$src/lfs-$abi/lfs.c.new"
-cp "$lfs_dir/src/lfs.h" "$src/lfs-$abi/lfs.h.new"
-for f in lfs.c lfs.h; do
-    if cmp -s "$src/lfs-$abi/$f.new" "$src/lfs-$abi/$f"; then rm "$src/lfs-$abi/$f.new"; else mv "$src/lfs-$abi/$f.new" "$src/lfs-$abi/$f"; fi
-done
+    "$lfs_dir/src/lfs.c" | update "$src/lfs-$abi/lfs.c"
+update "$src/lfs-$abi/lfs.h" < "$lfs_dir/src/lfs.h"
 module "$out/obj-lfs" "$cmod/lfs.so" "$src/lfs-$abi/lfs.c"
 module "$out/obj-system" "$cmod/system/core.so" "$system_dir"/src/{core,compat,time}.c -lrt
 module "$out/obj-term" "$cmod/term/core.so" "$term_dir/core.c"
 
-# ---- Debian's Lua code under 5.5. Penlight 1.13 and busted 2.1 assign to a for loop's control
-# variable in a few places, which 5.5 makes read-only (a compile error). Each such file is copied to
+# ---- Debian's Lua code under 5.5. Penlight 1.13, busted 2.1 (and luarocks 3.8) assign to a for loop's
+# control variable in a few places, which 5.5 makes read-only (a compile error). Each such file is copied to
 # build-lua5.5/share/, which LUA_PATH puts first, with the manual's remedy: a local of the same name at
 # the top of the loop body (`do local k = k`), on the same line, so that line numbers stay. The
 # project's own Lua files are only checked: what fails to compile under 5.5 is listed, not changed.
 share=/usr/share/lua/5.4
 overlay=$out/share
-# shellcheck disable=SC2016 -- Lua code
 "$prefix/bin/lua$abi" - "$share" "$overlay" "$root" <<'LUA'
 local share, overlay, root = ...
 local function files(dir)
@@ -251,8 +248,7 @@ export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 rocks_inc=$out/luarocks-include/lua$abi
 mkdir -p "$rocks_inc"
 printf '/* LUA_VERSION_NUM 505: for luarocks 3.8, which reads the version from such a line */\n#include "%s"\n' \
-    "$prefix/include/lua$abi/lua.h" > "$rocks_inc/lua.h.new"
-if cmp -s "$rocks_inc/lua.h.new" "$rocks_inc/lua.h"; then rm "$rocks_inc/lua.h.new"; else mv "$rocks_inc/lua.h.new" "$rocks_inc/lua.h"; fi
+    "$prefix/include/lua$abi/lua.h" | update "$rocks_inc/lua.h"
 for h in luaconf.h lualib.h lauxlib.h; do ln -sf "$prefix/include/lua$abi/$h" "$rocks_inc/$h"; done
 export LUAROCKS_CONFIG=$out/luarocks-config.lua
 printf 'lua_interpreter = "lua%s"\nvariables = {\n  LUA_DIR = "%s", LUA_BINDIR = "%s/bin",\n  LUA_INCDIR = "%s", LUA_LIBDIR = "%s/lib",\n}\n' \
@@ -265,5 +261,5 @@ make -C "$root" --no-print-directory test NVCC= LUA="$prefix/bin/lua$abi" LUA_IN
 rc=${PIPESTATUS[0]}
 set -e
 total=$(sed -n 's/^specs, [0-9]* busted runs\{0,1\}: //p' "$log" | tail -n 1)
-echo "Lua $num${STRICT:+ (STRICT=$STRICT)}: ${total:-0 passed, 1 failed, 0 skipped (no summary: see $log)}"
+echo "Lua $num$flavour: ${total:-0 passed, 1 failed, 0 skipped (no summary: see $log)}"
 exit "$rc"
