@@ -21,15 +21,18 @@
 # The CUDA toolkit: CUDA_HOME (or CUDA_PATH) if set, else where nvcc says it lives, else /usr/local/cuda.
 
 # The Lua to build for and to run the specs with: lua5.4 (the default), lua5.3, lua5.1 or luajit, by
-# Debian's names (a path works too: /usr/bin/lua5.3). It decides the headers (LUA_INCDIR), the library the
-# host programs link (LUA_LIB), where make install puts the module (LUA_ABI), the build folder (build/
-# for 5.4, build-lua5.3/ and so on for the others, after the headers' folder, so that builds for several
-# Luas live side by side)
-# and which specs make test runs (SPEC_ROOT: spec/compat/ on 5.1 and LuaJIT, whose numbers are doubles
-# and whose syntax the main specs outgrew; see docs/api.md, "Lua versions").
+# Debian's names (a path works too: /usr/bin/lua5.3), or one built from its sources, such as 5.5 (a name
+# that does not say the version, plain `lua`, is asked for it; scripts/lua55.sh builds 5.5 and runs the
+# specs with LUA, LUA_INCDIR and LUA_LIBDIR in its folder). It decides the headers (LUA_INCDIR), the
+# library the host programs link (LUA_LIB), where make install puts the module (LUA_ABI), the build
+# folder (build/ for 5.4, build-lua5.3/ and so on for the others, after the headers' folder, so that
+# builds for several Luas live side by side) and which specs make test runs (SPEC_ROOT: spec/compat/ on
+# 5.1 and LuaJIT, whose numbers are doubles and whose syntax the main specs outgrew; see docs/api.md,
+# "Lua versions").
 LUA        ?= lua5.4
 LUA_NAME   := $(notdir $(LUA))
-LUA_ABI    := $(if $(filter luajit%,$(LUA_NAME)),5.1,$(or $(patsubst lua%,%,$(filter lua5.%,$(LUA_NAME))),5.4))
+LUA_ABI    := $(if $(filter luajit%,$(LUA_NAME)),5.1,$(or $(patsubst lua%,%,$(filter lua5.%,$(LUA_NAME))),$(shell \
+                $(LUA) -e 'io.write((_VERSION:match("%d+%.%d+")))' 2>/dev/null),5.4))
 LUA_INCDIR ?= $(if $(filter luajit%,$(LUA_NAME)),/usr/include/luajit-2.1,/usr/include/lua$(LUA_ABI))
 LUA_LIB    ?= $(if $(filter luajit%,$(LUA_NAME)),luajit-5.1,lua$(LUA_ABI))
 LUA_LIBDIR ?=

@@ -450,7 +450,7 @@ local function same_results(op, got, want, L, what)
   return true
 end
 
-local stats = { cases = 0, wrong = 0, lua_cases = 0, lua_positions = 0, global = 0 }
+local stats = { cases = 0, wrong = 0, lua_cases = 0, lua_positions = 0, whole = 0 }
 local whole = {}        -- per base buffer: its float64 sum, min and max (check c)
 
 --- Checks the results `res` (a table of buffers) of reducing v along axis a with op. true, or false and why.
@@ -508,7 +508,7 @@ local function check(b, v, a, op, res, salt)
       got, want = gr.min(res[1]), w.min
     end
     if got ~= nil then
-      stats.global = stats.global + 1
+      stats.whole = stats.whole + 1
       if got ~= want then
         return false, string.format("the %s of all results is %.17g, of the whole buffer %.17g",
           op == "sum" and "sum" or op:match("max") and "max" or "min", got, want)
@@ -687,7 +687,7 @@ print("# GB/s: input bytes / ms; vs read: of gr.bench_read over the same bytes; 
   .. "input): (bytes read + written) / read ceiling, over ms; /torch: ms / PyTorch's ms")
 print(string.format("# validation: %d cases, %d ok, %d WRONG; every case against a segmented reduction of a compact "
   .. "copy, %d cases at %d results against Lua, %d against the whole buffer%s", stats.cases, stats.cases - stats.wrong,
-  stats.wrong, stats.lua_cases, stats.lua_positions, stats.global, gpu and "" or " (cpu backend: nothing timed)"))
+  stats.wrong, stats.lua_cases, stats.lua_positions, stats.whole, gpu and "" or " (cpu backend: nothing timed)"))
 if stats.wrong > 0 then
   print(string.format("%d case(s) WRONG", stats.wrong))
   os.exit(1)

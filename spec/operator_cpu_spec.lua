@@ -298,8 +298,9 @@ describe("options, sharded buffers and lists", function()
     local proxy = setmetatable({}, { __len = function() return 2 end, __index = function(_, k) return list[k] end })
     assert.are.same({ 3, 5 }, gr.reduce_many(proxy, { op = "sum" }))
     assert.are.same({ 3, 5 }, gr.reduce_many(proxy, { op = sum_op("int64") }))
+    -- (#{a, nil, c} may be 1 or 3, and is 1 on Lua 5.5: a length of 3 is said by __len)
     expect("(element 2: expected a gpureduce.Buffer, got nil)", gr.reduce_many,
-      { a, nil, c }, { op = "sum" })
+      setmetatable({}, { __len = function() return 3 end, __index = { [1] = a, [3] = c } }), { op = "sum" })
     expect("(a list with holes (no element 2 of 3))", gr.reduce_many,
       { [1] = a, [3] = c }, { op = "sum" })
   end)
@@ -338,7 +339,7 @@ describe("the cpu functions compute what the GPU computes", function()
   end
 
   local function run(where, case)
-    local _, op, data, dtype, seg, want = table.unpack(case)
+    local _, op, data, dtype, seg, want = table.unpack(case, 1, 6)    -- (seg may be nil: # may stop there)
     local b = gr.buffer(#data, dtype, { where = where })
     if #data > 0 then b:set(data) end
     if not seg then return gr.reduce(b, { op = op }), want end

@@ -113,8 +113,8 @@ if not rank then
   -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
   -- and every GPU)
   local comm_sizes, seen = {}, {}
-  for k in (os.getenv("GPUREDUCE_RANKS") or ("2," .. ndev)):gmatch("%d+") do
-    k = math.max(1, math.min(ndev, math.tointeger(tonumber(k))))
+  for word in (os.getenv("GPUREDUCE_RANKS") or ("2," .. ndev)):gmatch("%d+") do
+    local k = math.max(1, math.min(ndev, math.tointeger(tonumber(word))))
     if not seen[k] then comm_sizes[#comm_sizes + 1], seen[k] = k, true end
   end
   local id = os.tmpname()

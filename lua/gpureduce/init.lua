@@ -85,7 +85,7 @@ function gr.describe(b, opts)
   end
   o.ops = { "sum", "mean", "std", "min", "max" }
   local r = core.reduce(b, o)
-  r.count = #b
+  r.count = b:size()      -- (not #b: a sharded buffer is a table, whose __len Lua 5.1 does not call)
   return r
 end
 

@@ -27,11 +27,7 @@ local function numbers(list)
   return out
 end
 
-local function expect_error(pattern, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error matching " .. pattern)
-  assert.matches(pattern, tostring(err), 1, true)
-end
+local expect_error = R.expect_error
 
 describe("compat: buffers", function()
   it("round-trip every dtype through tables, indexing and byte strings", function()
