@@ -21,9 +21,9 @@ description = {
   ]],
   license = "MIT",
 }
--- 5.1 covers LuaJIT 2.1; 5.5 compiles but is not run by the specs yet (docs/api.md, "Lua versions").
+-- 5.1 covers LuaJIT 2.1; 5.5 passes the specs through scripts/lua55.sh (docs/api.md, "Lua versions").
 dependencies = {
-  "lua >= 5.1, < 5.5",
+  "lua >= 5.1, < 5.6",
 }
 build = {
   type = "make",

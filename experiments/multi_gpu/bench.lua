@@ -2,7 +2,8 @@
 --   1. gr.sum over a sharded float32 buffer on 1, 2, ... GPUs, against one GPU's gr.sum of a plain buffer
 --      of the same size: the speed-up. The size fits the machine: the largest power of two up to 2^32
 --      elements whose plain buffer takes at most a quarter of the smallest GPU's memory
---      (GPUREDUCE_SHARD_N to choose it);
+--      (GPUREDUCE_SHARD_N to choose it; GPUREDUCE_SHARD_DTYPE the dtype, default float32: issue 28 asks
+--      for bfloat16 at 2^33);
 --   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
 --      sizes from 8 B to 1 GiB (at most an eighth of the smallest GPU's memory): bus bandwidth as
 --      nccl-tests define it, algbw * 2 (k - 1) / k;
@@ -65,17 +66,19 @@ if not rank then
   local d = gr.device()
   print(string.format("# multi-GPU benchmark: %d x %s, CUDA %s, NCCL %s", ndev, d and d.name or "cpu",
     d and d.cuda_runtime or "-", tostring(gr.nccl_version())))
-  local n = fit(1 << 32, 4, memory // 4)
+  local dtype = os.getenv("GPUREDUCE_SHARD_DTYPE") or "float32"
+  local es = gr.dtype_size and gr.dtype_size(dtype) or #gr.buffer(1, dtype):tobytes()
+  local n = fit(1 << 32, es, memory // 4)
   local given = os.getenv("GPUREDUCE_SHARD_N")
   if given and given ~= "" then
     local why
     n, why = sizes.parse(given)
     if not n then fail("GPUREDUCE_SHARD_N: '" .. given .. "' is not an element count (" .. why .. ")") end
   end
-  print(string.format("# n = %d float32 elements (%.1f GiB; smallest GPU %.1f GiB)", n, n * 4 / 2 ^ 30,
+  print(string.format("# n = %d %s elements (%.1f GiB; smallest GPU %.1f GiB)", n, dtype, n * es / 2 ^ 30,
     memory / 2 ^ 30))
 
-  --- One table of speed-ups: reduce(b) on a plain float32 buffer of n elements, then on sharded ones
+  --- One table of speed-ups: reduce(b) on a plain buffer of n elements of dtype, then on sharded ones
   -- over 1, 2, ... GPUs (the same values), each the median of 10 calls.
   local function scaling(title, reduce)
     print("\n## " .. title)
@@ -83,18 +86,18 @@ if not rank then
     print("| ---: | ---: | ---: | ---: |")
     local one
     do
-      local b = gr.buffer(n, "float32"):random(1)
+      local b = gr.buffer(n, dtype):random(1)
       one = time(function() return reduce(b) end, 10)
       b:free()
       collectgarbage()
     end
-    print(string.format("| 1 (plain buffer) | %.3f | %.0f | 1.00 |", one * 1e3, n * 4 / one / 1e9))
+    print(string.format("| 1 (plain buffer) | %.3f | %.0f | 1.00 |", one * 1e3, n * es / one / 1e9))
     for k = 1, ndev do
       local devices = {}
       for i = 1, k do devices[i] = i end
-      local s = gr.sharded(n, "float32", { devices = devices }):random(1)
+      local s = gr.sharded(n, dtype, { devices = devices }):random(1)
       local t = time(function() return reduce(s) end, 10)
-      print(string.format("| %d | %.3f | %.0f | %.2f |", k, t * 1e3, n * 4 / t / 1e9, one / t))
+      print(string.format("| %d | %.3f | %.0f | %.2f |", k, t * 1e3, n * es / t / 1e9, one / t))
       s:free()
       collectgarbage()
     end
@@ -102,12 +105,12 @@ if not rank then
 
   local comm_only = os.getenv("GPUREDUCE_BENCH_ONLY") == "comm"
   -- 1. sharded sum
-  if not comm_only then scaling(string.format("sharded float32 sum, n = %d", n), gr.sum) end
+  if not comm_only then scaling(string.format("sharded %s sum, n = %d", dtype, n), gr.sum) end
   -- 1b. sharded segments: segments of 2^20 elements, one result each, into a buffer on device 1
   local m = 1 << 20
   if n % m == 0 and not comm_only then
-    local out = gr.buffer(n // m, "float32")
-    scaling(string.format("sharded float32 segmented sum, n = %d, segments of %d (%d results)", n, m, n // m),
+    local out = gr.buffer(n // m, dtype == "float64" and "float64" or "float32")
+    scaling(string.format("sharded " .. dtype .. " segmented sum, n = %d, segments of %d (%d results)", n, m, n // m),
       function(b) return gr.reduce(b, { op = "sum", segment = m, out = out }) end)
   end
   -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
