@@ -169,7 +169,7 @@ local function sharded(n, dtype, opts)
   local list, first = {}, 0
   for i, d in ipairs(devices) do
     local count = idiv(rows, k) + (i <= rows % k and 1 or 0)
-    local pad = (first * len * es) % 256 // es
+    local pad = idiv((first * len * es) % 256, es)
     first = first + count
     local ok, b = pcall(core.buffer, pad + count * len, dtype, {device = d})
     if ok and pad > 0 then
