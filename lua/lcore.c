@@ -151,9 +151,14 @@ int lgr_int64(lua_State *L) {
 /* The integers that a double holds exactly, all of them: |v| <= 2^53. */
 #define EXACT_IN_DOUBLE ((uint64_t)1 << 53)
 
+#define WIDE_MESSAGE "gpureduce: the %s value %s is beyond 2^53, which a number of %s does not hold exactly: " \
+                     "gr.int64(\"string\") returns such values as decimal strings, gr.int64(\"float\") " \
+                     "rounds them to the nearest number"
+
 /* An int64 or uint64 value that a Lua number would round (5.1, LuaJIT): as gr.int64 says. Found through
- * the registry, not upvalue 1: an operator's cpu functions are called from the engine. */
-static void push_wide(lua_State *L, gr_scalar s) {
+ * the registry, not upvalue 1: an operator's cpu functions are called from the engine. Where the mode
+ * refuses it, raises -- or, given `err`, writes the message there and returns 0 instead. */
+static int push_wide(lua_State *L, gr_scalar s, char *err, size_t errlen) {
     char digits[24];
     int neg = s.kind == GR_SCALAR_INT && s.v.i < 0;
     uint64_t mag = s.kind == GR_SCALAR_UINT ? s.v.u : neg ? 0 - (uint64_t)s.v.i : (uint64_t)s.v.i;
@@ -162,35 +167,40 @@ static void push_wide(lua_State *L, gr_scalar s) {
     lcontext *u = luaL_testudata(L, -1, CONTEXT_MT);
     int mode = u ? u->int64 : INT64_ERROR;
     lua_pop(L, 1);
+    const char *kind = s.kind == GR_SCALAR_UINT ? "uint64" : "int64";
     switch (mode) {
-    case INT64_STRING: lua_pushstring(L, digits); return;
+    case INT64_STRING: lua_pushstring(L, digits); return 1;
     case INT64_FLOAT:
         lua_pushnumber(L, s.kind == GR_SCALAR_UINT ? (lua_Number)s.v.u : (lua_Number)s.v.i);
-        return;
+        return 1;
     default:
-        luaL_error(L, "gpureduce: the %s value %s is beyond 2^53, which a number of %s does not hold exactly: "
-                      "gr.int64(\"string\") returns such values as decimal strings, gr.int64(\"float\") "
-                      "rounds them to the nearest number",
-                   s.kind == GR_SCALAR_UINT ? "uint64" : "int64", digits, LUA_VERSION);
+        if (err) {
+            snprintf(err, errlen, WIDE_MESSAGE, kind, digits, LUA_VERSION);
+            return 0;
+        }
+        return luaL_error(L, WIDE_MESSAGE, kind, digits, LUA_VERSION);
     }
 }
 
-void lgr_push_scalar(lua_State *L, gr_scalar s) {
+int lgr_push_scalar_or(lua_State *L, gr_scalar s, char *err, size_t errlen) {
     switch (s.kind) {
     case GR_SCALAR_INT:
         if (LGR_LUA_INT64 || (s.v.i >= -(int64_t)EXACT_IN_DOUBLE && s.v.i <= (int64_t)EXACT_IN_DOUBLE))
             lua_pushinteger(L, (lua_Integer)s.v.i);
         else
-            push_wide(L, s);
+            return push_wide(L, s, err, errlen);
         break;
     case GR_SCALAR_UINT:                                                  /* two's-complement bits */
         if (LGR_LUA_INT64 || s.v.u <= EXACT_IN_DOUBLE) lua_pushinteger(L, (lua_Integer)s.v.u);
-        else push_wide(L, s);
+        else return push_wide(L, s, err, errlen);
         break;
     case GR_SCALAR_FLOAT: lua_pushnumber(L, (lua_Number)s.v.f); break;
     default: lua_pushboolean(L, s.v.b); break;
     }
+    return 1;
 }
+
+void lgr_push_scalar(lua_State *L, gr_scalar s) { lgr_push_scalar_or(L, s, NULL, 0); }
 
 int lgr_push_result(lua_State *L, const gr_result *r) {
     for (int i = 0; i < r->count; i++) lgr_push_scalar(L, r->value[i]);

@@ -57,6 +57,10 @@ gr_scalar lgr_check_number(lua_State *L, int arg, const char *what);
 /* A value for an element of dtype t: lgr_check_number, and for bool a Lua boolean too. */
 gr_scalar lgr_check_value(lua_State *L, int arg, const char *what, gr_dtype t);
 void lgr_push_scalar(lua_State *L, gr_scalar s);
+/* lgr_push_scalar that never raises for the value (an int64 beyond 2^53 that gr.int64's mode refuses on
+ * 5.1 and LuaJIT): 1 pushed, or 0 with the message in err (errlen bytes) and nothing pushed. For code that
+ * must not raise (an operator's cpu functions, called from the engine). */
+int lgr_push_scalar_or(lua_State *L, gr_scalar s, char *err, size_t errlen);
 /* gr.int64([mode]): what an int64/uint64 value beyond 2^53 becomes on a Lua without 64-bit integers
  * (lgr_push_scalar); returns the mode before. */
 int lgr_int64(lua_State *L);

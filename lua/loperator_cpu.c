@@ -86,17 +86,29 @@ static gr_status take_acc(lgr_operator_cpu *c, int which, int none, gr_cpu_acc *
     return st;
 }
 
-static void push_acc(lgr_operator_cpu *c, const gr_cpu_acc *a) {
-    if (c->acc < 0) lua_pushvalue(c->L, c->slots + (int)a->slot);
-    else lgr_push_scalar(c->L, a->value);
+/* An argument for function `which` pushed; where it cannot be (an int64 beyond 2^53 that gr.int64's mode
+ * refuses, on 5.1 and LuaJIT), the stack back at base and the context's error: raising here would unwind
+ * through the engine's frames. */
+static gr_status push_arg(lgr_operator_cpu *c, int which, int base, gr_scalar v) {
+    char why[320];
+    if (lgr_push_scalar_or(c->L, v, why, sizeof why)) return GR_OK;
+    lua_settop(c->L, base);
+    return fail(c, "the operator's %s cannot be given a value: %s%s", fn_names[which], why, "");
+}
+
+static gr_status push_acc(lgr_operator_cpu *c, int which, int base, const gr_cpu_acc *a) {
+    if (c->acc >= 0) return push_arg(c, which, base, a->value);
+    lua_pushvalue(c->L, c->slots + (int)a->slot);
+    return GR_OK;
 }
 
 static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
     lgr_operator_cpu *c = ud;
     int base = push_fn(c, F_MAP), none;
-    lgr_push_scalar(c->L, x);
+    gr_status st = push_arg(c, F_MAP, base, x);
+    if (st != GR_OK) return st;
     lua_pushinteger(c->L, (lua_Integer)i);
-    gr_status st = call(c, F_MAP, base, 2, &none);
+    st = call(c, F_MAP, base, 2, &none);
     return st == GR_OK ? take_acc(c, F_MAP, none, out) : st;
 }
 
@@ -104,18 +116,21 @@ static gr_status cpu_map(void *ud, gr_scalar x, uint64_t i, gr_cpu_acc *out) {
 static gr_status cpu_map_inputs(void *ud, const gr_scalar *xs, int count, uint64_t i, gr_cpu_acc *out) {
     lgr_operator_cpu *c = ud;
     int base = push_fn(c, F_MAP), none;
-    for (int k = 0; k < count; k++) lgr_push_scalar(c->L, xs[k]);
+    gr_status st = GR_OK;
+    for (int k = 0; k < count && st == GR_OK; k++) st = push_arg(c, F_MAP, base, xs[k]);
+    if (st != GR_OK) return st;
     lua_pushinteger(c->L, (lua_Integer)i);
-    gr_status st = call(c, F_MAP, base, count + 1, &none);
+    st = call(c, F_MAP, base, count + 1, &none);
     return st == GR_OK ? take_acc(c, F_MAP, none, out) : st;
 }
 
 static gr_status cpu_reduce(void *ud, const gr_cpu_acc *a, const gr_cpu_acc *b, gr_cpu_acc *out) {
     lgr_operator_cpu *c = ud;
     int base = push_fn(c, F_REDUCE), none;
-    push_acc(c, a);
-    push_acc(c, b);
-    gr_status st = call(c, F_REDUCE, base, 2, &none);
+    gr_status st = push_acc(c, F_REDUCE, base, a);
+    if (st == GR_OK) st = push_acc(c, F_REDUCE, base, b);
+    if (st != GR_OK) return st;
+    st = call(c, F_REDUCE, base, 2, &none);
     return st == GR_OK ? take_acc(c, F_REDUCE, none, out) : st;
 }
 
@@ -123,9 +138,10 @@ static gr_status cpu_post(void *ud, const gr_cpu_acc *a, uint64_t n, gr_scalar *
     lgr_operator_cpu *c = ud;
     lua_State *L = c->L;
     int base = push_fn(c, F_POST), none;
-    push_acc(c, a);
+    gr_status st = push_acc(c, F_POST, base, a);
+    if (st != GR_OK) return st;
     lua_pushinteger(L, (lua_Integer)n);
-    gr_status st = call(c, F_POST, base, 2, &none);
+    st = call(c, F_POST, base, 2, &none);
     if (st != GR_OK) return st;
     if (lua_isboolean(L, -1)) {
         out->kind = GR_SCALAR_BOOL;

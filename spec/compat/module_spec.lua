@@ -40,7 +40,8 @@ local COVERED = {
     device = "module", handle = "module", rank = "module", reduce = "module", size = "module" },
   ["gpureduce.Sharded"] = { devices = "sharded", dtype = "sharded", fill = "sharded", free = "sharded",
     get = "sharded", iota = "sharded", random = "sharded", set = "sharded", shards = "sharded", size = "sharded",
-    slice = "sharded", tobytes = "sharded", totable = "sharded", where = "sharded" },
+    slice = "sharded", tobytes = "sharded", totable = "sharded", where = "sharded", ndim = "sharded",
+    shape = "sharded", strides = "sharded", view = "sharded" },
 }
 
 --- The method names of a type's metatable: its __index table, or the table an __index function keeps

@@ -1,6 +1,6 @@
 -- Sharded buffers on every Lua the module builds for (docs/api.md, "Several GPUs"), with the shards on
 -- devices {1, 1}: one device, the code paths of two (on the cpu backend, and on one GPU). Every method
--- of a sharded buffer and every reduction of one, checked against compat/reference.lua over the same
+-- of a sharded buffer (1-D and split by rows) and every reduction of one, checked against compat/reference.lua over the same
 -- elements as a plain list. Lua 5.1 syntax, as api_spec.lua: `#s` needs 5.2's __len for tables, so
 -- the length is read as s.n or s:size().
 local gr = require "gpureduce"
@@ -67,6 +67,35 @@ describe("compat: sharded buffers on devices {1, 1}", function()
     assert.equal(4, across.n)
     assert.same({ 0.5, -7, 2, 9 }, across:totable())
     assert.equal(R.ops.sum({ 0.5, -7, 2, 9 }), gr.sum(across))
+  end)
+
+  it("split by rows: shape, ndim, strides, view, nested totable and reductions along each axis", function()
+    local rows, cols = 5, 3                              -- shards of 3 and 2 rows
+    local flat = { 5, -3, 8, 0.5, -7, 2, 9, -1, 4, 6, 1, -2, 3, 7, -5 }
+    local s = gr.sharded({ rows, cols }, "float64", { devices = { 1, 1 } })
+    s:set(flat)
+    assert.same({ rows, cols }, s:shape())
+    assert.equal(2, s:ndim())
+    assert.same({ cols, 1 }, s:strides())
+    assert.same({ 5, -3, 8 }, s:totable()[1])
+    assert.same({ 3, 7, -5 }, s:totable()[rows])
+    local parts = s:shards()
+    assert.same({ 1, 3, 4, 2 }, { parts[1].row, parts[1].rows, parts[2].row, parts[2].rows })
+    for _, op in ipairs({ "sum", "max", "min", "mean" }) do
+      for _, axis in ipairs({ 1, 2 }) do
+        local want = {}
+        for k, line in ipairs(R.lines(flat, rows, cols, axis)) do want[k] = R.ops[op](line) end
+        local got = gr.reduce(s, { op = op, axis = axis }):totable()
+        assert.equal(#want, #got, op .. " axis " .. axis)
+        for k = 1, #want do
+          assert.is_true(R.close(got[k], want[k], ROUNDED[op]), op .. " axis " .. axis .. ": " .. tostring(got[k]))
+        end
+      end
+    end
+    local flat1 = gr.sharded(6, "int32", { devices = { 1, 1 } }):iota(1)   -- shards of 3 and 3: whole rows of 3
+    local v = flat1:view({ 2, 3 })
+    assert.same({ { 1, 2, 3 }, { 4, 5, 6 } }, v:totable())
+    expect_error("whole rows", flat1.view, flat1, { 3, 2 })
   end)
 
   it("every op against the reference, and gr.reduce the same", function()
