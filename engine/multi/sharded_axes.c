@@ -8,7 +8,9 @@
  *                 results where it lies on their device, else into a buffer there copied into place
  *                 (peer to peer where the GPUs allow it). Every shard's work is queued before any is
  *                 waited for. A result covers elements of one row only, and an axis reduction's result
- *                 does not depend on how many others the call has (axes.c), so each has one GPU's bits;
+ *                 does not depend on how many others the call has (axes.c), so each has one GPU's bits
+ *                 where the shard sits at one buffer's alignment (gr.sharded places them so: the loads
+ *                 follow the data's alignment modulo 16 bytes, and so the order a short row is folded in);
  *   rows reduced  the ops whose accumulators can be rebuilt from results (every op of the value family --
  *                 mean from the sum --, argmin, argmax, minmax, and var/std of floats and of 64-bit
  *                 integers from each shard's mean and population variance) reduce each shard's rows on its
