@@ -47,6 +47,10 @@
 #     real torchrun over env_rank.lua where python3 has torch; bench.lua's communicator parts (bfloat16
 #     c:allreduce of 2^28 bytes against ncclAllReduce's bus bandwidth, one-value c:reduce against a
 #     1-element ncclAllReduce) on 2 and N ranks. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+#   sharded: issue 28's sharded buffers on the host's GPUs: the sharded specs (every layout the GPUs allow,
+#     the buffer pool's two-GPU case), the column-sum target of a (2^30, 4) float32 split by rows
+#     (GPUREDUCE_SHARDED_TARGETS=1: fails below 1.8x on 2 GPUs, 3.4x on 4), and bench.lua's sharded
+#     bfloat16 sum of SHARDED_N elements (default 2^33) on 1 .. N GPUs.
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
 #   carry limit is 64 MiB), carried with the call, instead of building on the host (234 s of device time
 #   with every dtype); scripts/pack-prebuilt.sh packs a local build so, with the host programs.
@@ -206,6 +210,21 @@ for step in $steps; do
                GPUREDUCE_COMM_BYTES=2^28 GPUREDUCE_RANKS="2,$ngpu" GPUREDUCE_SHARD_N=2^20 \
                $LUA experiments/multi_gpu/bench.lua
            echo "multi-all: $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt" ;;
+    sharded)
+           export NCCL_NVLS_ENABLE=0
+           export LUA_PATH="lua/?.lua;lua/?/init.lua;${LUA_PATH:-;}" LUA_CPATH="build/?.so;${LUA_CPATH:-;}"
+           $LUA $BUSTED -o spec/support/summary_output.lua spec/sharded_axes_spec.lua spec/sharded_reduce_spec.lua \
+               spec/sharded_dot_ops_spec.lua spec/buffer_pool_spec.lua > "$OUT/sharded-specs.log" 2>&1
+           echo "sharded specs: $(tail -1 "$OUT/sharded-specs.log")" >> "$OUT/summary.txt"
+           GPUREDUCE_SHARDED_TARGETS=1 $LUA $BUSTED -o spec/support/summary_output.lua --filter="scale over 2 and 4" \
+               spec/sharded_axes_spec.lua > "$OUT/sharded-column.log" 2>&1
+           echo "sharded column sum: exit $?; $(grep -E 'GPUs?' "$OUT/sharded-column.log" | tr '\n' ' ' | cut -c1-300)" \
+               >> "$OUT/summary.txt"
+           GPUREDUCE_BENCH_ONLY=sharded GPUREDUCE_SHARD_DTYPE=bfloat16 GPUREDUCE_SHARD_N=${SHARDED_N:-2^33} \
+               $LUA experiments/multi_gpu/bench.lua > "$OUT/sharded-bf16.md" 2>&1
+           echo "sharded bfloat16 sum: exit $?; $(grep -E '^\| [0-9]' "$OUT/sharded-bf16.md" | tr '\n' ' ' | cut -c1-400)" \
+               >> "$OUT/summary.txt"
+           echo "sharded: $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt" ;;
     sanitize) scripts/sanitize.sh > "$OUT/sanitize.log" 2>&1; echo "sanitize: $(tail -1 "$OUT/sanitize.log")" >> "$OUT/summary.txt" ;;
     fuzz) env GPUREDUCE_FUZZ_CASES=${FUZZ_CASES:-30000} ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua spec/fuzz_spec.lua > "$OUT/fuzz.log" 2>&1

@@ -12,7 +12,7 @@
 -- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
 -- one GPU each; with one GPU they run with a single rank. Exit status 1 when a rank fails (its status
 -- and output are shown) or there is no CUDA device.
--- GPUREDUCE_BENCH_ONLY=comm runs parts 2 and 3 alone; GPUREDUCE_COMM_DTYPE is part 2's dtype (float32,
+-- GPUREDUCE_BENCH_ONLY=comm runs parts 2 and 3 alone, =sharded parts 1 and 1b alone; GPUREDUCE_COMM_DTYPE is part 2's dtype (float32,
 -- float64, bfloat16 or float16; default float32) and GPUREDUCE_COMM_BYTES its sizes ("2^28" or
 -- "2^20,2^28"; default 8 B to 1 GiB by factors of 8).
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
@@ -113,6 +113,7 @@ if not rank then
     scaling(string.format("sharded " .. dtype .. " segmented sum, n = %d, segments of %d (%d results)", n, m, n // m),
       function(b) return gr.reduce(b, { op = "sum", segment = m, out = out }) end)
   end
+  if os.getenv("GPUREDUCE_BENCH_ONLY") == "sharded" then os.exit(0) end
   -- 2 and 3: one child process per rank, for each communicator size (GPUREDUCE_RANKS="2,4"; by default 2
   -- and every GPU)
   local comm_sizes, seen = {}, {}
