@@ -12,6 +12,7 @@
 #include "core/buffer.h"
 #include "core/context.h"
 #include "core/dot.h"
+#include "core/layout.h"
 #include "core/exact_pass.h"
 #include "core/exec.h"
 #include "core/op_pass.h"
@@ -386,15 +387,9 @@ static gr_status many_pair(gr_context *ctx, gr_buffer *a, gr_buffer *b, const gr
     }
     if (!axes || axes >> a->ndim)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes 1..%d of a view of %d axes", a->ndim, a->ndim);
-    int perm[GR_MAX_DIMS], m = 0;
-    size_t row = 1;
-    for (int d = 0; d < a->ndim; d++)
-        if (!(axes >> d & 1)) perm[m++] = d;
-    for (int d = 0; d < a->ndim; d++)
-        if (axes >> d & 1) {
-            perm[m++] = d;
-            row *= a->shape[d];
-        }
+    int perm[GR_MAX_DIMS];
+    size_t row, kept;
+    gr_layout_reduced_last(a, axes, perm, &row, &kept);
     if (row == 0 || a->n == 0) {
         gr_scalar zero = {0};
         zero.kind = gr_dtype_is_float(gr_buffer_dtype(out[0])) ? GR_SCALAR_FLOAT : GR_SCALAR_INT;

@@ -12,6 +12,7 @@
 #include "core/buffer.h"
 #include "core/context.h"
 #include "core/exec.h"
+#include "core/layout.h"
 #include "core/operator_cpu.h"
 #include "core/pending.h"
 #include "core/pool.h"
@@ -187,20 +188,9 @@ gr_status gr_reduce_inputs_axes(gr_context *ctx, gr_buffer *const *bufs, int cou
     if (!axes || axes >> a->ndim)
         return gr_fail_arg(ctx, GR_EINVAL, "axis", "axes 1..%d of a view of %d axes", a->ndim, a->ndim);
     gr_options c = with_count(o, count);
-    /* the kept axes first, in order, then the reduced ones: each row of the compact permuted inputs is one
-     * result's elements, and the results come in the kept axes' row-major order */
-    int perm[GR_MAX_DIMS], m = 0;
-    size_t row = 1, results = 1;
-    for (int d = 0; d < a->ndim; d++)
-        if (!(axes >> d & 1)) {
-            perm[m++] = d;
-            results *= a->shape[d];
-        }
-    for (int d = 0; d < a->ndim; d++)
-        if (axes >> d & 1) {
-            perm[m++] = d;
-            row *= a->shape[d];
-        }
+    int perm[GR_MAX_DIMS];
+    size_t row, results;
+    gr_layout_reduced_last(a, axes, perm, &row, &results);
     gr_buffer *permuted[GR_OPERATOR_INPUTS] = {NULL}, *compact[GR_OPERATOR_INPUTS] = {NULL};
     if (row == 0) {
         /* every result an empty segment's: the operator's of nothing, from k + 1 zero boundaries */

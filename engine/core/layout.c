@@ -102,3 +102,18 @@ void gr_layout_move_host(char *base, const gr_buffer *b, size_t first, size_t co
         }
     }
 }
+
+void gr_layout_reduced_last(const gr_buffer *b, unsigned axes, int *perm, size_t *row, size_t *kept) {
+    int m = 0;
+    *row = *kept = 1;
+    for (int d = 0; d < b->ndim; d++)
+        if (!(axes >> d & 1)) {
+            perm[m++] = d;
+            *kept *= b->shape[d];
+        }
+    for (int d = 0; d < b->ndim; d++)
+        if (axes >> d & 1) {
+            perm[m++] = d;
+            *row *= b->shape[d];
+        }
+}

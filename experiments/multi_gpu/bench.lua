@@ -67,7 +67,7 @@ if not rank then
   print(string.format("# multi-GPU benchmark: %d x %s, CUDA %s, NCCL %s", ndev, d and d.name or "cpu",
     d and d.cuda_runtime or "-", tostring(gr.nccl_version())))
   local dtype = os.getenv("GPUREDUCE_SHARD_DTYPE") or "float32"
-  local es = gr.dtype_size and gr.dtype_size(dtype) or #gr.buffer(1, dtype):tobytes()
+  local es = #gr.buffer(1, dtype, { where = "host" }):tobytes()    -- the bytes of one element
   local n = fit(1 << 32, es, memory // 4)
   local given = os.getenv("GPUREDUCE_SHARD_N")
   if given and given ~= "" then

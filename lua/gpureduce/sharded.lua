@@ -117,6 +117,18 @@ local function list_of(t, what)
   return out
 end
 
+--- The bytes of one element of dtype, read once from a probe buffer; nil for a name that is no dtype
+-- (gr.sharded's buffer call then says so).
+local sizes = {}
+local function dtype_bytes(dtype)
+  if sizes[dtype] == nil then
+    local ok, probe = pcall(core.buffer, 1, dtype, {where = "host"})
+    sizes[dtype] = ok and #probe:tobytes() or false
+    if ok then probe:free() end
+  end
+  return sizes[dtype] or nil
+end
+
 --- gr.sharded(n | {rows, ...}, dtype = "float32", {devices = {1, 2, ...}}) -- devices default to every
 -- device; a shape splits its rows (whole rows per shard).
 local function sharded(n, dtype, opts)
@@ -160,12 +172,7 @@ local function sharded(n, dtype, opts)
   -- the whole array: the kernels' loads follow the data's alignment, so a row (or segment) whose bytes
   -- are not a multiple of 16 would otherwise be folded in another order than in one buffer, and its
   -- bits would differ. A shard is a slice of an allocation a few elements longer.
-  local es
-  do
-    local ok, probe = pcall(core.buffer, 1, dtype, {where = "host"})
-    es = ok and #probe:tobytes() or 1
-    if ok then probe:free() end
-  end
+  local es = dtype_bytes(dtype) or 1
   local list, first = {}, 0
   for i, d in ipairs(devices) do
     local count = idiv(rows, k) + (i <= rows % k and 1 or 0)
@@ -253,15 +260,8 @@ function methods:get(i)
   return b:get(j)
 end
 
---- The element size of the dtype, in bytes (for byte strings).
-local function element_bytes(s)
-  if not s.es then
-    local probe = core.buffer(1, s.dtype_name, {where = "host"})
-    rawset(s, "es", #probe:tobytes())
-    probe:free()
-  end
-  return s.es
-end
+--- The element size of a sharded buffer's dtype, in bytes (for byte strings).
+local function element_bytes(s) return dtype_bytes(s.dtype_name) end
 
 --- s:set(table | bytes, offset = 1): each shard takes its part.
 function methods:set(values, offset)
