@@ -9,7 +9,7 @@
  * planner's, engine/core/policy.c): G lanes per segment (G = 1, 2, ..., 32) -- a segment of up to 16 bytes
  * is one thread's, a few hundred bytes a handful of lanes', a few KiB a warp's; a block per segment for
  * segments of many KiB; several blocks per segment for a few huge segments that would leave SMs idle.
- * The lanes read 16-byte vectors where the segment starts on a 16-byte boundary, elements otherwise.
+ * The lanes read 16-byte runs counted from the segment's start, wherever it lies (span_run).
  * Reads the input only.
  */
 #pragma once
@@ -52,13 +52,41 @@ GR_DEV Span<In> segment_span(const In *in, u64 size, u64 pitch, const long long 
     return {static_cast<const In *>(items[s].ptr), items[s].n};
 }
 
-/* The part of span sp that lane `lane` of `lanes` takes, folded into the thread's accumulator: 16-byte
- * vectors lane, lane + lanes, ... where the span starts on a 16-byte boundary, then the elements after
- * the last vector one by one. A span that starts off a boundary (CSR offsets, a shard's local boundaries)
- * and is long enough for it peels the elements before its first boundary one by one and reads whole
- * vectors after them; a short one is read element by element (the aligned path and the short one, which
- * tiny segments take, stay as they were before the peel). Element j of the span has index first + j
- * (an index counts from its segment's start). */
+/* Run i of a span (its elements i * kV .. i * kV + kV - 1, kV to 16 bytes) that starts `off` (1..15)
+ * bytes past a 16-byte boundary: the two aligned vectors that hold it, put together (a word select by
+ * off's multiples of 4, then a funnel shift by the bytes beyond). Both vectors hold bytes of the run, so
+ * the loads stay within the 16-byte blocks that hold the span's first and last bytes (device buffers are
+ * allocated in whole 16-byte blocks, engine/core/buffer.c). The second vector is mostly the next lane's
+ * first, which L1 has. */
+template <class In> GR_DEV Vec16<In> span_run(const In *p, unsigned off, u64 i) {
+    const uint4 *at = reinterpret_cast<const uint4 *>(reinterpret_cast<uptr>(p + i * Vec16<In>::kCount) - off);
+    const uint4 a = at[0], b = at[1];
+    unsigned w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    if (off & 8) {
+#pragma unroll
+        for (int k = 0; k < 6; k++) w[k] = w[k + 2];
+    }
+    if (off & 4) {
+#pragma unroll
+        for (int k = 0; k < 5; k++) w[k] = w[k + 1];
+    }
+    unsigned o[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        if constexpr (sizeof(In) >= 4) o[k] = w[k];        /* off is a multiple of the element */
+        else o[k] = __funnelshift_r(w[k], w[k + 1], (off & 3) * 8);
+    }
+    Vec16<In> r;
+    memcpy(&r, o, sizeof o);
+    return r;
+}
+
+/* The part of span sp that lane `lane` of `lanes` takes, folded into the thread's accumulator: runs of
+ * 16 bytes counted from the span's start, lane, lane + lanes, ..., then the elements after the last whole
+ * run one by one. A span on a 16-byte boundary reads its runs as vectors; one off a boundary puts each run
+ * together from two vectors (span_run): the same runs, so a lane folds the same elements in the same order
+ * at any address -- a row's bits do not depend on where it sits in a batch, nor a segment's on its offset
+ * (issue 23). Element j of the span has index first + j (an index counts from its segment's start). */
 template <class Op, class In>
 GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes, u64 first = 0) {
     using T = ThreadAcc<Op, In>;
@@ -67,22 +95,15 @@ GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes,
         using V = Vec16<In>;
         constexpr int kV = V::kCount;
         const unsigned off = unsigned(reinterpret_cast<uptr>(sp.p) & 15);
+        const u64 nvec = sp.n / kV;
         if (off == 0) {
             const V *v = reinterpret_cast<const V *>(sp.p);
-            const u64 nvec = sp.n / kV;
             for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + i * kV);
-            for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
-            return T::value(acc);
+        } else {
+            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, span_run(sp.p, off, i), first + i * kV);
         }
-        if (sp.n >= u64(4 * kV)) {
-            const u64 head = (16 - off) / sizeof(In);
-            for (u64 i = lane; i < head; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
-            const V *v = reinterpret_cast<const V *>(sp.p + head);
-            const u64 nvec = (sp.n - head) / kV;
-            for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, v[i], first + head + i * kV);
-            for (u64 i = head + nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
-            return T::value(acc);
-        }
+        for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+        return T::value(acc);
     }
     for (u64 i = lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
     return T::value(acc);

@@ -123,8 +123,8 @@ template <class In> struct PairSpan {
 };
 
 /* gr.dot's reader for walk_segments (segmented.cuh): x's segments as SegArgs says, y's at the same
- * offsets; a lane's products of [lo, hi) in 16-byte vectors of both where the two share their offset from
- * a boundary (the segmented kernel's peel, for both), else one pair at a time. */
+ * offsets; a lane's products of [lo, hi) in 16-byte runs of both counted from lo (span_run: the same runs
+ * wherever either input lies, so a row's bits do not depend on its place), then the rest pair by pair. */
 template <class Acc, class In> struct DotReader {
     using span_t = PairSpan<In>;
     static constexpr u64 kUnit = 16 / sizeof(In);
@@ -139,28 +139,32 @@ template <class Acc, class In> struct DotReader {
         using V = Vec16<In>;
         constexpr int kV = V::kCount;
         const In *x = sp.x + lo, *y = sp.y + lo;
-        const u64 n = hi - lo;
-        Acc acc = Acc(0);
-        const unsigned off = unsigned(reinterpret_cast<uptr>(x) & 15);
-        if (off == unsigned(reinterpret_cast<uptr>(y) & 15) && (off == 0 || n >= u64(4 * kV))) {
-            const u64 head = off ? (16 - off) / sizeof(In) : 0;
-            for (u64 i = lane; i < head; i += lanes) acc = add_product(acc, x[i], y[i]);
-            const V *vx = reinterpret_cast<const V *>(x + head), *vy = reinterpret_cast<const V *>(y + head);
-            const u64 nvec = (n - head) / kV;
-            /* two vectors of each input in flight, into two running sums (as the whole-buffer kernel) */
-            Acc acc2 = Acc(0);
-            u64 i = lane;
+        const u64 n = hi - lo, nvec = n / kV;
+        const unsigned ox = unsigned(reinterpret_cast<uptr>(x) & 15), oy = unsigned(reinterpret_cast<uptr>(y) & 15);
+        /* two runs of each input in flight, into two running sums (as the whole-buffer kernel) */
+        Acc acc = Acc(0), acc2 = Acc(0);
+        u64 i = lane;
+        if ((ox | oy) == 0) {
+            const V *vx = reinterpret_cast<const V *>(x), *vy = reinterpret_cast<const V *>(y);
             for (; i + lanes < nvec; i += 2 * u64(lanes)) {
                 const V a0 = vx[i], b0 = vy[i], a1 = vx[i + lanes], b1 = vy[i + lanes];
                 acc = fold_pair(acc, a0, b0);
                 acc2 = fold_pair(acc2, a1, b1);
             }
             if (i < nvec) acc = fold_pair(acc, vx[i], vy[i]);
-            for (u64 j = head + nvec * kV + lane; j < n; j += lanes) acc = add_product(acc, x[j], y[j]);
-            return acc + acc2;
+        } else {
+            /* the same runs put together (an aligned input still loads whole vectors) */
+            auto run = [](const In *p, unsigned off, u64 j) {
+                return off ? span_run(p, off, j) : reinterpret_cast<const V *>(p)[j];
+            };
+            for (; i + lanes < nvec; i += 2 * u64(lanes)) {
+                acc = fold_pair(acc, run(x, ox, i), run(y, oy, i));
+                acc2 = fold_pair(acc2, run(x, ox, i + lanes), run(y, oy, i + lanes));
+            }
+            if (i < nvec) acc = fold_pair(acc, run(x, ox, i), run(y, oy, i));
         }
-        for (u64 i = lane; i < n; i += lanes) acc = add_product(acc, x[i], y[i]);
-        return acc;
+        for (u64 j = nvec * kV + lane; j < n; j += lanes) acc = add_product(acc, x[j], y[j]);
+        return acc + acc2;
     }
 };
 

@@ -71,7 +71,12 @@ gr_status gr_mem_alloc(gr_context *ctx, gr_mem_kind kind, size_t bytes, void **o
         *out = aligned_alloc(64, (alloc + 63) / 64 * 64);
         if (!*out) return out_of_memory(ctx, kind, bytes, "");
     } else {
-        rc = kind == GR_MEM_PINNED ? gr_dev_host_alloc(out, alloc) : gr_dev_malloc(out, alloc, pool_wanted());
+        /* device memory in whole 16-byte blocks: the segmented kernel reads a span off a 16-byte boundary
+         * as the aligned vectors around it (cuda/device/segmented.cuh's span_run), up to the end of the
+         * block that holds its last byte; the counts below stay the bytes asked for */
+        rc = kind == GR_MEM_PINNED ? gr_dev_host_alloc(out, alloc)
+                                   : gr_dev_malloc(out, alloc > SIZE_MAX - 15 ? alloc : (alloc + 15) / 16 * 16,
+                                                   pool_wanted());
         if (rc) {
             *out = NULL;
             if (gr_dev_error_is_oom(rc)) return out_of_memory(ctx, kind, bytes, "");
