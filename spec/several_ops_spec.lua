@@ -19,8 +19,9 @@ What it checks
     accumulators a segmented kernel takes), on a slice off a 16-byte boundary; rows of 5, 100 and 3000
     elements (argmin/argmax's 100 go to the column kernel: calls of their own), several reduced axes,
     keepdims, a stream, async, opts.out, a narrowed (strided) view and gpu_to_gpu (calls of their own):
-    each buffer byte for byte the single call's. With a GPU the launches are counted: the ops that fuse
-    take one launch together. int32 sums, extremes and counts also against a Lua loop.
+    each buffer byte for byte the single call's. With a GPU the launches are counted (the ops that fuse
+    take one launch together) and every injected failure of a fused call (alloc, launch, copy) raises,
+    holds nothing and leaves the next call right. int32 sums, extremes and counts also against a Lua loop.
   - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with streamed,
     on reduce_many and plan, describe with op -- each a clear error naming opts.ops (opts.out and opts.async
     with ops: ops_out_async_spec.lua).
@@ -272,6 +273,48 @@ describe("gr.reduce with opts.ops along segments, offsets and rows", function()
     assert.are.equal(sums, got.sum)
     assert.are.equal(where[1], got.argmax[1])
     assert.are.equal(where[2], got.argmax[2])
+  end)
+
+  -- with a GPU: every injected failure (alloc, launch, copy) of a fused call raises, holds nothing after it,
+  -- and the next call is right
+  local gpu_it = has_gpu and it or pending
+  gpu_it("every injected failure raises, holds no memory and leaves the next call right", function()
+    local ops = { "sum", "min", "max", "mean", "argmax", "norm" }
+    local b = data("float32", 1 << 20, 31)
+    local m = data("float32", 2 * ((1 << 19) + 5), 32):contiguous():view{ 2, (1 << 19) + 5 }  -- split rows
+    local calls = {
+      segment = function() return gr.reduce(b, { ops = ops, segment = 1 << 18 }) end,
+      axis_async = function() return gr.reduce(m, { ops = ops, axis = 2, async = true }):wait() end,
+    }
+    local function held()
+      collectgarbage()
+      gr.pool_trim()
+      local st = gr.pool_stats()
+      return string.format("%d bytes in %d allocations", st.live_device_bytes + st.live_pinned_bytes,
+                           st.live_allocations)
+    end
+    local tried = 0
+    for name, call in pairs(calls) do
+      local want = {}
+      for op, r in pairs(call()) do want[op] = bytes_of(r) end
+      gr.pool_trim()
+      local before = gr.debug_events()
+      call()
+      local after = gr.debug_events()
+      for _, kind in ipairs({ "alloc", "launch", "copy" }) do
+        for k = 1, after[kind] - before[kind] do
+          local where, base = string.format("%s: %s %d", name, kind, k), held()
+          gr.debug_fault(kind, k)
+          local ok, err = pcall(call)
+          gr.debug_fault(kind, 0)
+          assert(not ok and tostring(err):find("injected fault", 1, true), where .. ": " .. tostring(err))
+          assert.are.equal(base, held(), where .. ": what is held after the failure")
+          for op, r in pairs(call()) do assert.are.equal(want[op], bytes_of(r), where .. ", the next call: " .. op) end
+          tried = tried + 1
+        end
+      end
+    end
+    assert(tried > 0, "no event to fail")
   end)
 
   it("int32: sums, extremes, counts and argmax per segment as a Lua loop gives them", function()
