@@ -178,13 +178,7 @@ describe("gr.reduce with opts.ops along segments, offsets and rows", function()
     return gr.debug_events().launch - before, r
   end
 
-  local function merged(a, b)
-    local o = {}
-    for k, v in pairs(a) do o[k] = v end
-    for k, v in pairs(b) do o[k] = v end
-    return o
-  end
-
+  local changed = require("support.helpers").changed
   local function bytes_of(x)
     if type(x) == "table" then return bytes_of(x[1]) .. "|" .. bytes_of(x[2]) end
     return x:dtype() .. ":" .. x:tobytes()
@@ -194,12 +188,11 @@ describe("gr.reduce with opts.ops along segments, offsets and rows", function()
   --- takes at most `most` launches (nil: fewer than the single calls'; false: as many, nothing fuses).
   --- Returns the fused table.
   local function check(v, ops, opts, what, most)
-    local n, got = launches(function() return gr.reduce(v, merged(opts, { ops = ops })) end)
+    local n, got = launches(function() return gr.reduce(v, changed(opts, { ops = ops })) end)
     if opts.async then got = got:wait() end
     local singles = 0
     for _, op in ipairs(ops) do
-      local alone = merged(opts, { op = op })
-      alone.out = nil                           -- opts.out is keyed by op name
+      local alone = changed(opts, { op = op, out = false })    -- opts.out is keyed by op name
       local k, r = launches(function() return table.pack(gr.reduce(v, alone)) end)
       if opts.async then r = table.pack(r[1]:wait()) end
       singles = singles + k
@@ -286,13 +279,7 @@ describe("gr.reduce with opts.ops along segments, offsets and rows", function()
       segment = function() return gr.reduce(b, { ops = ops, segment = 1 << 18 }) end,
       axis_async = function() return gr.reduce(m, { ops = ops, axis = 2, async = true }):wait() end,
     }
-    local function held()
-      collectgarbage()
-      gr.pool_trim()
-      local st = gr.pool_stats()
-      return string.format("%d bytes in %d allocations", st.live_device_bytes + st.live_pinned_bytes,
-                           st.live_allocations)
-    end
+    local held = require("support.helpers").held
     local tried = 0
     for name, call in pairs(calls) do
       local want = {}
