@@ -751,7 +751,8 @@ gr_status gr_reduce_ops_segments(gr_context *ctx, gr_buffer *b, const gr_options
                                  const gr_image *fused, const gr_segments *seg, unsigned axes, gr_buffer *(*out)[2],
                                  int *done, gr_pending **p);
 /* Whether gr_reduce_ops_segments could fuse two or more of ops[0..count) in this call, its image aside (the
- * backend, the data's side, the options, b's layout along `axes`): when not, the image need not be made. */
+ * backend, the data's side, the options, b's layout along `axes`, the ops that fuse over b's dtype): when
+ * not, the image need not be made. */
 int gr_reduce_ops_segments_fusable(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
                                    const gr_segments *seg, unsigned axes);
 

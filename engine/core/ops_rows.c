@@ -104,7 +104,8 @@ int gr_reduce_ops_segments_fusable(gr_context *ctx, gr_buffer *b, const gr_optio
     size_t row = seg ? 0 : trailing_rows(b, axes);
     int taken = 0;
     if (!fuses_here(ctx, b, o, seg, row)) return 0;
-    for (int k = 0; k < count; k++) taken += (unsigned)ops[k] < GR_OP_COUNT && rows_take(b, row, ops[k]);
+    for (int k = 0; k < count; k++)
+        taken += (unsigned)ops[k] < GR_OP_COUNT && gr_fused_takes(ops[k], b->dtype) && rows_take(b, row, ops[k]);
     return taken >= 2;
 }
 
