@@ -734,6 +734,27 @@ gr_status gr_reduce_ops(gr_context *ctx, gr_buffer *b, const gr_options *o, cons
  * out[0..count) are NULL. */
 gr_status gr_reduce_ops_async(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
                               const gr_image *fused, gr_pending **out);
+/* gr_fused_prepare's image for segments and rows (gr_reduce_ops_segments): its kernel reduces each segment
+ * once and writes every op's results; it runs no pass over a whole buffer. */
+gr_status gr_fused_prepare_segments(gr_context *ctx, gr_operator_cache *cache, const gr_op *ops, int count,
+                                    gr_dtype in, int acc, const gr_image **out);
+/* ops[0..count) along b's segments (seg set, as gr_reduce_segments takes them) or along `axes` (seg NULL,
+ * the mask of gr_reduce_axes): the ops that `fused` (gr_fused_prepare_segments's image, or NULL) answers
+ * here reduced by one launch of its kernel, op k's results into out[k] (checked as its own call checks
+ * them; out[k][1] for the two-result ops), done[k] set, bit for bit what that call writes. Every other op
+ * is left to the caller, a call of its own: all of them off the GPU, at gpu_to_gpu, with a kernel option,
+ * where fewer than two fuse, and along axes wherever the op's own call would not reduce b's rows with
+ * the segmented kernel (columns, a regrouped copy: core/ops_rows.c). With p (axes only) the launch is
+ * queued on o->stream or the context's, and *p is a pending of it (NULL where nothing was launched);
+ * else it is waited for (segments run on the context's stream, as their single calls do). */
+gr_status gr_reduce_ops_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
+                                 const gr_image *fused, const gr_segments *seg, unsigned axes, gr_buffer *(*out)[2],
+                                 int *done, gr_pending **p);
+/* Whether gr_reduce_ops_segments could fuse two or more of ops[0..count) in this call, its image aside (the
+ * backend, the data's side, the options, b's layout along `axes`, the ops that fuse over b's dtype): when
+ * not, the image need not be made. */
+int gr_reduce_ops_segments_fusable(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
+                                   const gr_segments *seg, unsigned axes);
 
 /* ---- a user operator's functions on the host (engine/core/operator_cpu.c) ------------------------------ */
 

@@ -23,7 +23,6 @@
 static int push_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 static int push_ops_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
 static int push_axes_pending(lua_State *L, gr_buffer *b, const lgr_request *r);
-static int queue_axes(lua_State *L, gr_buffer *b, const lgr_request *r, gr_pending **p);
 
 /* The Pending on the top of the stack keeps the buffer (argument 1) and opts.stream alive while in
  * flight (user values 1 and 2). */
@@ -162,11 +161,27 @@ static void check_entries(lua_State *L, gr_buffer *b, lgr_request *r, int outs) 
     }
 }
 
-/* opts.ops with segment, offsets or axis: each op reduced by a call of its own (one read each, for now),
- * its result buffer(s) under its name -- two-result ops as a table of their two buffers -- into its entry
- * of opts.out where it has one. With opts.async (along axes) a Pending of one engine pending per op,
- * whose wait returns the table. */
+/* The segmented fused image for r's ops over b, where two or more of them may go in one launch along
+ * these segments (seg) or rows (mask) (gr_reduce_ops_segments_fusable); NULL where each op takes a call
+ * of its own (also without NVRTC: the same results). */
+static const gr_image *fused_rows_image(lua_State *L, const lgr_request *r, gr_buffer *b, const gr_segments *seg,
+                                        unsigned mask) {
+    gr_context *ctx = lgr_ctx(L);
+    const gr_image *img = NULL;
+    if (!gr_reduce_ops_segments_fusable(ctx, b, &r->o, r->ops, r->nops, seg, mask)) return NULL;
+    gr_status st = gr_fused_prepare_segments(ctx, lgr_operator_cache(L), r->ops, r->nops, gr_buffer_dtype(b),
+                                             r->o.acc, &img);
+    if (st != GR_OK && st != GR_ENODEV) lgr_fail(L, st, r->arg, NULL);
+    return img;
+}
+
+/* opts.ops with segment, offsets or axis: first every op's result buffer(s), opts.out's entry or new ones,
+ * under its name (two-result ops as a table of their two buffers); then on the GPU the ops that fuse
+ * along these segments or rows by one launch, one read of the data (gr_reduce_ops_segments), and every
+ * other op by a call of its own into its buffers. With opts.async (along axes) a Pending of one engine
+ * pending per launch, whose wait returns the table. */
 static int reduce_ops_many(lua_State *L, gr_buffer *b, lgr_request *r) {
+    gr_context *ctx = lgr_ctx(L);
     int outs = 0;
     if (r->has_out) {
         lua_getfield(L, r->arg, "out");
@@ -177,22 +192,46 @@ static int reduce_ops_many(lua_State *L, gr_buffer *b, lgr_request *r) {
     lua_createtable(L, 0, r->nops);
     int table = lua_gettop(L);
     gr_op asked = r->o.op;
+    gr_buffer *out[GR_OP_COUNT][2];
+    unsigned mask = 0;
     for (int k = 0; k < r->nops; k++) {
         enter_op(L, r, outs, k);
-        int count = u ? queue_axes(L, b, r, &u->p[k]) : r->naxes ? lgr_reduce_axes(L, b, r) : reduce_segments(L, b, r);
-        if (u) u->ops[u->nops++] = r->ops[k];
+        out[k][0] = out[k][1] = NULL;
+        int count = r->naxes ? lgr_axes_outs(L, b, r, &mask, out[k]) : lgr_request_outs(L, b, r, out[k]);
         if (count > 1) {
             lua_createtable(L, count, 0);
             lua_insert(L, -count - 1);
             for (int i = count; i >= 1; i--) lua_rawseti(L, -(i + 1), i);     /* the top is result i */
         }
-        lua_setfield(L, table, gr_op_name(r->ops[k]));
+        lua_setfield(L, table, gr_op_name(r->ops[k]));       /* the table keeps the buffers alive */
         lua_settop(L, table);                   /* the entry */
     }
     r->o.op = asked;
     r->has_out = outs != 0;
     r->out_at = 0;
+    gr_segments seg = {r->segment, r->offsets};
+    const gr_segments *along = r->naxes ? NULL : &seg;
+    int done[GR_OP_COUNT] = {0};
+    gr_pending **next = u ? u->p : NULL;
+    const gr_image *fused = fused_rows_image(L, r, b, along, mask);
+    gr_status st;
+    if (fused) {
+        LGR_RETRY(L, st, gr_reduce_ops_segments(ctx, b, &r->o, r->ops, r->nops, fused, along, mask, out, done, next));
+        if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
+        if (next && *next) next++;
+    }
+    for (int k = 0; k < r->nops; k++) {
+        if (done[k]) continue;
+        gr_options one = r->o;
+        one.op = r->ops[k];
+        LGR_RETRY(L, st, next ? gr_reduce_axes_async(ctx, b, &one, mask, out[k], next)
+                         : along ? gr_reduce_segments(ctx, b, &one, along, out[k])
+                                 : gr_reduce_axes(ctx, b, &one, mask, out[k]));
+        if (st != GR_OK) return lgr_fail(L, st, r->arg, NULL);
+        if (next) next++;
+    }
     if (!u) return 1;
+    u->nops = (int)(next - u->p);
     lua_setiuservalue(L, table - 1, 3);         /* the table, which wait returns */
     hold_while_in_flight(L, r);
     return 1;

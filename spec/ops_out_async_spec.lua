@@ -592,14 +592,7 @@ describe("gr.reduce with opts.ops and opts.async: one read where the ops fuse", 
     local b = random_buffer(100003, "float32", "device", 6)
     local want = gr.reduce(b, { ops = ops })
     local function call() return gr.reduce(b, { ops = ops, async = true }):wait() end
-    --- What the context holds once the garbage and the pool's idle scratch are given back.
-    local function held()
-      collectgarbage()
-      gr.pool_trim()
-      local st = gr.pool_stats()
-      return string.format("%d bytes in %d allocations", st.live_device_bytes + st.live_pinned_bytes,
-                           st.live_allocations)
-    end
+    local held = H.held
     call()
     gr.pool_trim()
     local before = gr.debug_events()

@@ -12,6 +12,16 @@ What it checks
     one (an empty buffer's mean).
   - gr.describe: count is #b, the rest the single calls' values.
   - With segment, offsets and axis: each op's result buffers, byte for byte the single calls'.
+  - Along segments, offsets and rows, where the ops fuse (one launch of the segmented fused kernel on the
+    GPU): every way a segment is shared out -- lanes (tiny segments, short rows), a block, several blocks
+    of one segment (two huge segments, a row over 2 MiB), very uneven offsets -- over nine dtypes and two
+    sets of ops (the describe set; the two-result and nan ops with prod and norm, one over the 6
+    accumulators a segmented kernel takes), on a slice off a 16-byte boundary; rows of 5, 100 and 3000
+    elements (argmin/argmax's 100 go to the column kernel: calls of their own), several reduced axes,
+    keepdims, a stream, async, opts.out, a narrowed (strided) view and gpu_to_gpu (calls of their own):
+    each buffer byte for byte the single call's. With a GPU the launches are counted (the ops that fuse
+    take one launch together) and every injected failure of a fused call (alloc, launch, copy) raises,
+    holds nothing and leaves the next call right. int32 sums, extremes and counts also against a Lua loop.
   - Bad input: an unknown or repeated name, an empty list, ops with op, ops on a shortcut, with streamed,
     on reduce_many and plan, describe with op -- each a clear error naming opts.ops (opts.out and opts.async
     with ops: ops_out_async_spec.lua).
@@ -150,6 +160,168 @@ describe("gr.reduce with opts.ops", function()
     fails("goes with gr.reduce", gr.reduce_many, { b }, { ops = { "sum" } })
     fails("goes with gr.reduce", gr.plan, b, { ops = { "sum" } })
     fails("opts.op", gr.describe, b, { op = "sum" })
+  end)
+end)
+
+describe("gr.reduce with opts.ops along segments, offsets and rows", function()
+  local has_gpu = gr.backend() == "cuda"
+  local DESCRIBE = { "sum", "mean", "std", "min", "max", "count" }
+  local WIDE = { "argmin", "argmax", "minmax", "nansum", "nanmax", "norm", "prod" }
+  -- each (dtype, set) is one NVRTC compile on the GPU: both sets for two dtypes, one for the others
+  local CASES = { { "float32", DESCRIBE }, { "float32", WIDE }, { "int16", DESCRIBE }, { "int16", WIDE },
+                  { "float64", WIDE }, { "float16", DESCRIBE }, { "bfloat16", WIDE }, { "float8_e5m2", DESCRIBE },
+                  { "int32", DESCRIBE }, { "uint8", WIDE }, { "bool", DESCRIBE } }
+
+  local function launches(fn)
+    local before = gr.debug_events().launch
+    local r = fn()
+    return gr.debug_events().launch - before, r
+  end
+
+  local changed = require("support.helpers").changed
+  local function bytes_of(x)
+    if type(x) == "table" then return bytes_of(x[1]) .. "|" .. bytes_of(x[2]) end
+    return x:dtype() .. ":" .. x:tobytes()
+  end
+
+  --- gr.reduce(v, opts + ops) against each op's single call, byte for byte; with a GPU the fused call
+  --- takes at most `most` launches (nil: fewer than the single calls'; false: as many, nothing fuses).
+  --- Returns the fused table.
+  local function check(v, ops, opts, what, most)
+    local n, got = launches(function() return gr.reduce(v, changed(opts, { ops = ops })) end)
+    if opts.async then got = got:wait() end
+    local singles = 0
+    for _, op in ipairs(ops) do
+      local alone = changed(opts, { op = op, out = false })    -- opts.out is keyed by op name
+      local k, r = launches(function() return table.pack(gr.reduce(v, alone)) end)
+      if opts.async then r = table.pack(r[1]:wait()) end
+      singles = singles + k
+      local want = r.n > 1 and { r[1], r[2] } or r[1]
+      assert.are.equal(bytes_of(want), bytes_of(got[op]), what .. ": " .. op .. " differs from its single call")
+    end
+    if has_gpu and singles > 0 then
+      local bound = most == false and singles or most or singles - 1
+      assert(n <= bound, string.format("%s: %d launches, the single calls %d", what, n, singles))
+    end
+    return got
+  end
+
+  local function data(d, n, seed)
+    local b = gr.buffer(n + 3, d)
+    if d == "bool" then b:random(seed) elseif FLOATS[d] then b:random(seed, -2, 2) else b:random(seed) end
+    if FLOATS[d] then b[5] = 0 / 0 end
+    return b:slice(2, n)                        -- off a 16-byte boundary
+  end
+
+  for _, case in ipairs(CASES) do
+    local d, ops = case[1], case[2]
+    it(d .. " {" .. table.concat(ops, ", ") .. "}: lanes, blocks, split blocks and uneven offsets", function()
+      -- the describe set fuses whole over 2-byte and wider data (a byte's mean and std are not pipelined's)
+      local one = ops == DESCRIBE and #gr.buffer(1, d):tobytes() > 1 and 1 or nil
+      local n = 1 << 20
+      local b = data(d, n, #d)
+      for _, size in ipairs({ 4, 64, 4096, n // 2 }) do
+        check(b, ops, { segment = size }, string.format("%s segment %d", d, size), one)
+      end
+      local bounds = { 0, 0, 17, 5000, 5001 }
+      for i = 1, 58 do bounds[#bounds + 1] = 5001 + i * 97 end
+      bounds[#bounds + 1] = n // 2 + 3          -- one segment of about 2 MiB among short ones
+      bounds[#bounds + 1] = n
+      check(b, ops, { offsets = gr.buffer(bounds, "int64") }, d .. " uneven offsets", one and 2)
+      check(b, ops, { offsets = gr.buffer({ 0, 3, 3, 40, 41, 141 }, "int64") }, d .. " short offsets", one and 2)
+    end)
+  end
+
+  for _, case in ipairs(CASES) do
+    local d, ops = case[1], case[2]
+    it(d .. " {" .. table.concat(ops, ", ") .. "}: rows, several axes, keepdims, async, a stream", function()
+      for _, cols in ipairs({ 5, 100, 3000 }) do
+        local m = data(d, 120 * cols, cols):contiguous():view{ 120, cols }
+        check(m, ops, { axis = 2 }, string.format("%s (120, %d) axis 2", d, cols))
+        check(m, ops, { axis = -1, keepdims = true }, string.format("%s (120, %d) keepdims", d, cols))
+      end
+      local t = data(d, 4 * 5 * 60, 7):contiguous():view{ 4, 5, 60 }
+      check(t, ops, { axis = { 2, 3 } }, d .. " (4, 5, 60) axes 2, 3")
+      check(t, ops, { axis = 3, async = true }, d .. " (4, 5, 60) axis 3 async")
+      check(t, ops, { axis = 3, stream = gr.stream() }, d .. " (4, 5, 60) axis 3 on a stream")
+      local long = data(d, 2 * ((1 << 19) + 5), 3):contiguous():view{ 2, (1 << 19) + 5 }
+      check(long, ops, { axis = 2 }, d .. " rows of 2 MiB and more: split blocks")
+    end)
+  end
+
+  it("calls of their own where nothing fuses (columns, a strided view, gpu_to_gpu); two ops fuse", function()
+    local m = data("float32", 60 * 100, 11):contiguous():view{ 60, 100 }
+    check(m, DESCRIBE, { axis = 1 }, "columns", false)
+    check(m:narrow(2, 2, 50), DESCRIBE, { axis = 2 }, "a narrowed view", false)
+    local b = data("float32", 6000, 12)
+    check(b, { "sum", "mean", "std" }, { segment = 300, determinism = "gpu_to_gpu" }, "gpu_to_gpu", false)
+    check(b, { "sum", "argmax" }, { segment = 300 }, "sum and argmax")
+  end)
+
+  it("opts.out: the given buffers written and returned, the others new", function()
+    local b = data("float32", 6000, 13)
+    local sums, where = gr.buffer(20, "float32"):fill(7), { gr.buffer(20, "float32"), gr.buffer(20, "int64") }
+    local got = check(b, { "sum", "argmax", "std", "max" }, { segment = 300, out = { sum = sums, argmax = where } },
+                      "out")
+    assert.are.equal(sums, got.sum)
+    assert.are.equal(where[1], got.argmax[1])
+    assert.are.equal(where[2], got.argmax[2])
+  end)
+
+  -- with a GPU: every injected failure (alloc, launch, copy) of a fused call raises, holds nothing after it,
+  -- and the next call is right
+  local gpu_it = has_gpu and it or pending
+  gpu_it("every injected failure raises, holds no memory and leaves the next call right", function()
+    local ops = { "sum", "min", "max", "mean", "argmax", "norm" }
+    local b = data("float32", 1 << 20, 31)
+    local m = data("float32", 2 * ((1 << 19) + 5), 32):contiguous():view{ 2, (1 << 19) + 5 }  -- split rows
+    local calls = {
+      segment = function() return gr.reduce(b, { ops = ops, segment = 1 << 18 }) end,
+      axis_async = function() return gr.reduce(m, { ops = ops, axis = 2, async = true }):wait() end,
+    }
+    local held = require("support.helpers").held
+    local tried = 0
+    for name, call in pairs(calls) do
+      local want = {}
+      for op, r in pairs(call()) do want[op] = bytes_of(r) end
+      gr.pool_trim()
+      local before = gr.debug_events()
+      call()
+      local after = gr.debug_events()
+      for _, kind in ipairs({ "alloc", "launch", "copy" }) do
+        for k = 1, after[kind] - before[kind] do
+          local where, base = string.format("%s: %s %d", name, kind, k), held()
+          gr.debug_fault(kind, k)
+          local ok, err = pcall(call)
+          gr.debug_fault(kind, 0)
+          assert(not ok and tostring(err):find("injected fault", 1, true), where .. ": " .. tostring(err))
+          assert.are.equal(base, held(), where .. ": what is held after the failure")
+          for op, r in pairs(call()) do assert.are.equal(want[op], bytes_of(r), where .. ", the next call: " .. op) end
+          tried = tried + 1
+        end
+      end
+    end
+    assert(tried > 0, "no event to fail")
+  end)
+
+  it("int32: sums, extremes, counts and argmax per segment as a Lua loop gives them", function()
+    local n, size = 30000, 250
+    local b = gr.buffer(n, "int32"):random(21, -1000, 1000)
+    local x = b:totable()
+    local r = gr.reduce(b, { ops = { "sum", "min", "max", "count", "argmax" }, segment = size })
+    local sum, min, max, count, arg = r.sum:totable(), r.min:totable(), r.max:totable(), r.count:totable(),
+                                      r.argmax[2]:totable()
+    for s = 1, n // size do
+      local ws, wmin, wmax, wc, wi = 0, math.huge, -math.huge, 0, 0
+      for i = 1, size do
+        local v = x[(s - 1) * size + i]
+        ws = ws + v
+        if v < wmin then wmin = v end
+        if v > wmax then wmax, wi = v, i end
+        if v ~= 0 then wc = wc + 1 end
+      end
+      assert.are.same({ ws, wmin, wmax, wc, wi }, { sum[s], min[s], max[s], count[s], arg[s] }, "segment " .. s)
+    end
   end)
 end)
 

@@ -52,6 +52,25 @@ int gr_fused_slot(const gr_image *img, gr_op op, gr_dtype in, int acc) {
     return -1;
 }
 
+int gr_fused_writers(const gr_op *slot_ops, int m, gr_dtype in, gr_fused_writer *w) {
+    int count = 0;
+    for (int j = 0; j < m; j++)
+        for (int op = 0; op < GR_OP_COUNT && count < GR_FUSED_WRITERS; op++)
+            if (gr_fused_takes((gr_op)op, in) && gr_fused_fold_op((gr_op)op, in) == slot_ops[j])
+                w[count++] = (gr_fused_writer){(gr_op)op, j};
+    return count;
+}
+
+int gr_fused_writer_of(const gr_image *img, gr_op op, int j) {
+    gr_op slots[GR_OP_COUNT];
+    gr_fused_writer w[GR_FUSED_WRITERS];
+    for (int k = 0; k < img->fused_count; k++) slots[k] = (gr_op)img->fused_ops[k];
+    int count = gr_fused_writers(slots, img->fused_count, img->in, w);
+    for (int k = 0; k < count; k++)
+        if (w[k].op == op && w[k].slot == j) return k;
+    return -1;
+}
+
 /* The image's passes, with no result of their own: the caller reads the tuple. */
 static int fused_launch(const gr_run *run, gr_launch *L) { return gr_image_pass.launch(run, L); }
 
@@ -84,7 +103,7 @@ static gr_result tuple_result(gr_op op, const void *tuple, tuple_at at, gr_dtype
 
 /* Whether the fused kernel can stand for the ops' single calls on b with o. */
 static int fusable(const gr_context *ctx, const gr_buffer *b, const gr_options *o, const gr_image *fused) {
-    return fused && fused->fused_count > 1 && fused->in == b->dtype && ctx->base.backend == GR_BACKEND_CUDA &&
+    return fused && fused->fused_count > 1 && !fused->has_segments && fused->in == b->dtype && ctx->base.backend == GR_BACKEND_CUDA &&
            gr_buffer_where(b) == GR_DEVICE && b->n > 0 && o->determinism != GR_DET_GPU_TO_GPU && !gr_options_way(o);
 }
 

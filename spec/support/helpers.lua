@@ -293,6 +293,16 @@ function M.changed(base, changes)
   return t
 end
 
+--- What the context holds once the garbage and the pool's idle scratch are given back, as a string to
+-- compare before and after a call that an injected fault failed (it must leave nothing held).
+function M.held()
+  collectgarbage()
+  gr.pool_trim()
+  local st = gr.pool_stats()
+  return string.format("%d bytes in %d allocations", st.live_device_bytes + st.live_pinned_bytes,
+                       st.live_allocations)
+end
+
 local function bits(x) return (string.unpack("<i8", string.pack("<d", x))) end
 
 --- Whether two results of whole-buffer reductions are the same bits: floats bit for bit (NaN any NaN),
