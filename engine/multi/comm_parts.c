@@ -49,7 +49,8 @@ typedef struct {
 
 static int exact(const gr_options *o) { return o->determinism == GR_DET_GPU_TO_GPU; }
 
-/* The ops one all-reduce of the ranks' results combines (comm.c's across_ops) take that path. */
+/* Every op whose accumulator is more than its result, or whose result is not its accumulator (mean); the
+ * others (comm.c's across_ops) combine by one all-reduce of the ranks' values, but at gpu_to_gpu. */
 int gr_part_gathered(const gr_options *o) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
     return exact(o) || (d && (d->family != GR_FAMILY_VALUE || d->result == GR_RESULT_MEAN));
