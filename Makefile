@@ -190,7 +190,7 @@ LUA_ENV := LUA_PATH="lua/?.lua;lua/?/init.lua;$${LUA_PATH:-;}" LUA_CPATH="$(BUIL
 
 .PHONY: all module lib run demo test check-asan check-valgrind bench bench-types bench-cpu accuracy clean deps readme \
         install install-lua install-lib dist rock bench-shapes
-HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
+HOST_PROGRAMS := $(BUILD)/embed_host $(BUILD)/c_api_host $(BUILD)/comm_env_host $(BUILD)/nvrtc_compile $(BUILD)/kcache_host \
                  $(if $(wildcard $(CUDA_INCDIR)/nvrtc.h),$(BUILD)/nvrtc_headers)
 all: module lib $(HOST_PROGRAMS)
 module: $(MODULE)
@@ -279,10 +279,10 @@ $(BUILD)/nvrtc_headers: spec/host/nvrtc_headers.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -Wall -I$(CUDA_INCDIR) $< -o $@ -L$(CUDA_HOME)/lib64 -lnvrtc -Wl,-rpath,$(CUDA_HOME)/lib64
 
-# The C API host and the NVRTC layer's test (spec/host/nvrtc_compile.c): NVRTC is opened at run time,
-# so they build with or without a toolkit. The kernel cache's test (kcache_host.c) links kcache.o with the base
-# modules it uses (env, hash).
-C_HOSTS := $(BUILD)/c_api_host $(BUILD)/nvrtc_compile
+# The C API host, the launcher's C host (comm_env_host.c: gr_comm_from_env) and the NVRTC layer's test
+# (spec/host/nvrtc_compile.c): NVRTC and NCCL are opened at run time, so they build with or without a
+# toolkit. The kernel cache's test (kcache_host.c) links kcache.o with the base modules it uses (env, hash).
+C_HOSTS := $(BUILD)/c_api_host $(BUILD)/comm_env_host $(BUILD)/nvrtc_compile
 $(C_HOSTS:$(BUILD)/%=$(OBJ)/spec/host/%.o) $(OBJ)/spec/host/kcache_host.o: $(OBJ)/spec/host/%.o: spec/host/%.c $(OBJ)/spec/host/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(GR_CFLAGS) $(DEPFLAGS) -c $< -o $@
@@ -440,6 +440,6 @@ clean:
 # its .d, a target of no recipe: an object without one (a build from before, a deleted .d) is compiled
 # again. Named here, the .d files are not intermediate files, which make would not bother to remake.
 DEP_FILES := $(patsubst %.o,%.d,$(ENGINE_OBJ) $(BINDING_OBJ) $(CUDA_OBJ) $(OBJ)/engine/base/device_none.o \
-               $(addprefix $(OBJ)/spec/host/,embed_host.o c_api_host.o nvrtc_compile.o kcache_host.o))
+               $(addprefix $(OBJ)/spec/host/,embed_host.o c_api_host.o comm_env_host.o nvrtc_compile.o kcache_host.o))
 $(DEP_FILES):
 include $(wildcard $(DEP_FILES))

@@ -505,12 +505,21 @@ extern const char *const gr_comm_op_names[GR_COMM_OP_COUNT + 1];
  * result on every rank when this returns. A collective that does not end within the timeout aborts the
  * communicator (later calls fail, saying so). */
 gr_status gr_comm_allreduce(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op);
-/* b reduced here by gr_reduce, then the values combined across ranks (sum, prod, min, max, and, or,
- * count, sumsq, nansum, nanmin, nanmax, absmax, asum: GR_EINVAL naming "op" for the others): the same
- * result on every rank, the value combined in float64, int64, uint64 or (and, or) uint8. A device buffer
- * of the communicator's device, reduced by a kernel whose passes end on the device, is waited for once:
- * its value stays there until the combined one comes back (the same bits as through the host). */
+/* b reduced here by gr_reduce, then the values combined across ranks: the same result on every rank.
+ * sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum: the value combined
+ * by one all-reduce in float64, int64, uint64 or (and, or) uint8; a device buffer of the communicator's
+ * device, reduced by a kernel whose passes end on the device, is waited for once (its value stays there
+ * until the combined one comes back, the same bits as through the host). mean, nanmean, var, std, norm,
+ * argmin, argmax, minmax, and every op at gpu_to_gpu: each rank's accumulator and element count gathered
+ * to every rank (ncclAllGather) and merged in rank order on the host -- float32 accumulators in float64,
+ * argmin/argmax indices into the ranks' data concatenated in rank order, gpu_to_gpu's exact sums merged
+ * exactly (one buffer's bits); one rank, or one rank holding every element, gives gr_reduce's result. */
 gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out);
+/* What gr_comm_reduce gives every rank of a job whose rank i holds parts[i], for the ops whose accumulators
+ * are gathered, merged in this process with no communicator (any backend): a check of a job's result, and
+ * the tests' way to reach the merge without several GPUs. GR_EINVAL naming "op" for the ops NCCL combines. */
+gr_status gr_comm_combine_parts(gr_context *ctx, gr_buffer *const *parts, size_t count, const gr_options *o,
+                                gr_result *out);
 /* b (a device buffer of the communicator's device) reduced here along the axes in the mask `axes` into
  * out (as gr_reduce_axes: one result buffer of the op's segment dtype, on that device), then out combined
  * across the ranks in place, element by element, by NCCL (the ops of gr_comm_reduce; their result dtypes

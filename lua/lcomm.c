@@ -166,6 +166,36 @@ static int c_reduce(lua_State *L) {
     return lgr_push_result(L, &v);
 }
 
+/* gr.debug_comm_combine({b1, b2, ...}, opts): what c:reduce(b, opts) gives every rank of a job whose rank
+ * i - 1 holds bi, for the ops whose accumulators the ranks gather (mean, var, argmin, ...; every op at
+ * gpu_to_gpu), merged in this process: no communicator, any backend. */
+int lgr_debug_comm_combine(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_Integer k = luaL_len(L, 1);
+    if (k < 1 || k > 65536)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "expected a list of 1 to 65536 buffers (got %I)", k));
+    lgr_request r;
+    lgr_request_read(L, 2, -1, 0, &r);
+    if (r.async || r.streamed || r.segment || r.offsets || r.user_op || r.dtype >= 0 || r.naxes)
+        return luaL_argerror(L, 2, "opts: c:reduce's parts are whole-buffer reductions of a built-in op (not axis, "
+                                   "async, streamed, segment, offsets, dtype or an operator)");
+    luaL_checkstack(L, (int)k + 2, "too many buffers");
+    gr_buffer **parts = lua_newuserdatauv(L, (size_t)k * sizeof *parts, 0);     /* the collector frees it */
+    int base = lua_gettop(L);
+    for (lua_Integer i = 1; i <= k; i++) {
+        lua_geti(L, 1, i);              /* kept on the stack: a compact copy replaces a strided view there */
+        if (!luaL_testudata(L, -1, BUFFER_MT))
+            return luaL_argerror(L, 1, lua_pushfstring(L, "element %I: expected a buffer, got %s", i,
+                                                       luaL_typename(L, -1)));
+        parts[i - 1] = lgr_check_reduced_buffer(L, base + (int)i, lgr_request_order_free(&r));
+    }
+    lgr_request_prepare(L, &r, LGR_FOR_RUN, parts, 1);
+    gr_result v;
+    gr_status st = gr_comm_combine_parts(lgr_ctx(L), parts, (size_t)k, &r.o, &v);
+    if (st != GR_OK) return lgr_fail(L, st, 2, "parts", 1, "b", 1, NULL);
+    return lgr_push_result(L, &v);
+}
+
 static int c_barrier(lua_State *L) {
     gr_status st = gr_comm_barrier(lgr_ctx(L), check_comm(L));
     if (st != GR_OK) return lgr_fail(L, st, 0, NULL);

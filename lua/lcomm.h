@@ -10,6 +10,7 @@
 
 int lgr_comm(lua_State *L);
 int lgr_comm_id(lua_State *L);
+int lgr_debug_comm_combine(lua_State *L);
 int lgr_nccl_version(lua_State *L);
 extern const luaL_Reg lgr_comm_methods[], lgr_comm_meta[];
 

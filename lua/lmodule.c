@@ -22,7 +22,7 @@ static const luaL_Reg module_funcs[] = {
     {"backend", lgr_backend}, {"bench", lgr_bench},
     {"bench_dot", lgr_bench_dot}, {"bench_read", lgr_bench_read}, {"buffer", lgr_buffer}, {"clock", lgr_clock}, {"comm", lgr_comm},
     {"comm_id", lgr_comm_id}, {"copy", lgr_copy},
-    {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault},
+    {"debug_comm_combine", lgr_debug_comm_combine}, {"debug_events", lgr_debug_events}, {"debug_fault", lgr_debug_fault},
     {"debug_float_decode", lgr_debug_float_decode}, {"debug_float_device", lgr_debug_float_device},
     {"debug_float_encode", lgr_debug_float_encode}, {"device", lgr_device},
     {"devices", lgr_devices}, {"dot", lgr_dot}, {"dtypes", lgr_dtypes}, {"finishes", lgr_finishes},

@@ -54,9 +54,22 @@
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
 #   carry limit is 64 MiB), carried with the call, instead of building on the host (234 s of device time
 #   with every dtype); scripts/pack-prebuilt.sh packs a local build so, with the host programs.
+#   Without PREBUILT, where the tree holds results/carry or results/mod (a prebuilt module carried, as
+#   pack-prebuilt.sh leaves one), the batch stops before building and says so: a forgotten PREBUILT
+#   would spend those minutes. BUILD_ON_DEVICE=1 builds anyway.
 # A copy of the tree without .git can name its revision in GPUREDUCE_REV (the lab's headers carry it).
 set -uo pipefail
 OUT=${OUT:-results/gpu}
+if [ -z "${PREBUILT:-}" ] && [ "${BUILD_ON_DEVICE:-0}" != 1 ]; then
+    for carried in results/carry results/mod; do
+        if [ -d "$carried" ]; then
+            echo "gpu-batch: PREBUILT is not set, but $carried is here (a prebuilt module, carried): building on" \
+                 "the device costs minutes of GPU time. Run with PREBUILT=$carried to use it, or" \
+                 "BUILD_ON_DEVICE=1 to build anyway." >&2
+            exit 2
+        fi
+    done
+fi
 mkdir -p "$OUT"
 steps=${*:-test bench}
 

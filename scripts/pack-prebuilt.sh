@@ -7,7 +7,7 @@
 set -euo pipefail
 build=${1:-build-cuda}
 dir=${2:-results/carry}
-hosts=(c_api_host embed_host kcache_host nvrtc_compile nvrtc_headers
+hosts=(c_api_host comm_env_host embed_host kcache_host nvrtc_compile nvrtc_headers
        libgpureduce.so.0 libgpureduce.so libgpureduce.a gpureduce.pc)
 make -s CUDA=1 CUDA_ARCH=90 BUILD="$build" -j"$(nproc)" all
 mkdir -p "$dir/gpureduce"

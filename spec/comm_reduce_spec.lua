@@ -1,13 +1,22 @@
--- c:reduce (engine/multi/comm.c; docs/api.md "Communicators"): one value, and along axes, on a
--- communicator of one rank -- where it must give gr.reduce's results bit for bit, NCCL's all-reduce of one
--- rank leaving them as they are -- and its errors. Several ranks: experiments/multi_gpu/env_rank.lua,
+-- c:reduce (engine/multi/comm.c, comm_parts.c; docs/api.md "Communicators"): one value, and along axes,
+-- on a communicator of one rank -- where it must give gr.reduce's results bit for bit, NCCL's collectives
+-- of one rank leaving them as they are -- and its errors. Several ranks: experiments/multi_gpu/env_rank.lua,
 -- which launch.lua starts (comm_env_spec.lua runs it on two GPUs), checks every rank against the ranks'
--- local results combined in Lua (experiments/multi_gpu/across.lua).
--- Needs a GPU and NCCL (pending without them): a communicator is NCCL's.
+-- local results combined in Lua, and the gathered ops (mean, var, argmin, ...) against the reference of
+-- every rank's data (experiments/multi_gpu/across.lua).
+-- The communicator cases need a GPU and NCCL (pending without them). The merge of the gathered ops'
+-- parts runs on every backend through gr.debug_comm_combine (several ranks' buffers in one process),
+-- checked against spec/support/fuzz_reference.lua's reference of the data concatenated in rank order.
 local gr = require "gpureduce"
 local H = require("support.helpers").bind(it, function(reason) pending(reason) end)
 local L = require "support.lab_script"            -- puts experiments/ on package.path
+local R = require "support.fuzz_reference"
 local across = require "multi_gpu.across"
+
+--- Every op c:reduce takes for one value: those one all-reduce combines, then the gathered ones.
+local ALL_OPS = {}
+for _, op in ipairs(across.OPS) do ALL_OPS[#ALL_OPS + 1] = op end
+for _, op in ipairs(across.GATHERED) do ALL_OPS[#ALL_OPS + 1] = op end
 
 --- An `it` that needs a GPU and NCCL; pending without either.
 local function nccl_it(title, fn)
@@ -110,10 +119,9 @@ describe("c:reduce along axes on one rank", function()
     with_comm(function(c)
       local m = gr.buffer(12, "float32"):iota(1):view { 3, 4 }
       local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum)"
-      for _, op in ipairs({ "mean", "var", "std", "norm", "nanmean", "argmin", "argmax", "minmax" }) do
+      for _, op in ipairs(across.GATHERED) do
         H.expect_error("opts.op: '" .. op .. "' across ranks is not built " .. accepted, c.reduce, c, m,
           { op = op, axis = 1 })
-        H.expect_error("'" .. op .. "' across ranks is not built", c.reduce, c, m:contiguous(), { op = op })
       end
       H.expect_error("opts.axis: 3 is not an axis of this 2-axis buffer", c.reduce, c, m, { axis = 3 })
       H.expect_error("opts.keepdims goes with opts.axis", c.reduce, c, m, { keepdims = true })
@@ -134,8 +142,10 @@ describe("c:reduce of one value on one rank", function()
     with_comm(function(c)
       local ways = { {}, { finish = "device" }, { finish = "hybrid" }, { finish = "host" }, { finish = "single" },
         { determinism = "gpu_to_gpu" }, { variant = "interleaved" }, { variant = "cpu" } }
+      ways[#ways + 1] = { ddof = 1 }
+      ways[#ways + 1] = { acc = "float64" }
       for _, dtype in ipairs(across.DTYPES) do
-        for _, op in ipairs(across.OPS) do
+        for _, op in ipairs(ALL_OPS) do
           for _, n in ipairs({ 1, 33, 4097, 1000003 }) do
             local b = across.data(gr, dtype, op, 0, n, 1)
             for _, way in ipairs(ways) do
@@ -169,6 +179,171 @@ describe("c:reduce of one value on one rank", function()
       assert.are.equal(0, c:reduce(gr.buffer(0, "int32")))
       H.expect_error("min of an empty buffer is undefined", c.reduce, c, gr.buffer(0, "float32"), { op = "min" })
     end)
+  end)
+
+  nccl_it("gathers mean, var, argmin, ... through NCCL as the parts merge in one process, of every buffer kind", function()
+    with_comm(function(c)
+      for _, dtype in ipairs(across.GATHERED_DTYPES) do
+        for _, op in ipairs(across.GATHERED) do
+          local d = across.data(gr, dtype, op, 1, 5001, 1)
+          local h = gr.buffer(#d, dtype, { where = "host" })
+          gr.copy(h, d)
+          for _, b in ipairs({ d, h, d:slice(17, 3000) }) do
+            local opts = { op = op, ddof = (op == "var" or op == "std") and 1 or nil }
+            local label = string.format("%s %s (%s, %d)", dtype, op, b:where(), #b)
+            local w1, w2 = gr.reduce(b, opts)
+            local g1, g2 = c:reduce(b, opts)
+            assert(H.same_result({ w1, w2 }, { g1, g2 }), label .. ": gr.reduce " .. tostring(w1) .. ", got " ..
+              tostring(g1))
+            local m1, m2 = gr.debug_comm_combine({ b }, opts)
+            assert(H.same_result({ m1, m2 }, { g1, g2 }), label .. ": merged in one process " .. tostring(m1))
+          end
+        end
+      end
+      H.expect_error("mean of an empty buffer is undefined", c.reduce, c, gr.buffer(0, "float32"), { op = "mean" })
+      assert.are.equal(0.0, c:reduce(gr.buffer(0, "float32"), { op = "norm" }))
+    end)
+  end)
+end)
+
+--- Rank q's buffer of a merge case: across.lua's data, of length n.
+local function parts_of(dtype, op, lengths)
+  local parts = {}
+  for q = 0, #lengths - 1 do parts[q + 1] = across.data(gr, dtype, op, q, lengths[q + 1]) end
+  return parts
+end
+
+--- One buffer holding the parts' elements in order.
+local function joined(parts)
+  local bytes = {}
+  for i, p in ipairs(parts) do bytes[i] = p:tobytes() end
+  return gr.buffer(table.concat(bytes), parts[1]:dtype())
+end
+
+describe("c:reduce's gathered parts merged in one process (gr.debug_comm_combine), on every backend", function()
+  it("gives the reference of every rank's data concatenated in rank order: every op, dtype and rank count", function()
+    for _, dtype in ipairs(across.GATHERED_DTYPES) do
+      for _, op in ipairs(across.GATHERED) do
+        for _, size in ipairs({ 1, 2, 3, 5 }) do
+          local variants = { { op = op } }
+          if op == "var" or op == "std" then variants[2] = { op = op, ddof = 1 } end
+          if dtype == "float32" and R.OPS[op] and require("support.ops_reference").TAKES_FLOAT64_ACC[op] then
+            variants[#variants + 1] = { op = op, acc = "float64" }
+          end
+          for _, opts in ipairs(variants) do
+            local parts = {}
+            for q = 0, size - 1 do parts[q + 1] = across.data(gr, dtype, op, q, across.length(q)) end
+            local got, got2 = gr.debug_comm_combine(parts, opts)
+            local ok, why = across.check_gathered(gr, R, dtype, op, opts, size, nil, got, got2)
+            assert(ok, string.format("%s %s %d ranks %s: %s", dtype, op, size, H.describe_opts(opts), tostring(why)))
+          end
+        end
+      end
+    end
+  end)
+
+  --- Checks that the parts give gr.reduce(b, opts)'s bits wherever b is the only part holding elements;
+  -- where gr.reduce refuses opts, that the merge refuses them in its words.
+  local function alone_as_reduce(b, opts, label)
+    local ok, w1, w2 = pcall(gr.reduce, b, opts)
+    if not ok then
+      H.expect_error(tostring(w1):match("opts%.%a+") or tostring(w1):match("gpureduce: (.*)$"), gr.debug_comm_combine,
+        { b }, opts)
+      return
+    end
+    local empty = gr.buffer(0, b:dtype())
+    for _, parts in ipairs({ { b }, { empty, b }, { b, empty, empty } }) do
+      local g1, g2 = gr.debug_comm_combine(parts, opts)
+      assert(H.same_result({ w1, w2 }, { g1, g2 }), string.format("%s, %d parts: %s, gr.reduce %s", label, #parts,
+        tostring(g1), tostring(w1)))
+    end
+  end
+
+  it("gives gr.reduce's result bit for bit where one rank holds every element, however it was reduced", function()
+    local ways = { {}, { finish = "host" }, { finish = "hybrid" }, { determinism = "gpu_to_gpu" }, { acc = "float64" },
+      { ddof = 1 }, { variant = "cpu" }, { variant = "cpu_pairwise" }, { variant = "warp_shuffle" } }
+    for _, dtype in ipairs(across.GATHERED_DTYPES) do
+      for _, op in ipairs(across.GATHERED) do
+        for _, n in ipairs({ 1, 33, 4097 }) do
+          local b = across.data(gr, dtype, op, 1, n)
+          for _, way in ipairs(ways) do
+            local opts = H.changed({ op = op }, way)
+            alone_as_reduce(b, opts, string.format("%s %s n = %d %s", dtype, op, n, H.describe_opts(opts)))
+          end
+        end
+      end
+    end
+  end)
+
+  it("merges gpu_to_gpu's exact sums: the bits of one buffer of every rank's data, whatever the split", function()
+    local lengths = { { 1000 }, { 1, 999 }, { 500, 0, 333, 167 }, { 250, 250, 250, 250 } }
+    for _, dtype in ipairs({ "float32", "float64", "bfloat16" }) do
+      for _, op in ipairs({ "sum", "nansum", "asum", "sumsq", "mean", "nanmean", "norm", "var", "std" }) do
+        for _, split in ipairs(lengths) do
+          local parts = {}
+          for q = 1, #split do
+            parts[q] = gr.buffer(split[q], dtype):random(100 + q, -1e3, 1e3)
+            if split[q] > 2 and op:sub(1, 3) == "nan" then parts[q]:set({ 0 / 0 }, 2) end
+          end
+          local opts = { op = op, determinism = "gpu_to_gpu", ddof = op == "var" and 1 or nil }
+          local ok, want = pcall(gr.reduce, joined(parts), opts)
+          if ok then
+            local got = gr.debug_comm_combine(parts, opts)
+            assert(H.same_result(want, got), string.format("%s %s split {%s}: %s, one buffer %s", dtype, op,
+              table.concat(split, ", "), tostring(got), tostring(want)))
+          else
+            H.expect_error("opts.determinism", gr.debug_comm_combine, parts, opts)
+          end
+        end
+      end
+    end
+  end)
+
+  it("counts argmin and argmax indices in the ranks' data in rank order: first on ties, the first NaN wins", function()
+    local function arg(op, lists, dtype)
+      local parts = {}
+      for i, t in ipairs(lists) do parts[i] = #t > 0 and gr.buffer(t, dtype or "float64") or gr.buffer(0, dtype or "float64") end
+      return { gr.debug_comm_combine(parts, { op = op }) }
+    end
+    assert.are.same({ 1.0, 2 }, arg("argmin", { { 3, 1, 2 }, { 1, 5 } }))
+    assert.are.same({ 5.0, 5 }, arg("argmax", { { 3, 1, 2 }, { 1, 5 } }))
+    assert.are.same({ 1.0, 4 }, arg("argmin", { {}, { 2, 2, 2 }, { 1, 1 }, {}, { 1 } }))
+    assert.are.same({ 7, 1 }, arg("argmax", { { 7 }, {}, { 7, 7 } }, "int32"))   -- a tie across ranks: the first
+    assert.are.same({ 7, 2 }, arg("argmax", { {}, { 6, 7 }, { 7 } }, "int32"))
+    local nan = arg("argmax", { { 1, 9 }, { 4, 0 / 0, 2 }, { 0 / 0 } })
+    assert(nan[1] ~= nan[1] and nan[2] == 4, "argmax with NaNs: " .. tostring(nan[1]) .. ", " .. tostring(nan[2]))
+    nan = arg("argmin", { { 0 / 0 }, { 0 / 0, -5 } })
+    assert(nan[1] ~= nan[1] and nan[2] == 1, "argmin with NaNs: " .. tostring(nan[2]))
+    -- minmax: any NaN makes both NaN; otherwise the extremes of every rank
+    assert.are.same({ -5.0, 9.0 }, arg("minmax", { { 1, 9 }, {}, { -5, 2 } }))
+    local mm = arg("minmax", { { 1, 9 }, { 0 / 0 } })
+    assert(mm[1] ~= mm[1] and mm[2] ~= mm[2], "minmax with a NaN")
+    -- integers of the whole range: argmin of int64 and uint64 (unsigned order)
+    assert.are.same({ math.mininteger, 3 }, arg("argmin", { { 0, 5 }, { math.mininteger, math.mininteger } }, "int64"))
+    assert.are.same({ -1, 2 }, arg("argmax", { { 0 }, { -1, 1 } }, "uint64"))
+  end)
+
+  it("refuses a merge of parts that differ, and the ops NCCL combines, naming what it takes", function()
+    local f, i = gr.buffer({ 1, 2 }, "float32"), gr.buffer({ 1, 2 }, "int32")
+    H.expect_error("b: rank 1 reduced int32 with 'mean' (accumulator uint64, ddof 0), rank 0 float32 with 'mean' " ..
+      "(accumulator float32, ddof 0): every rank makes the same call on the same dtype", gr.debug_comm_combine,
+      { f, i }, { op = "mean" })
+    H.expect_error("opts.op: 'sum' is combined by NCCL's all-reduce of the ranks' results, not from their parts " ..
+      "(parts are gathered for mean, nanmean, var, std, norm, argmin, argmax, minmax, and every op at determinism " ..
+      "gpu_to_gpu)", gr.debug_comm_combine, { f }, { op = "sum" })
+    H.expect_error("element 2: expected a buffer, got number", gr.debug_comm_combine, { f, 3 }, { op = "mean" })
+    H.expect_error("expected a list of 1 to 65536 buffers (got 0)", gr.debug_comm_combine, {}, { op = "mean" })
+    H.expect_error("opts: c:reduce's parts are whole-buffer reductions", gr.debug_comm_combine, { f },
+      { op = "mean", axis = 1 })
+    H.expect_error("mean of an empty buffer is undefined", gr.debug_comm_combine,
+      { gr.buffer(0, "float32"), gr.buffer(0, "float32") }, { op = "mean" })
+    H.expect_error("argmax of an empty buffer is undefined", gr.debug_comm_combine, { gr.buffer(0, "int32") },
+      { op = "argmax" })
+    assert.are.equal(0.0, gr.debug_comm_combine({ gr.buffer(0, "float64"), gr.buffer(0, "float64") }, { op = "norm" }))
+    -- every part is left as it was
+    local before = f:tobytes()
+    gr.debug_comm_combine({ f, f }, { op = "var" })
+    assert.are.equal(before, f:tobytes())
   end)
 end)
 

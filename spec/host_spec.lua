@@ -68,6 +68,98 @@ describe("host applications", function()
   end)
 end)
 
+-- spec/host/comm_env_host.c: a C host joining from a launcher's variables (gr_comm_from_env; docs/api.md
+-- "Launchers"), started here in one-rank environments of each launcher with every other launcher variable
+-- unset. The variables are checked before NCCL is opened, so the refusals are checked on every backend;
+-- joining needs a GPU and NCCL.
+describe("a C host started by a launcher (spec/host/comm_env_host.c)", function()
+  local gr = require "gpureduce"
+  local CLEARED = "RANK WORLD_SIZE LOCAL_RANK OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE OMPI_COMM_WORLD_LOCAL_RANK " ..
+    "SLURM_PROCID SLURM_NTASKS SLURM_LOCALID MASTER_ADDR MASTER_PORT NCCL_COMM_ID GPUREDUCE_COMM_ID " ..
+    "TORCHELASTIC_USE_AGENT_STORE"
+
+  --- The program's exit code and output in an environment of `vars` (name = value) and no other
+  -- launcher variable.
+  local function launched(vars)
+    local exe, why = H.host_program("comm_env_host")
+    if not exe then return nil, why end
+    local cmd = { "env" }
+    for name in CLEARED:gmatch("%S+") do cmd[#cmd + 1] = "-u " .. name end
+    local names = {}
+    for k in pairs(vars) do names[#names + 1] = k end
+    table.sort(names)
+    for _, k in ipairs(names) do cmd[#cmd + 1] = k .. "=" .. H.quote(vars[k]) end
+    cmd[#cmd + 1] = H.quote(exe) .. " 2>&1"
+    local p = assert(io.popen(paths .. table.concat(cmd, " ")))
+    local out = p:read("a")
+    local _, _, code = p:close()
+    return code, out
+  end
+
+  local function refused(vars, text)
+    local code, out = launched(vars)
+    if code == nil then
+      pending(out)
+      return
+    end
+    assert.are.equal(3, code, out)
+    assert.truthy(out:find("comm_env_host: refused: " .. text, 1, true), out)
+  end
+
+  it("refuses missing and contradictory variables, naming them, on every backend", function()
+    refused({}, "no launcher variables are set: looked for RANK, WORLD_SIZE, LOCAL_RANK (torchrun); " ..
+      "OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK (mpirun); SLURM_PROCID, SLURM_NTASKS, " ..
+      "SLURM_LOCALID (Slurm); without a launcher give rank, size and id")
+    refused({ RANK = "0" }, "RANK is set but WORLD_SIZE is not (a torchrun launch sets RANK, WORLD_SIZE and LOCAL_RANK)")
+    refused({ RANK = "2", WORLD_SIZE = "2", LOCAL_RANK = "0" }, "RANK=2 is not below WORLD_SIZE=2 (ranks are 0 to 1)")
+    refused({ OMPI_COMM_WORLD_RANK = "1", OMPI_COMM_WORLD_SIZE = "2" }, "OMPI_COMM_WORLD_LOCAL_RANK is not set " ..
+      "(OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2): the local rank chooses this process's GPU")
+    refused({ SLURM_PROCID = "x", SLURM_NTASKS = "1" }, "SLURM_PROCID='x' is not a whole number from 0")
+    refused({ SLURM_PROCID = "0", SLURM_NTASKS = "1", SLURM_LOCALID = "0" }, "no rendezvous: set MASTER_ADDR and " ..
+      "MASTER_PORT")
+    refused({ RANK = "0", WORLD_SIZE = "1", MASTER_ADDR = "127.0.0.1" }, "MASTER_ADDR is set but MASTER_PORT is not")
+    local ndev = #gr.devices()
+    refused({ RANK = "1", WORLD_SIZE = ndev + 1, LOCAL_RANK = ndev, MASTER_ADDR = "127.0.0.1", MASTER_PORT = "29500" },
+      string.format("LOCAL_RANK=%d names device %d, but %d device%s visible", ndev, ndev + 1, ndev,
+        ndev == 1 and " is" or "s are"))
+  end)
+
+  --- A free-looking port for one job's rendezvous (random: two runs of the specs at once rarely meet).
+  local function a_port()
+    math.randomseed(os.time() + math.floor(os.clock() * 1e6))
+    return tostring(math.random(20000, 59999))
+  end
+
+  local STYLES = {
+    torchrun = function() return { RANK = "0", WORLD_SIZE = "1", LOCAL_RANK = "0", MASTER_ADDR = "127.0.0.1",
+      MASTER_PORT = a_port() } end,
+    mpirun = function()
+      local id = os.tmpname()
+      os.remove(id)           -- rank 0 writes the id there and removes it once every rank has joined
+      return { OMPI_COMM_WORLD_RANK = "0", OMPI_COMM_WORLD_SIZE = "1", OMPI_COMM_WORLD_LOCAL_RANK = "0",
+        GPUREDUCE_COMM_ID = id }
+    end,
+    Slurm = function() return { SLURM_PROCID = "0", SLURM_NTASKS = "1", SLURM_LOCALID = "0",
+      NCCL_COMM_ID = "127.0.0.1:" .. a_port() } end,
+  }
+  for _, style in ipairs({ "torchrun", "mpirun", "Slurm" }) do
+    H.gpu_it("joins one rank from " .. style .. "'s variables, reduces across it and checks the closed forms", function()
+      if not gr.nccl_version() then
+        pending("nccl: libnccl.so.2 cannot be opened")
+        return
+      end
+      local code, out = launched(STYLES[style]())
+      if code == nil then
+        pending(out)
+        return
+      end
+      assert.are.equal(0, code, out)
+      assert.truthy(out:find("comm_env_host: ok: " .. style .. " rank 0 of 1 on device 1: sum 500500, mean 500.5, " ..
+        "argmax 1000 at 1000, allreduce b[1] = 1", 1, true), out)
+    end)
+  end
+end)
+
 -- make install into a temporary DESTDIR, then what a user of the installation does: a C program built
 -- against the installed gr.h and library with pkg-config, and a host that embeds Lua loading the
 -- installed module. Installs exactly what the build folder holds: -o (assume old) keeps make from

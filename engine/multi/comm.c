@@ -34,6 +34,7 @@
 #include "core/exec.h"
 #include "core/plan.h"
 #include "core/pool.h"
+#include "multi/comm_parts.h"
 #include "ops/convert_element.h"
 #include "ops/ops.h"
 
@@ -76,7 +77,8 @@ typedef struct {            /* ncclConfig_t of NCCL 2.14 */
     X(int, ncclCommCount, (void *comm, int *count))                                                   \
     X(int, ncclCommCuDevice, (void *comm, int *device))                                               \
     X(int, ncclAllReduce, (const void *send, void *recv, size_t count, int dtype, int op, void *comm,  \
-                           void *stream))
+                           void *stream))                                                              \
+    X(int, ncclAllGather, (const void *send, void *recv, size_t count, int dtype, void *comm, void *stream))
 
 static struct {
 #define GR_NCCL_FIELD_(ret, fn, params) ret(*fn) params;
@@ -567,9 +569,48 @@ static gr_status reduce_on_device(gr_context *on, gr_comm *c, gr_buffer *b, cons
     return GR_OK;
 }
 
+/* The ops whose results one all-reduce cannot combine (mean, var, argmin, ...; every op at gpu_to_gpu):
+ * each rank's record of its accumulator (comm_parts.c) gathered to every rank by one ncclAllGather and
+ * merged there in rank order. A rank whose own reduction failed still sends its record, which says so:
+ * the others fail at once, naming it, instead of waiting out the timeout. */
+static gr_status reduce_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
+    size_t bytes = gr_part_bytes(o), all = bytes * (size_t)c->size, send = (bytes + 255) / 256 * 256;
+    char *mine = malloc(bytes);
+    if (!mine) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    gr_status own = gr_part_make(ctx, b, o, mine);
+    char arg[64] = "", said[GR_ERR_BYTES] = "";
+    if (own != GR_OK) {                 /* kept for after the gather, which may set messages of its own */
+        snprintf(arg, sizeof arg, "%s", gr_errarg(ctx));
+        snprintf(said, sizeof said, "%s", gr_errmsg(ctx) + (*arg ? strlen(arg) + 2 : 0));
+    }
+    gr_context *on = gr_ctx_enter(c->on);
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(on, send + all, all, &slot);
+    if (st != GR_OK) {
+        free(mine);
+        return st;
+    }
+    void *stream = on->stream, *recv = (char *)slot->dev + send;
+    memcpy(slot->host, mine, bytes);
+    free(mine);
+    int rc = gr_copy(on, slot->dev, slot->host, bytes, stream);
+    if (rc) st = gr_fail_dev(on, rc, "reduce: the record to the device");
+    if (st == GR_OK) st = settle(on, c, nc.ncclAllGather(slot->dev, recv, bytes, gr_dtype_nccl(GR_UINT8), c->nccl,
+                                                         stream), "ncclAllGather", "ncclAllGather was not issued");
+    if (st == GR_OK && (rc = gr_copy(on, slot->host, recv, all, stream)) != 0)
+        st = gr_fail_dev(on, rc, "reduce: the records to the host");
+    if (st == GR_OK) st = finish(on, c, "reduce");
+    if (st != GR_OK) gr_dev_stream_sync(stream);        /* the slot is reused: nothing may still write it */
+    else if (own != GR_OK) st = gr_set_error(ctx, own, *arg ? arg : NULL, said);
+    else st = gr_part_merge(ctx, slot->host, bytes, c->size, out);
+    gr_slot_release(on, slot);
+    return st;
+}
+
 gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
     gr_status st = usable(ctx, c);
     if (st == GR_OK) st = gr_buffer_check_compact(ctx, b, "b");
+    if (st == GR_OK && gr_part_gathered(o)) return reduce_gathered(ctx, c, b, o, out);
     gr_comm_op across;
     if (st == GR_OK) st = across_of(ctx, o, &across);
     if (st != GR_OK) return st;

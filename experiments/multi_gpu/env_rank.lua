@@ -5,6 +5,9 @@
 --   int16 and bool among them), of one value and along axes (1, -1 with keepdims, {1, 2}), against the
 --   ranks' own local results combined in Lua (across.lua): exactly, but for float sums and products of
 --   more than two ranks (NCCL's order), within 1e-5;
+--   c:reduce of the gathered ops (mean, nanmean, var, std, norm, argmin, argmax, minmax) over ten dtypes,
+--   each rank holding a different length: bit for bit what gr.debug_comm_combine gives over every rank's
+--   data made here, and within spec/support/fuzz_reference.lua's bounds of that data concatenated;
 --   with GPUREDUCE_BW_BYTES set, the bus bandwidth of c:allreduce over that many bytes of
 --   GPUREDUCE_BW_DTYPE (default bfloat16), which rank 0 prints: "busbw <GB/s> GB/s".
 -- Prints one line; exits 1 when a result is wrong. launch.lua starts it as torchrun and mpirun would;
@@ -16,7 +19,7 @@
 --
 -- GPUREDUCE_N: elements per rank of the first all-reduce (default 2^20); GPUREDUCE_CASES=0 skips the cases.
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
-package.path = here .. "/?.lua;" .. package.path
+package.path = here .. "/?.lua;" .. here .. "/../../spec/?.lua;" .. package.path
 
 local gr = require "gpureduce"
 local across = require "across"
@@ -61,6 +64,18 @@ if os.getenv("GPUREDUCE_CASES") ~= "0" then
             or tostring(form.axis), why)
         end
       end
+    end
+  end
+  -- the gathered ops: every rank's accumulator merged in rank order
+  local R = require "support.fuzz_reference"
+  for _, dtype in ipairs(across.GATHERED_DTYPES) do
+    for _, op in ipairs(across.GATHERED) do
+      local opts = { op = op, ddof = (op == "var" or op == "std") and 1 or nil }
+      local mine = across.data(gr, dtype, op, rank, across.length(rank), device)
+      local got, got2 = c:reduce(mine, opts)
+      local good, why = across.check_gathered(gr, R, dtype, op, opts, size, device, got, got2)
+      cases = cases + 1
+      if not good then wrong[#wrong + 1] = string.format("%s %s gathered: %s", dtype, op, why) end
     end
   end
   ok = ok and #wrong == 0

@@ -15,7 +15,7 @@ local COVERED = {
     absmax = "api", all = "api", ["and"] = "api", any = "api", argmax = "api", argmin = "api", asum = "api",
     backend = "module", bench = "reductions", bench_dot = "reductions", bench_read = "module", buffer = "buffers",
     clock = "reductions", comm = "module", comm_id = "module", copy = "buffers", count = "api",
-    debug_events = "module", debug_fault = "module", debug_float_decode = "module",
+    debug_comm_combine = "module", debug_events = "module", debug_fault = "module", debug_float_decode = "module",
     debug_float_device = "module", debug_float_encode = "module", describe = "reductions", device = "module",
     devices = "module", dot = "reductions", dtypes = "api", finishes = "reductions", format_plan = "reductions",
     from_dlpack = "buffers", int64 = "int64", kernel = "operators", kernel_compile = "operators",
@@ -208,6 +208,16 @@ describe("compat: communicators", function()
     end
   end)
 
+  it("debug_comm_combine merges the ranks' parts of a gathered op as c:reduce does, on every backend", function()
+    local parts = { gr.buffer({ 5, -3 }, "int32"), gr.buffer({ 8, 1 }, "int32") }
+    assert.equal(2.75, gr.debug_comm_combine(parts, { op = "mean" }))
+    assert.equal(17.1875, gr.debug_comm_combine(parts, { op = "var" }))   -- exact sums of int32
+    local value, index = gr.debug_comm_combine(parts, { op = "argmax" })
+    assert.equal(8, value)
+    assert.equal(3, index)                                 -- counted in the parts in order
+    expect_error("'sum' is combined by NCCL's all-reduce", gr.debug_comm_combine, parts, { op = "sum" })
+  end)
+
   it("a one-rank communicator: every method #gpu", function()
     if not has_nccl then
       pending("gpu: needs a CUDA device and NCCL")
@@ -225,6 +235,10 @@ describe("compat: communicators", function()
     assert.same(list, b:totable())
     assert.equal(R.ops.sum(list), c:reduce(b))
     assert.equal(-3, c:reduce(b, { op = "min" }))
+    assert.equal(2.75, c:reduce(b, { op = "mean" }))      -- gathered: each rank's accumulator
+    local value, index = c:reduce(b, { op = "argmax" })
+    assert.equal(8, value)
+    assert.equal(3, index)
     assert.is_nil(c:barrier())
     assert.is_true(c:_bench_raw(b, "sum", 2) >= 0)
     c:destroy()
