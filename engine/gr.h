@@ -465,7 +465,7 @@ gr_status gr_reduce_shards_ops(gr_context *ctx, gr_buffer *const *shards, size_t
 gr_status gr_reduce_shards_axes(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                                 unsigned axes, gr_buffer *out[2]);
 /* gr_dot_axes over two sharded arrays of one split (shard i of a and of b of one shape), as
- * gr_reduce_shards_axes reduces a sum; each pair's dot on its device, one pair after another. */
+ * gr_reduce_shards_axes reduces a sum; each pair's dot queued on its device before any is waited for. */
 gr_status gr_dot_shards_axes(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count,
                              const gr_options *o, unsigned axes, gr_buffer *out[2]);
 /* The checks gr_reduce_shards_axes makes before it writes (the shards, the axes, the result buffers), nothing

@@ -29,8 +29,9 @@
  *                 gathers the rows into one buffer on the first shard's device and reduces that once:
  *                 one buffer's bits;
  *   every axis    the whole-buffer reduction of the shards (sharded.c), its value stored as the one result.
- * gr.dot along axes takes the same paths with each pair of shards' gr_dot_axes (synchronous: the shards
- * one after another) and a sum's combine.
+ * gr.dot along axes takes the same paths with each pair of shards' dot products along the axes (queued
+ * on each pair's device by gr_dot_many_async, as the reductions are, before any is waited for) and a
+ * sum's combine.
  */
 #include "multi/sharded.h"
 #include "base/error.h"
@@ -94,9 +95,10 @@ static int all_axes(const split *s) { return s->axes == (1u << s->nd) - 1; }
 
 /* ---- one shard's reduction along the axes ------------------------------------------------------------- */
 
-/* Shard i's reduction with options o into out -- its pair's dot, or queued on its device
- * (gr_reduce_axes_async) where a device reduces it, else at once -- and where given, the buffers on the
- * results' device its results go to (place: slices of the results, or of the stacked partials). */
+/* Shard i's reduction with options o (or its pair's dot) into out -- queued on its device
+ * (gr_reduce_axes_async, gr_dot_many_async) where a device reduces it, else at once -- and where given,
+ * the buffers on the results' device its results go to (place: slices of the results, or of the stacked
+ * partials). */
 typedef struct job {
     gr_options o;
     gr_buffer *out[2], *place[2];
@@ -104,9 +106,10 @@ typedef struct job {
 } job;
 
 static gr_status job_start(gr_context *ctx, const split *s, size_t i, job *j) {
-    if (s->with) return gr_dot_axes(ctx, s->shards[i], s->with[i], &j->o, s->axes, j->out);
     int queue = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(s->shards[i]) == GR_DEVICE &&
                 !gr_shards_by_cpu(ctx, s->shards, s->count, &j->o);
+    if (s->with && queue) return gr_dot_many_async(ctx, s->shards[i], s->with[i], &j->o, NULL, s->axes, j->out, &j->p);
+    if (s->with) return gr_dot_axes(ctx, s->shards[i], s->with[i], &j->o, s->axes, j->out);
     if (queue) return gr_reduce_axes_async(ctx, s->shards[i], &j->o, s->axes, j->out, &j->p);
     return gr_reduce_axes(ctx, s->shards[i], &j->o, s->axes, j->out);
 }
