@@ -459,13 +459,13 @@ gr_status gr_reduce_shards_ops(gr_context *ctx, gr_buffer *const *shards, size_t
  * Rows reduced: the built-in ops that combine, each shard at once on its device and the accumulators
  * combined per result in shard order (one-value ops folded on the first shard's device, the others on
  * the host; integer results, min/max, count, and/or and the indices one buffer's; float results the same
- * on every run); gpu_to_gpu, user operators, nanmean, norm and var/std of integers of up to 32 bits by
- * one reduction of the rows gathered onto the first shard's device (one buffer's bits). Every axis:
- * gr_reduce_shards' value as the one result. Synchronous. */
+ * on every run); gpu_to_gpu, user operators, nanmean, norm and var/std of integers by one reduction of
+ * the rows gathered onto the first shard's device (one buffer's bits). Every axis: gr_reduce_shards'
+ * value as the one result. Synchronous. */
 gr_status gr_reduce_shards_axes(gr_context *ctx, gr_buffer *const *shards, size_t count, const gr_options *o,
                                 unsigned axes, gr_buffer *out[2]);
 /* gr_dot_axes over two sharded arrays of one split (shard i of a and of b of one shape), as
- * gr_reduce_shards_axes reduces a sum; each pair's dot on its device, one pair after another. */
+ * gr_reduce_shards_axes reduces a sum; each pair's dot queued on its device before any is waited for. */
 gr_status gr_dot_shards_axes(gr_context *ctx, gr_buffer *const *a, gr_buffer *const *b, size_t count,
                              const gr_options *o, unsigned axes, gr_buffer *out[2]);
 /* The checks gr_reduce_shards_axes makes before it writes (the shards, the axes, the result buffers), nothing

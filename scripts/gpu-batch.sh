@@ -48,7 +48,9 @@
 #     c:allreduce of 2^28 bytes against ncclAllReduce's bus bandwidth, one-value c:reduce against a
 #     1-element ncclAllReduce) on 2 and N ranks. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
 #   sharded: issue 28's sharded buffers on the host's GPUs: the sharded specs (every layout the GPUs allow,
-#     the buffer pool's two-GPU case), the column-sum target of a (2^30, 4) float32 split by rows
+#     the buffer pool's two-GPU case), the sharded fuzz over every GPU (spec/sharded_fuzz_spec.lua;
+#     SHARDED_FUZZ_CASES cases, default the spec's, and FUZZ_SEED; with its timed gr.dot along axes on 1
+#     and N GPUs), the column-sum target of a (2^30, 4) float32 split by rows
 #     (GPUREDUCE_SHARDED_TARGETS=1: fails below 1.8x on 2 GPUs, 3.4x on 4), and bench.lua's sharded
 #     bfloat16 sum of SHARDED_N elements (default 2^33) on 1 .. N GPUs.
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
@@ -229,6 +231,11 @@ for step in $steps; do
            $LUA $BUSTED -o spec/support/summary_output.lua spec/sharded_axes_spec.lua spec/sharded_reduce_spec.lua \
                spec/sharded_dot_ops_spec.lua spec/buffer_pool_spec.lua > "$OUT/sharded-specs.log" 2>&1
            echo "sharded specs: $(tail -1 "$OUT/sharded-specs.log")" >> "$OUT/summary.txt"
+           env ${SHARDED_FUZZ_CASES:+GPUREDUCE_SHARDED_FUZZ_CASES=$SHARDED_FUZZ_CASES} \
+               ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} $LUA $BUSTED -o spec/support/summary_output.lua \
+               spec/sharded_fuzz_spec.lua > "$OUT/sharded-fuzz.log" 2>&1
+           echo "sharded fuzz: exit $?; $(grep -E '^sharded fuzz:|^  axis [12]: 1 GPU' "$OUT/sharded-fuzz.log" | tr '\n' ' ')" \
+               "$(tail -1 "$OUT/sharded-fuzz.log")" >> "$OUT/summary.txt"
            GPUREDUCE_SHARDED_TARGETS=1 $LUA $BUSTED -o spec/support/summary_output.lua --filter="scale over 2 and 4" \
                spec/sharded_axes_spec.lua > "$OUT/sharded-column.log" 2>&1
            echo "sharded column sum: exit $?; $(grep -E 'GPUs?' "$OUT/sharded-column.log" | tr '\n' ' ' | cut -c1-300)" \

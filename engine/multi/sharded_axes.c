@@ -12,24 +12,26 @@
  *                 where the shard sits at one buffer's alignment (gr.sharded places them so: the loads
  *                 follow the data's alignment modulo 16 bytes, and so the order a short row is folded in);
  *   rows reduced  the ops whose accumulators can be rebuilt from results (every op of the value family --
- *                 mean from the sum --, argmin, argmax, minmax, and var/std of floats and of 64-bit
- *                 integers from each shard's mean and population variance) reduce each shard's rows on its
- *                 device at once into accumulator-precision results there. A one-value op's results are
- *                 its accumulators: they are stacked as the rows of a (shards, K) buffer on the first
- *                 shard's device and folded along those rows by the op's combine (sum, prod, min, max,
- *                 and, or, nanmin, nanmax) there -- an order fixed by the number of shards. For the others
+ *                 mean from the sum --, argmin, argmax, minmax, and var/std of floats from each shard's
+ *                 mean and population variance) reduce each shard's rows on its device at once into
+ *                 accumulator-precision results there. A one-value op's results are its accumulators:
+ *                 they are stacked as the rows of a (shards, K) buffer on the first shard's device and
+ *                 folded along those rows by the op's combine (sum, prod, min, max, and, or, nanmin,
+ *                 nanmax) there -- an order fixed by the number of shards. For the others
  *                 the host reads the results, rebuilds each shard's accumulator per output (an arg index
  *                 counted from the shard's first row, a Welford triple), combines them in shard order
  *                 with the CPU finish's merge (host_ops.c: NaN rules, first index on ties, Chan's merge)
  *                 and writes the results (about 50 ns per output and shard). Integer results, min/max,
  *                 count, and/or and the indices equal one buffer's; float sums are the same on every run
  *                 and close to one buffer's. Anything else -- gpu_to_gpu, user operators, nanmean, norm,
- *                 var/std of integers of up to 32 bits (whose exact 128-bit sums of squares no result
- *                 carries) -- gathers the rows into one buffer on the first shard's device and reduces
- *                 that once: one buffer's bits;
+ *                 var/std of integers (up to 32 bits: their exact 128-bit sums of squares are in no
+ *                 result; 64 bits: their mean result is the wrapping sum over n, not Welford's mean) --
+ *                 gathers the rows into one buffer on the first shard's device and reduces that once:
+ *                 one buffer's bits;
  *   every axis    the whole-buffer reduction of the shards (sharded.c), its value stored as the one result.
- * gr.dot along axes takes the same paths with each pair of shards' gr_dot_axes (synchronous: the shards
- * one after another) and a sum's combine.
+ * gr.dot along axes takes the same paths with each pair of shards' dot products along the axes (queued
+ * on each pair's device by gr_dot_many_async, as the reductions are, before any is waited for) and a
+ * sum's combine.
  */
 #include "multi/sharded.h"
 #include "base/error.h"
@@ -93,9 +95,10 @@ static int all_axes(const split *s) { return s->axes == (1u << s->nd) - 1; }
 
 /* ---- one shard's reduction along the axes ------------------------------------------------------------- */
 
-/* Shard i's reduction with options o into out -- its pair's dot, or queued on its device
- * (gr_reduce_axes_async) where a device reduces it, else at once -- and where given, the buffers on the
- * results' device its results go to (place: slices of the results, or of the stacked partials). */
+/* Shard i's reduction with options o (or its pair's dot) into out -- queued on its device
+ * (gr_reduce_axes_async, gr_dot_many_async) where a device reduces it, else at once -- and where given,
+ * the buffers on the results' device its results go to (place: slices of the results, or of the stacked
+ * partials). */
 typedef struct job {
     gr_options o;
     gr_buffer *out[2], *place[2];
@@ -103,9 +106,10 @@ typedef struct job {
 } job;
 
 static gr_status job_start(gr_context *ctx, const split *s, size_t i, job *j) {
-    if (s->with) return gr_dot_axes(ctx, s->shards[i], s->with[i], &j->o, s->axes, j->out);
     int queue = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(s->shards[i]) == GR_DEVICE &&
                 !gr_shards_by_cpu(ctx, s->shards, s->count, &j->o);
+    if (s->with && queue) return gr_dot_many_async(ctx, s->shards[i], s->with[i], &j->o, NULL, s->axes, j->out, &j->p);
+    if (s->with) return gr_dot_axes(ctx, s->shards[i], s->with[i], &j->o, s->axes, j->out);
     if (queue) return gr_reduce_axes_async(ctx, s->shards[i], &j->o, s->axes, j->out, &j->p);
     return gr_reduce_axes(ctx, s->shards[i], &j->o, s->axes, j->out);
 }
@@ -221,6 +225,8 @@ static int partial_ops(const gr_options *o, gr_dtype t, gr_op part[2]) {
         part[0] = o->op;
         return 1;
     case GR_FAMILY_WELFORD:
+        /* a 64-bit integer mean is the wrapping sum over n, not Welford's mean: those rows are gathered */
+        if (!gr_dtype_is_float(t)) return 0;
         part[0] = GR_MEAN;
         part[1] = GR_VAR;
         return 2;
