@@ -29,6 +29,7 @@
 #include "core/segments.h"
 #include "ops/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The queue's kernel: the built-in ops' shape (gr_op_pass's), segments launched by the fused image. The
@@ -40,6 +41,7 @@ typedef struct fused_rows {
     int writers;
     gr_slot *slot;                      /* the table on the device, and the parts of split segments */
     gr_status st;                       /* a failure of the launch's own (its scratch) */
+    char why[256];                      /* st's message, which the queue's report of the launch replaces */
 } fused_rows;
 
 static gr_seg_shape rows_shape(const gr_context *ctx, const gr_run *run, size_t n, size_t k) {
@@ -53,7 +55,10 @@ static int rows_launch(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
     size_t table = (size_t)f->writers * sizeof f->outs[0], at = (table + 255) / 256 * 256;
     size_t parts = L->splits > 1 ? L->grid * f->img->acc_size : 0;
     f->st = gr_slot_acquire(ctx, at + parts, table, &f->slot);
-    if (f->st != GR_OK) return 2;      /* cudaErrorMemoryAllocation; f->st says what */
+    if (f->st != GR_OK) {
+        snprintf(f->why, sizeof f->why, "%s", gr_errmsg(ctx));
+        return 2;                       /* cudaErrorMemoryAllocation; f->st and f->why say what */
+    }
     memcpy(f->slot->host, f->outs, table);
     int rc = gr_dev_copy(f->slot->dev, f->slot->host, table, L->stream);
     L->out[0] = f->slot->dev;
@@ -192,7 +197,8 @@ static gr_status launch(gr_context *ctx, gr_buffer *b, const gr_options *o, cons
     gr_status done = gr_segments_wait(&w);
     if (f->slot) gr_slot_release(ctx, f->slot);
     f->slot = NULL;
-    return st != GR_OK ? st : f->st != GR_OK ? f->st : done;
+    if (f->st != GR_OK) return gr_fail(ctx, f->st, "%s", f->why);
+    return st != GR_OK ? st : done;
 }
 
 gr_status gr_reduce_ops_segments(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
