@@ -91,6 +91,7 @@ template <class Op, class In>
 GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes, u64 first = 0) {
     using T = ThreadAcc<Op, In>;
     typename T::type acc = T::init();
+    u64 tail = 0;           /* where the elements read one by one start */
     if constexpr (vectorizable_v<In>) {
         using V = Vec16<In>;
         constexpr int kV = V::kCount;
@@ -102,10 +103,9 @@ GR_DEV typename Op::acc_t lane_share(Span<In> sp, unsigned lane, unsigned lanes,
         } else {
             for (u64 i = lane; i < nvec; i += lanes) acc = T::fold(acc, span_run(sp.p, off, i), first + i * kV);
         }
-        for (u64 i = nvec * kV + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
-        return T::value(acc);
+        tail = nvec * kV;
     }
-    for (u64 i = lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
+    for (u64 i = tail + lane; i < sp.n; i += lanes) acc = T::fold1(acc, sp.p[i], first + i);
     return T::value(acc);
 }
 

@@ -28,6 +28,7 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "base/launch.h"
+#include "core/axes.h"
 #include "core/buffer.h"
 #include "core/context.h"
 #include "core/exact_pass.h"
@@ -167,28 +168,61 @@ static gr_status outs_check(gr_context *ctx, const gr_buffer *b, const gr_run *r
     return st;
 }
 
-/* gr_reduce_axes on the context's stream (the caller has set it): waited for, or with p queued. */
-static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
-                          gr_pending *p) {
-    size_t K, R = 1;
-    gr_status st = kept_outputs(ctx, b, axes, &K);
-    if (st != GR_OK) return st;
-    int nd = b->ndim;
+/* A view's axes for a reduction along `axes` (a mask within its ndim): the kept axes, then the reduced ones
+ * (perm, their order for a regrouped copy), each side coalesced (nkc, nrc), R the reduced length. */
+typedef struct {
     axis_walk kept[GR_MAX_DIMS], red[GR_MAX_DIMS];
-    int nk = 0, nr = 0, perm[GR_MAX_DIMS];
-    int lone_column = 0;    /* a kept axis of stride 1 (see the top of this file) */
+    int nkc, nrc, perm[GR_MAX_DIMS];
+    int lone_column;        /* a kept axis of stride 1 (see the top of this file) */
+    size_t R;
+} axes_layout;
+
+static void layout_of(const gr_buffer *b, unsigned axes, axes_layout *l) {
+    int nd = b->ndim, nk = 0, nr = 0;
+    l->lone_column = 0;
+    l->R = 1;
     for (int d = 0; d < nd; d++)
         if (!(axes >> d & 1)) {
-            if (b->strides[d] <= 1) lone_column = 1;
-            perm[nk] = d;
-            kept[nk++] = (axis_walk){b->shape[d], b->strides[d]};
+            if (b->strides[d] <= 1) l->lone_column = 1;
+            l->perm[nk] = d;
+            l->kept[nk++] = (axis_walk){b->shape[d], b->strides[d]};
         }
     for (int d = 0; d < nd; d++)
         if (axes >> d & 1) {
-            perm[nk + nr] = d;
-            red[nr++] = (axis_walk){b->shape[d], b->strides[d]};
-            R *= b->shape[d];
+            l->perm[nk + nr] = d;
+            l->red[nr++] = (axis_walk){b->shape[d], b->strides[d]};
+            l->R *= b->shape[d];
         }
+    l->nkc = coalesce(l->kept, nk);
+    l->nrc = coalesce(l->red, nr);
+}
+
+/* Rows of the view itself, a row's length apart: one contiguous reduced run per output and outputs R
+ * elements apart (no lone column) -- the layout whose rows go to the segmented kernel where the policy
+ * takes them (run_axes below; core/ops_rows.c's fused ops read the same rows). */
+static int own_rows(const axes_layout *l) {
+    return !l->lone_column && l->nrc == 1 && l->red[0].stride == 1 && l->nkc <= 1 &&
+           (l->nkc ? l->kept[0].stride : l->R) == l->R;
+}
+
+size_t gr_axes_own_rows(const gr_buffer *b, unsigned axes) {
+    if (axes == 0 || (axes >> b->ndim) != 0) return 0;
+    axes_layout l;
+    layout_of(b, axes, &l);
+    return own_rows(&l) ? l.R : 0;
+}
+
+/* gr_reduce_axes on the context's stream (the caller has set it): waited for, or with p queued. */
+static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, gr_buffer *out[2],
+                          gr_pending *p) {
+    size_t K;
+    gr_status st = kept_outputs(ctx, b, axes, &K);
+    if (st != GR_OK) return st;
+    axes_layout l;
+    layout_of(b, axes, &l);
+    axis_walk *kept = l.kept, *red = l.red;
+    const size_t R = l.R;
+    const int nkc = l.nkc, nrc = l.nrc, lone_column = l.lone_column;
 
     int on_device = ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE;
     int by_cpu = gr_operator_cpu_takes(ctx, o, b);
@@ -198,7 +232,6 @@ static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, un
     if (st != GR_OK || K == 0) return st;
     if (R == 0) return empty_rows(ctx, b, o, K, out);
 
-    int nkc = coalesce(kept, nk), nrc = coalesce(red, nr);
     /* the built-in ops on device data: rows along a contiguous axis to the segmented kernel where the
      * policy says it reads them faster (from R alone), anything else to the column kernel -- over the
      * view itself where one reduced axis and at most two kept ones remain, else over a regrouped compact
@@ -217,7 +250,7 @@ static gr_status run_axes(gr_context *ctx, gr_buffer *b, const gr_options *o, un
     }
     /* gather: kept axes, then reduced axes, copied compact; its rows are the outputs' runs */
     gr_buffer *regrouped = NULL, *flat = NULL;
-    st = gr_buffer_permute(ctx, b, perm, &regrouped);
+    st = gr_buffer_permute(ctx, b, l.perm, &regrouped);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, regrouped, &flat);
     if (st == GR_OK && columns_take && !rows_segmented) {
         axis_walk rows_of = {K, R}, run_of = {R, 1};

@@ -9,7 +9,7 @@
  * segment it measures, and the shape -- gr_policy_segments, gr_policy_uneven_segments, or for rows
  * gr_policy_axis_rows, all of them from the segments and the dtype, never from the op -- are those of
  * each op's own call; the walk is segmented.cuh's, folding each op's thread state as its own kernel does.
- * Rows only where axes.c reduces the view's own rows for that op (trailing_rows below, and the policy's
+ * Rows only where axes.c reduces the view's own rows for that op (gr_axes_own_rows, and the policy's
  * gr_policy_rows_segmented per op); the other layouts (columns, a gathered copy), the ops the image does
  * not answer, and everything off the GPU or at gpu_to_gpu are left to calls of their own (the caller's).
  */
@@ -17,6 +17,7 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "base/launch.h"
+#include "core/axes.h"
 #include "core/buffer.h"
 #include "core/context.h"
 #include "core/image.h"
@@ -69,23 +70,6 @@ static int rows_launch(gr_context *ctx, const gr_run *run, gr_seg_launch *L) {
     return rc;
 }
 
-/* The elements of each result where axes.c reduces b along `axes` as rows of b itself, a row's length
- * apart (its `rows` step with pitch R): b compact, every reduced axis of length over 1 after every kept
- * one, and no kept axis of stride 1 (axes.c's lone column, which goes to the column kernel). 0 for any
- * other layout. Whether an op's rows go to the segmented kernel is then gr_policy_rows_segmented's. */
-static size_t trailing_rows(const gr_buffer *b, unsigned axes) {
-    size_t row = 1;
-    int reduced_seen = 0;
-    if (!gr_buffer_is_compact(b) || axes == 0 || (axes >> b->ndim) != 0) return 0;
-    for (int d = 0; d < b->ndim; d++) {
-        int reduced = axes >> d & 1, wide = b->shape[d] > 1;
-        if (!reduced && (b->strides[d] <= 1 || (wide && reduced_seen))) return 0;
-        if (reduced) row *= b->shape[d];
-        reduced_seen |= reduced && wide;
-    }
-    return reduced_seen ? row : 0;
-}
-
 /* Whether this call may fuse at all: device data on the GPU, the single calls' own plan (no kernel option,
  * below gpu_to_gpu), a compact buffer; segments take no stream (their single calls refuse one), rows one
  * of b's device. */
@@ -106,7 +90,7 @@ static int rows_take(const gr_buffer *b, size_t row, gr_op op) {
 int gr_reduce_ops_segments_fusable(gr_context *ctx, gr_buffer *b, const gr_options *o, const gr_op *ops, int count,
                                    const gr_segments *seg, unsigned axes) {
     ctx = gr_ctx_for(ctx, b);
-    size_t row = seg ? 0 : trailing_rows(b, axes);
+    size_t row = seg ? 0 : gr_axes_own_rows(b, axes);
     int taken = 0;
     if (!fuses_here(ctx, b, o, seg, row)) return 0;
     for (int k = 0; k < count; k++)
@@ -210,7 +194,7 @@ gr_status gr_reduce_ops_segments(gr_context *ctx, gr_buffer *b, const gr_options
     gr_status st = gr_ops_check(ctx, o, ops, count);
     if (st != GR_OK) return st;
     if (p && seg) return gr_fail_arg(ctx, GR_EINVAL, "async", "segmented reductions are synchronous");
-    size_t row = seg ? 0 : trailing_rows(b, axes);
+    size_t row = seg ? 0 : gr_axes_own_rows(b, axes);
     if (!fused || !fused->has_segments || fused->in != b->dtype || !fuses_here(ctx, b, o, seg, row)) return GR_OK;
     fused_rows f = {.pass = gr_op_pass, .img = fused};
     f.pass.what = "the fused ops' segmented kernel%.0s";
