@@ -49,8 +49,8 @@
 #     1-element ncclAllReduce) on 2 and N ranks. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
 #   sharded: issue 28's sharded buffers on the host's GPUs: the sharded specs (every layout the GPUs allow,
 #     the buffer pool's two-GPU case), the sharded fuzz over every GPU (spec/sharded_fuzz_spec.lua;
-#     SHARDED_FUZZ_CASES cases, default the spec's, and FUZZ_SEED; with its timed gr.dot along axes on 1
-#     and N GPUs), the column-sum target of a (2^30, 4) float32 split by rows
+#     SHARDED_FUZZ_CASES cases, default 300 (2000 ran past 7 minutes on four H100s), and FUZZ_SEED; with its
+#     timed gr.dot along axes on 1 and N GPUs), the column-sum target of a (2^30, 4) float32 split by rows
 #     (GPUREDUCE_SHARDED_TARGETS=1: fails below 1.8x on 2 GPUs, 3.4x on 4), and bench.lua's sharded
 #     bfloat16 sum of SHARDED_N elements (default 2^33) on 1 .. N GPUs.
 # PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
@@ -231,7 +231,7 @@ for step in $steps; do
            $LUA $BUSTED -o spec/support/summary_output.lua spec/sharded_axes_spec.lua spec/sharded_reduce_spec.lua \
                spec/sharded_dot_ops_spec.lua spec/buffer_pool_spec.lua > "$OUT/sharded-specs.log" 2>&1
            echo "sharded specs: $(tail -1 "$OUT/sharded-specs.log")" >> "$OUT/summary.txt"
-           env ${SHARDED_FUZZ_CASES:+GPUREDUCE_SHARDED_FUZZ_CASES=$SHARDED_FUZZ_CASES} \
+           env GPUREDUCE_SHARDED_FUZZ_CASES=${SHARDED_FUZZ_CASES:-300} \
                ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} $LUA $BUSTED -o spec/support/summary_output.lua \
                spec/sharded_fuzz_spec.lua > "$OUT/sharded-fuzz.log" 2>&1
            echo "sharded fuzz: exit $?; $(grep -E '^sharded fuzz:|^  axis [12]: 1 GPU' "$OUT/sharded-fuzz.log" | tr '\n' ' ')" \
