@@ -2,28 +2,21 @@
 opts.ops along segments and rows (issue 24: several results in one read): one call with ops = {...}
 against the same ops called one by one, and against one sum (what one read of the data costs), on a
 device buffer of 2^n elements. Wall time of whole calls (each returns its result buffers, so it waits),
-median of `reps` after warm-ups.
+median of `reps` after 5 warm-ups (experiments/lab/timing.lua's wall_ms).
 
   lua experiments/tuning/ops_rows_bench.lua [log2 n = 28] [reps = 20]
 ]]
 local gr = require "gpureduce"
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
+package.path = here .. "/../?.lua;" .. package.path
+local timing = require "lab.timing"
 
 local log2n = tonumber(arg[1]) or 28
 local reps = tonumber(arg[2]) or 20
 local n = 1 << log2n
 local OPS = { "sum", "min", "max", "count", "mean", "std" }
 
-local function median_ms(f)
-  for _ = 1, 3 do f() end
-  local t = {}
-  for r = 1, reps do
-    local t0 = gr.clock()
-    f()
-    t[r] = (gr.clock() - t0) * 1e3
-  end
-  table.sort(t)
-  return t[(reps + 1) // 2]
-end
+local function median_ms(f) return timing.wall_ms(gr, f, reps) end
 
 print(string.format("# %s, n = 2^%d, ops = {%s}, wall ms (median of %d)", gr.devices()[1].name, log2n,
   table.concat(OPS, ", "), reps))
