@@ -53,9 +53,10 @@
 #     timed gr.dot along axes on 1 and N GPUs), the column-sum target of a (2^30, 4) float32 split by rows
 #     (GPUREDUCE_SHARDED_TARGETS=1: fails below 1.8x on 2 GPUs, 3.4x on 4), and bench.lua's sharded
 #     bfloat16 sum of SHARDED_N elements (default 2^33) on 1 .. N GPUs.
-# PREBUILT=build-cuda: use that folder's gpureduce/core.so, or core.so.xz (xz -k: 42 MB carry as 8; the
-#   carry limit is 64 MiB), carried with the call, instead of building on the host (234 s of device time
-#   with every dtype); scripts/pack-prebuilt.sh packs a local build so, with the host programs.
+# PREBUILT=build-cuda: use that folder's prebuilt.tar.xz (scripts/pack-prebuilt.sh: the module and the host
+#   programs in one stream, about 46 MB of the 64 MiB a call may carry), or its gpureduce/core.so.xz or
+#   gpureduce/core.so (with hosts.tar.xz beside it, if any), carried with the call, instead of building
+#   on the host (234 s of device time with every dtype).
 #   Without PREBUILT, where the tree holds results/carry or results/mod (a prebuilt module carried, as
 #   pack-prebuilt.sh leaves one), the batch stops before building and says so: a forgotten PREBUILT
 #   would spend those minutes. BUILD_ON_DEVICE=1 builds anyway.
@@ -89,13 +90,16 @@ if [ -n "${PREBUILT:-}" ]; then
     # run through run-specs.sh, not make test (which would build all), and the host programs' specs
     # (c_api_host, ...) find no programs.
     mkdir -p build/gpureduce
-    if [ -f "$PREBUILT/gpureduce/core.so.xz" ]; then        # xz -k: 42 MB of fat binary carry as 8
+    if [ -f "$PREBUILT/prebuilt.tar.xz" ]; then             # the module and the host programs, into build/
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+            "$PREBUILT/prebuilt.tar.xz" build || exit 1
+    elif [ -f "$PREBUILT/gpureduce/core.so.xz" ]; then
         unxz_to "$PREBUILT/gpureduce/core.so.xz" build/gpureduce/core.so || exit 1
     else
         cp "$PREBUILT/gpureduce/core.so" build/gpureduce/ || exit 1
     fi
-    # the host programs and the C library (hosts.tar.xz, made by scripts/pack-prebuilt.sh), which the
-    # host programs' specs (host_spec, environment_spec, user_text_spec) run
+    # the host programs and the C library beside a module packed alone (hosts.tar.xz, as an earlier
+    # pack-prebuilt.sh wrote them), which the host programs' specs (host_spec, environment_spec, ...) run
     if [ -f "$PREBUILT/hosts.tar.xz" ]; then
         python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
             "$PREBUILT/hosts.tar.xz" build || exit 1
