@@ -153,7 +153,8 @@ template <class Acc, class In> struct DotReader {
             }
             if (i < nvec) acc = fold_pair(acc, vx[i], vy[i]);
         } else {
-            /* the same runs put together (an aligned input still loads whole vectors) */
+            /* the same runs put together (an aligned input still loads whole vectors); a loop of its own, so
+             * that the aligned one above keeps its registers (the dot kernel has at most 64) */
             auto run = [](const In *p, unsigned off, u64 j) {
                 return off ? span_run(p, off, j) : reinterpret_cast<const V *>(p)[j];
             };

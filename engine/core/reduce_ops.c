@@ -103,8 +103,9 @@ static gr_result tuple_result(gr_op op, const void *tuple, tuple_at at, gr_dtype
 
 /* Whether the fused kernel can stand for the ops' single calls on b with o. */
 static int fusable(const gr_context *ctx, const gr_buffer *b, const gr_options *o, const gr_image *fused) {
-    return fused && fused->fused_count > 1 && !fused->has_segments && fused->in == b->dtype && ctx->base.backend == GR_BACKEND_CUDA &&
-           gr_buffer_where(b) == GR_DEVICE && b->n > 0 && o->determinism != GR_DET_GPU_TO_GPU && !gr_options_way(o);
+    return fused && fused->fused_count > 1 && !fused->has_segments && fused->in == b->dtype &&
+           ctx->base.backend == GR_BACKEND_CUDA && gr_buffer_where(b) == GR_DEVICE && b->n > 0 &&
+           o->determinism != GR_DET_GPU_TO_GPU && !gr_options_way(o);
 }
 
 /* Where each op's accumulator lies in fused's tuple (at[k].off, -1 where no slot answers ops[k]). Returns
