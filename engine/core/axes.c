@@ -323,16 +323,9 @@ gr_status gr_reduce_axes_async(gr_context *ctx, gr_buffer *b, const gr_options *
     gr_options plain;
     gr_status st = enter_stream(ctx, o, &saved, &plain);
     if (st == GR_OK) st = run_axes(ctx, b, &plain, axes, out, queued ? p : NULL);
-    if (st == GR_OK && queued) {
-        p->finished = 0;
-        st = gr_buffer_slice(ctx, b, 0, b->n, &p->b);        /* the whole view: it keeps its layout */
-        int rc = st == GR_OK ? gr_dev_event_create(&p->done, 0) : 0;
-        if (rc == 0 && st == GR_OK) rc = gr_dev_event_record(p->done, ctx->stream);
-        if (rc) st = gr_fail_dev(ctx, rc, "recording an axis reduction's end");
-        if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, ctx->stream);
-        for (int i = 0; i < 2 && st == GR_OK; i++)
-            if (out[i]) st = gr_storage_mark_read(ctx, out[i]->st, ctx->stream);
-        if (st != GR_OK) gr_dev_stream_sync(ctx->stream);      /* nothing given back while a kernel runs */
+    if (st == GR_OK && queued) {            /* b's whole view kept: it keeps its layout */
+        gr_buffer *read[] = {b, out[0], out[1]};
+        st = gr_pending_start_queued(ctx, p, GR_OK, b, read, 3, "recording an axis reduction's end");
     }
     ctx->stream = saved;
     if (st != GR_OK) {                      /* given back here: reduce.c's gr_pending_free calls into this file */

@@ -472,16 +472,11 @@ gr_status gr_dot_many_async(gr_context *ctx, gr_buffer *a, gr_buffer *b, const g
     if (st == GR_OK) st = many_ready(ctx, a, &plain, out);
     if (st == GR_OK) st = many_pair(ctx, a, b, seg_in, axes, out, &p->temps[0], &p->temps[1], &seg, &rows, &none);
     if (st == GR_OK && !none) st = many_queue(ctx, p->temps[0], p->temps[1], &plain, &seg, rows, out, &w);
-    if (st == GR_OK && w.ctx) {             /* in flight */
-        p->finished = 0;
+    if (st == GR_OK && w.ctx) {             /* in flight; the pair is held as p->temps, not by a handle */
         p->held[0] = w.slot;
-        int rc = w.rc ? w.rc : gr_dev_event_create(&p->done, 0);
-        if (rc == 0) rc = gr_dev_event_record(p->done, ctx->stream);
-        if (rc) st = w.rc ? gr_fail_dev_at(ctx, rc, w.what, w.site) : gr_fail_dev(ctx, rc, "recording a dot's end");
-        if (st == GR_OK) st = gr_storage_mark_read(ctx, a->st, ctx->stream);
-        if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, ctx->stream);
-        if (st == GR_OK) st = gr_storage_mark_read(ctx, out[0]->st, ctx->stream);
-        if (st != GR_OK) gr_dev_stream_sync(ctx->stream);      /* nothing given back while a kernel runs */
+        gr_status launched = w.rc ? gr_fail_dev_at(ctx, w.rc, w.what, w.site) : GR_OK;   /* a failed launch */
+        gr_buffer *read[] = {a, b, out[0]};
+        st = gr_pending_start_queued(ctx, p, launched, NULL, read, 3, "recording a dot's end");
     }
     ctx->stream = saved;
     if (st != GR_OK || p->finished) {       /* failed, or done already (host data, nothing to reduce) */

@@ -143,24 +143,20 @@ static gr_status pend(gr_context *ctx, gr_buffer *b, gr_seg_wait *w, fused_rows 
         gr_slot_release(ctx, f->slot);
         return st;
     }
-    q->finished = 0;
     q->held[0] = w->slot;
     q->held[1] = f->slot;
     w->slot = NULL;
-    gr_status st = gr_buffer_slice(ctx, b, 0, b->n, &q->b);
-    int rc = st == GR_OK ? gr_dev_event_create(&q->done, 0) : 0;
-    if (rc == 0 && st == GR_OK) rc = gr_dev_event_record(q->done, ctx->stream);
-    if (rc) st = gr_fail_dev(ctx, rc, "recording the fused ops' end");
-    if (st == GR_OK) st = gr_storage_mark_read(ctx, b->st, ctx->stream);
-    for (int k = 0; k < count && st == GR_OK; k++)
-        for (int i = 0; i < 2 && st == GR_OK; i++)
-            if (fuse[k] && out[k][i]) st = gr_storage_mark_read(ctx, out[k][i]->st, ctx->stream);
+    gr_buffer *read[1 + 2 * GR_OP_COUNT] = {b};     /* count <= GR_OP_COUNT (gr_ops_check) */
+    int n = 1;
+    for (int k = 0; k < count; k++)
+        for (int i = 0; i < 2; i++)
+            if (fuse[k] && out[k][i]) read[n++] = out[k][i];
+    gr_status st = gr_pending_start_queued(ctx, q, GR_OK, b, read, n, "recording the fused ops' end");
     if (st == GR_OK) {
         *p = q;
         return GR_OK;
     }
-    gr_dev_stream_sync(ctx->stream);        /* nothing given back while the kernel runs */
-    gr_pending_free(ctx, q);
+    gr_pending_free(ctx, q);                /* the stream was waited for */
     return st;
 }
 

@@ -34,6 +34,14 @@ struct gr_pending {
 
 /* A pending for such work (below), not yet queued (finished until it is); NULL, failed, when out of memory. */
 gr_pending *gr_pending_new_queued(gr_context *ctx, const char *what);
+/* Puts such a pending in flight once its kernels are queued on ctx->stream: one sequence for every
+ * caller (axes.c, dot.c, ops_rows.c), so that their order of steps cannot drift apart. A handle on the
+ * whole of `whole` kept (NULL: the caller's temps hold its inputs), an event recorded after the kernels
+ * (`end` names a failure to record it), the storage of read[0..nread) (inputs, then results; NULL
+ * skipped) marked as read by the work. `launched`: the launch's own failure, reported already (else
+ * GR_OK), which skips those steps. On a failure the stream has been waited for; the caller gives p back. */
+gr_status gr_pending_start_queued(gr_context *ctx, gr_pending *p, gr_status launched, gr_buffer *whole,
+                                  gr_buffer *const *read, int nread, const char *end);
 /* The settle of queued work that holds slots and copies (along axes; gr.dot per segment or row): waits
  * for p->done, then gives back p->held and p->temps. */
 void gr_pending_settle_queued(gr_context *ctx, gr_pending *p);

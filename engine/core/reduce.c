@@ -142,6 +142,20 @@ gr_pending *gr_pending_new_queued(gr_context *ctx, const char *what) {
     return p;
 }
 
+gr_status gr_pending_start_queued(gr_context *ctx, gr_pending *p, gr_status launched, gr_buffer *whole,
+                                  gr_buffer *const *read, int nread, const char *end) {
+    p->finished = 0;
+    gr_status st = launched;
+    if (st == GR_OK && whole) st = gr_buffer_slice(ctx, whole, 0, whole->n, &p->b);
+    int rc = st == GR_OK ? gr_dev_event_create(&p->done, 0) : 0;
+    if (rc == 0 && st == GR_OK) rc = gr_dev_event_record(p->done, ctx->stream);
+    if (rc) st = gr_fail_dev(ctx, rc, end);
+    for (int i = 0; i < nread && st == GR_OK; i++)
+        if (read[i]) st = gr_storage_mark_read(ctx, read[i]->st, ctx->stream);
+    if (st != GR_OK) gr_dev_stream_sync(ctx->stream);      /* nothing given back while a kernel runs */
+    return st;
+}
+
 void gr_pending_settle_queued(gr_context *ctx, gr_pending *p) {
     int rc = p->done ? gr_dev_event_sync(p->done) : 0;
     for (int i = 0; i < 2; i++) {
