@@ -10,9 +10,9 @@
  * which is exact and order-free). TwoSum is written with __dadd_rn/__dsub_rn so that nvcc can neither
  * contract nor reorder it. An addition that overflows (only near the largest double) leaves the
  * expansion alone and sends its operand to the accumulator instead; NaN and infinities only set flags.
- * At the end every thread adds its expansion's components to the block's accumulator, the block moves
- * its carries up (two parallel steps leave each word within [-1, 2^32]) and adds its words to the one
- * accumulator in global memory. The sum of squares takes float32 squares whole (exact in a double) and
+ * At the end each warp merges its lanes' expansions (exactly, by the same TwoSums) and its first lane adds
+ * the components to the block's accumulator; the block moves its carries up (two parallel steps leave each
+ * word within [-1, 2^32]) and adds its words to the one accumulator in global memory. The sum of squares takes float32 squares whole (exact in a double) and
  * float64 squares as the two halves of an exact product (gr_x_square where it would underflow or
  * overflow). Nothing here depends on the order of the additions: every grid, block, GPU and the host
  * (engine/ops/exact.c) arrive at the same digits, which engine/core/exact_pass.c rounds with exact_acc.h's code.
@@ -97,6 +97,20 @@ template <int K> struct Expansion {
         atomic_term(w, r, 0);
     }
 
+    /* Lanes below `delta` take the expansion of the lane `delta` above, exactly (what add cannot hold goes
+     * to w); the others only lend theirs, which is then taken. Components past the first that are zero are
+     * left out: a +0.0 would end e[0]'s -0.0. Every lane of the warp calls this. */
+    __device__ __forceinline__ void merge_down(unsigned delta, int64_t *w, unsigned long long &flags) {
+        double x[K];
+#pragma unroll
+        for (int i = 0; i < K; i++) x[i] = __shfl_down_sync(0xffffffffu, e[i], delta);
+        if ((threadIdx.x & 31) >= delta) return;
+        unsigned long long none = 0;
+#pragma unroll
+        for (int i = 0; i < K; i++)
+            if (i == 0 || x[i] != 0.0) add(x[i], w, flags, none, false);
+    }
+
     __device__ __forceinline__ void flush(int64_t *w) const {
 #pragma unroll
         for (int i = 0; i < K; i++) atomic_term(w, e[i], 0);
@@ -173,7 +187,16 @@ template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
         if constexpr ((SUMS & 2) != 0) square(x);
     }
 
+    /* The warp's expansions merged into lane 0's, which alone adds its terms to the block's words: every
+     * thread's terms land on the same few words, and a block's worth of atomics on one shared word took
+     * 57 us of a 410 us float32 sum of 2^28 (H100), beside 15 us merged. Whole warps call this. */
     __device__ __forceinline__ void finish() {
+#pragma unroll
+        for (unsigned d = 16; d > 0; d >>= 1) {
+            if constexpr ((SUMS & 1) != 0) s.merge_down(d, ws, flags);
+            if constexpr ((SUMS & 2) != 0) q.merge_down(d, wq, flags);
+        }
+        if ((threadIdx.x & 31) != 0) return;
         if constexpr ((SUMS & 1) != 0) {
             s.flush(ws);
             if (!s.all_neg_zero()) flags |= GR_X_NOT_NEG_ZERO;
@@ -182,9 +205,9 @@ template <class In, int SUMS, bool SKIP, bool ABS> struct ExactThread {
     }
 };
 
-/* A thread's elements of in[0, n) in a grid-stride loop over `threads` threads: 16-byte vectors, two in
+/* A thread's elements of in[0, n) in a grid-stride loop over `threads` threads: 16-byte vectors, FLIGHT in
  * flight, the unaligned head and the tail one by one (thread_load.cuh's layout). */
-template <class In, class F>
+template <int FLIGHT = 2, class In, class F>
 __device__ __forceinline__ void each_element(const In *__restrict__ in, size_t n, size_t tid, size_t threads, F &&f) {
     using V = Vec16<In>;
     constexpr int kV = V::kCount;
@@ -194,12 +217,14 @@ __device__ __forceinline__ void each_element(const In *__restrict__ in, size_t n
     const V *vin = reinterpret_cast<const V *>(in + head);
     const size_t nvec = (n - head) / kV;
     size_t i = tid;
-    for (; i + threads < nvec; i += 2 * threads) {
-        const V a = vin[i], b = vin[i + threads];
+    for (; i + (FLIGHT - 1) * threads < nvec; i += FLIGHT * threads) {
+        V a[FLIGHT];
 #pragma unroll
-        for (int j = 0; j < kV; j++) f(a.v[j]);
+        for (int u = 0; u < FLIGHT; u++) a[u] = vin[i + u * threads];
 #pragma unroll
-        for (int j = 0; j < kV; j++) f(b.v[j]);
+        for (int u = 0; u < FLIGHT; u++)
+#pragma unroll
+            for (int j = 0; j < kV; j++) f(a[u].v[j]);
     }
     for (; i < nvec; i += threads) {
         const V a = vin[i];
@@ -264,14 +289,17 @@ __device__ __forceinline__ void carry_block(int64_t *w) {
     __syncthreads();
 }
 
+/* Four vectors in flight a thread for float32 and float64, where each_element's default is two: 95-96% of
+ * the read kernel against 91-95% (2^28, H100; experiments/tuning/exact_probe.lua). The 2-byte and FP8
+ * kernels keep two: at four they spill 48-96 bytes a thread (32 registers), unmeasured. */
 template <class In, int SUMS, bool SKIP, bool ABS>
 __global__ void __launch_bounds__(1024) exact_kernel(const In *__restrict__ in, size_t n, gr_xsum *out) {
     __shared__ int64_t w[kWords];
     __shared__ unsigned long long block_flags[2];       /* flags, NaN elements skipped */
     clear_block(w, block_flags);
     ExactThread<In, SUMS, SKIP, ABS> t(w, w + GR_XDIGITS);
-    each_element(in, n, size_t(blockIdx.x) * blockDim.x + threadIdx.x, size_t(gridDim.x) * blockDim.x,
-                 [&](In v) { t.fold(v); });
+    each_element<sizeof(In) >= 4 ? 4 : 2>(in, n, size_t(blockIdx.x) * blockDim.x + threadIdx.x,
+                                          size_t(gridDim.x) * blockDim.x, [&](In v) { t.fold(v); });
     t.finish();
     if (t.flags) atomicOr(&block_flags[0], t.flags);
     if (t.nans) atomicAdd(&block_flags[1], t.nans);
