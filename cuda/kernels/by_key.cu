@@ -16,6 +16,7 @@
 
 #include "../../engine/base/launch.h"
 #include "../device/runs.cuh"
+#include "../device/runs_fixup.cuh"
 #include "../host/launch.cuh"
 
 namespace {
@@ -184,28 +185,41 @@ int longest(const unsigned *counts, size_t k, unsigned *out, void *stream) {
     return e != cudaSuccess ? e : cudaGetLastError();
 }
 
-template <class W, class Op, class In>
+/* The pass over runs (runs.cuh) and its fixup (runs_fixup.cuh), for Items = 8 or 16 a thread. */
+template <class W, class Op, class In, int Items>
 __global__ void __launch_bounds__(gr::kRunThreads) runs_kernel(gr::RunArgs a) {
-    gr::runs_body<W, Op, In>(a);
+    gr::runs_body<W, Op, In, Items>(a);
 }
 
-template <class W, class Op> __global__ void __launch_bounds__(gr::kRunThreads) runs_fixup_kernel(gr::RunArgs a) {
-    gr::runs_fixup_body<W, Op>(a);
+template <class W, class Op, int Items> __global__ void __launch_bounds__(gr::kRunThreads) runs_fixup_kernel(gr::RunArgs a) {
+    gr::runs_fixup_body<W, Op, Items>(a);
 }
 
 /* The ops a pass over runs takes: every op whose load does not want the element's index. */
-static_assert(gr::kRunTile == GR_RUN_TILE, "one tile for the kernel and the engine's scratch");
+static_assert(gr::kRunTileMin == GR_RUN_TILE, "the engine sizes the scratch for the smallest tile");
 
 constexpr unsigned kRunOps = GR_OPS_ALL & ~(GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_ARGMAX));
 
+template <int Items, class W, class Op, class In> cudaError_t launch_runs(gr_runs_launch *L, const gr::RunArgs &a) {
+    const cudaStream_t st = (cudaStream_t)L->stream;
+    const u64 tile = u64(gr::kRunThreads) * Items, tiles = (L->n + tile - 1) / tile;
+    cudaError_t e = cudaMemsetAsync(L->scratch, 0, (tiles + 1) * 8, st);
+    if (e != cudaSuccess) return e;
+    runs_kernel<W, Op, In, Items><<<unsigned(tiles), gr::kRunThreads, 0, st>>>(a);
+    e = GR_CHECK_LAUNCH(L);
+    if (e != cudaSuccess) return e;
+    const u64 groups = (tiles + gr::kRunThreads - 1) / gr::kRunThreads;
+    runs_fixup_kernel<W, Op, Items><<<unsigned(groups < 1024 ? groups : 1024), gr::kRunThreads, 0, st>>>(a);
+    return GR_CHECK_LAUNCH(L);
+}
+
 int reduce_runs(gr_runs_launch *L) {
     const cudaStream_t st = (cudaStream_t)L->stream;
-    const u64 tiles = (L->n + gr::kRunTile - 1) / gr::kRunTile;
-    if (L->n == 0 || tiles > 0x7fffffff) return cudaErrorInvalidValue;
+    if (L->n == 0 || (L->n + GR_RUN_TILE - 1) / GR_RUN_TILE > 0x7fffffff || (L->items != 8 && L->items != 16))
+        return cudaErrorInvalidValue;
     const gr::RunArgs a = {L->keys, L->kbytes, L->flip, L->values, L->n, L->aligned != 0, L->keys_out, L->out[0],
                            L->out[1], L->capacity, L->ddof, L->scratch, L->acc_bytes, L->runs, L->disorder};
-    cudaError_t e = cudaMemsetAsync(L->scratch, 0, (tiles + 1) * 8, st);
-    if (e == cudaSuccess) e = cudaMemsetAsync(L->runs, 0, sizeof *L->runs, st);
+    cudaError_t e = cudaMemsetAsync(L->runs, 0, sizeof *L->runs, st);
     if (e == cudaSuccess) e = cudaMemsetAsync(L->disorder, 0, sizeof *L->disorder, st);
     if (e != cudaSuccess) return e;
     return gr::with_writer<kRunOps>(L->in_dtype, L->acc, L->op, [&](auto w_tag, auto op, auto in_tag) -> cudaError_t {
@@ -213,12 +227,7 @@ int reduce_runs(gr_runs_launch *L) {
         using Op = decltype(op);
         using In = typename decltype(in_tag)::type;
         if (L->acc_bytes < sizeof(typename Op::acc_t)) return cudaErrorInvalidValue;
-        runs_kernel<W, Op, In><<<unsigned(tiles), gr::kRunThreads, 0, st>>>(a);
-        cudaError_t le = GR_CHECK_LAUNCH(L);
-        if (le != cudaSuccess || tiles < 2) return le;
-        const u64 groups = (tiles + gr::kRunThreads - 1) / gr::kRunThreads;
-        runs_fixup_kernel<W, Op><<<unsigned(groups < 1024 ? groups : 1024), gr::kRunThreads, 0, st>>>(a);
-        return GR_CHECK_LAUNCH(L);
+        return L->items == 16 ? launch_runs<16, W, Op, In>(L, a) : launch_runs<8, W, Op, In>(L, a);
     });
 }
 

@@ -208,7 +208,8 @@ typedef struct gr_exact_kernel {
  * (the words' order made the keys' by flip, the signed dtypes' sign bit).
  * `scratch` is gr_runs_scratch_bytes(n, acc_bytes) bytes (the launcher clears its look-back words, *runs and
  * *disorder); acc_bytes is the op's accumulator's size, a multiple of 8. Not for the
- * ops that want an element's index (argmin, argmax). `aligned`: keys and values start on 16 bytes. */
+ * ops that want an element's index (argmin, argmax). `aligned`: keys and values start on 16 bytes.
+ * `items`: elements a thread, 8 or 16 (tiles of 256 threads); GR_RUN_TILE is the smaller tile. */
 #define GR_RUN_TILE 2048
 typedef struct gr_runs_launch {
     const void *keys;
@@ -220,6 +221,7 @@ typedef struct gr_runs_launch {
     int ddof;
     size_t n;
     int aligned;
+    int items;
     void *keys_out;
     void *out[2];
     size_t capacity;        /* keys_out and out hold this many; runs of a rank at or past it are not written */
