@@ -730,10 +730,10 @@ gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, 
     st = gr_buffer_contiguous(ctx, keys, &ck);
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, values, &cv);
     /* The ops the pass takes run as passes over runs alone (no offsets) past 2^31 - 1 elements (CUB's
-     * run-length encoding stops there), and where the keys' range leaves room for groups of 64 or fewer on
-     * average (gr_policy_by_runs_alone); otherwise the grouping picks per op (reduce_groups). Sorted keys
-     * whose runs ascend have their range at their ends, so they choose as unsorted ones do; runs out of
-     * order go the unsorted way whole, below. */
+     * run-length encoding stops there), and where gr_policy_by_runs_alone says so from the keys' range
+     * (today: always); otherwise the grouping picks per op (reduce_groups). The range also bounds the
+     * runs (the first pass's buffers). Sorted keys whose runs ascend have their range at their ends, so
+     * they choose as unsorted ones do; runs out of order go the unsorted way whole, below. */
     uint64_t range[2] = {0, 0};
     int have_range = 0, alone = n > INT_MAX;
     if (st == GR_OK && nr && !alone) {

@@ -150,12 +150,20 @@ int gr_policy_by_runs(size_t n, size_t k, size_t longest, size_t es) {
     return uneven && (mean <= 256 || k <= 512);
 }
 
-/* Unsorted keys whose range leaves room for groups of 64 elements or fewer on average (2^range_bits
- * keys at least n / 64): the pass over the sort's runs alone, without the run-length encoding and the
- * scan that the segments need, whose cost grows with the number of groups (Zipf keys over 2^20 and 2^24
- * values: 2.7 ms against 3.6 and 4.3; uniform keys over 2^20: 2.8 against 2.5). */
+/* Every reduction by key the pass over runs takes (the built-in ops but argmin/argmax, short of gpu_to_gpu)
+ * is one pass over the runs alone, whatever the groups: no run-length encoding, no scan, no offsets. Until
+ * issue 25's round the pass read at a third of the memory speed and took only groups of 64 elements or
+ * fewer on average (2^range_bits keys at least n / 64; Zipf keys over 2^20 and 2^24 values: 2.7 ms against
+ * 3.6 and 4.3, uniform keys over 2^20: 2.8 against 2.5). Its tiles without a head now fold and leave
+ * without waiting for the look-back, and its look-back reads 128 tiles' words a round: it is meant to cost
+ * one read of keys and values for any grouping, where the segments read the keys twice and synchronise
+ * between their steps. Not yet measured: GPUREDUCE_BY_KEY_RUNS=0 sends every op to the segments, for the
+ * lab's comparison (docs/performance.md, "Reductions by key (issue 25)"), which confirms this rule or
+ * brings back a bound here. */
 int gr_policy_by_runs_alone(size_t n, int range_bits) {
-    return range_bits >= 40 || ((size_t)1 << range_bits) >= n / 64;
+    (void)n;
+    (void)range_bits;
+    return 1;
 }
 
 /* Rows of an axis reduction (one segment per output): the same ways of sharing, but every choice that
