@@ -818,10 +818,10 @@ describe("gr.reduce_by_key: sizes and distributions", function()
     release(run_case(bad, "uint64 keys sum", ub, ib, builtin("sum", "int64"), { op = "sum" }, true))
     report(bad)
   end)
-  -- The pass over runs takes tiles of 2048 elements, 8 a thread (cuda/device/runs.cuh): runs that end on
-  -- and beside tile and thread boundaries, that cross one tile or hundreds, and inputs of every key width,
-  -- aligned and not. It serves groups that are tiny on average or very uneven (gr_policy_by_runs: runs of
-  -- 1, of 8 and 9, long runs among hundreds of single keys); the even ones here take the segmented kernel.
+  -- The pass over runs takes tiles of 2048 elements, 8 a thread, or of 4096, 16 a thread (cuda/device/runs.cuh;
+  -- 16 for the values of 4 bytes or fewer here): runs that end on and beside tile and thread boundaries, that
+  -- cross one tile or hundreds, and inputs of every key width, aligned and not. Both shapes are checked
+  -- against a reference of their own further down (GPUREDUCE_RUNS_ITEMS).
   H.gpu_it("runs across the pass's tiles: lengths about 2048, one run over many tiles, every key width", function()
     local bad = {}
     local TILE = 2048
@@ -960,6 +960,179 @@ describe("gr.reduce_by_key: sizes and distributions", function()
       release(a)
       release(b)
       release(c)
+    end
+  end)
+
+  -- Both tile shapes of the pass over runs: GPUREDUCE_RUNS_ITEMS=8 (tiles of 2048 elements, 8 a thread)
+  -- and 16 (tiles of 4096, 16 a thread), each in a child process (engine/core/by_key.c reads the variable at
+  -- each call; Lua cannot set it here). Each child checks its calls against a reference of its own, in Lua:
+  -- heads on and beside tile and thread edges, runs of exactly one tile, tiles without a head followed by
+  -- one whose first element is a head, runs crossing 16 and 17 tiles (the fixup's walk by one thread and
+  -- by the block), all keys distinct, unaligned slices, and runs over thousands of tiles; sorted and
+  -- unsorted give the same bytes, and so does each op alone and inside ops = {...}.
+  local TILES_BODY = [[
+    local gr, ITEMS = ...
+    local TILE = 256 * ITEMS
+    local bad = {}
+    local function fail(fmt, ...) if #bad < 20 then bad[#bad + 1] = string.format(fmt, ...) end end
+    local OPS = { "sum", "max", "minmax", "count" }
+    -- n keys ascending from -3 in runs of the lengths, taken in turn
+    local function runs_of(lengths, n)
+      local keys, at, r = {}, 1, 0
+      while at <= n do
+        local len = lengths[r % #lengths + 1]
+        for i = at, math.min(n, at + len - 1) do keys[i] = r - 3 end
+        at, r = at + len, r + 1
+      end
+      return keys
+    end
+    -- the groups of ascending keys and their values, from the buffers' elements
+    local function groups_of(keys, vals)
+      local gs = {}
+      for i = 1, #keys do
+        local g = gs[#gs]
+        if not g or g.key ~= keys[i] then
+          g = { key = keys[i], sum = 0, max = -math.huge, min = math.huge, count = 0, n = 0, abs = 0 }
+          gs[#gs + 1] = g
+        end
+        local x = vals[i]
+        g.sum, g.n, g.abs = g.sum + x, g.n + 1, g.abs + math.abs(x)
+        if x > g.max then g.max = x end
+        if x < g.min then g.min = x end
+        if x ~= 0 then g.count = g.count + 1 end
+      end
+      return gs
+    end
+    local function call(kb, vb, opts)
+      local r = table.pack(pcall(gr.reduce_by_key, kb, vb, opts))
+      if not r[1] then return nil, tostring(r[2]) end
+      return table.pack(table.unpack(r, 2, r.n))
+    end
+    local function bytes_of(r) local t = {} for i = 1, r.n do t[i] = r[i]:tobytes() end return table.concat(t, "|") end
+    -- one op's results against the groups; float sums exact (tolerance 0) or within `tol` of the sum's bound
+    local function check(label, op, r, gs, tol)
+      if #r[1] ~= #gs then return fail("%s %s: %d keys, expected %d", label, op, #r[1], #gs) end
+      local k, a, b = r[1]:totable(), r[2]:totable(), r[3] and r[3]:totable()
+      for i, g in ipairs(gs) do
+        local ok
+        if k[i] ~= g.key then ok = false
+        elseif op == "sum" then ok = math.abs(a[i] - g.sum) <= tol * g.n * g.abs
+        elseif op == "max" then ok = a[i] == g.max
+        elseif op == "minmax" then ok = a[i] == g.min and b[i] == g.max
+        else ok = a[i] == g.count end
+        if not ok then
+          return fail("%s %s: key %d of %d (%s, %d values): got %s %s", label, op, i, #gs, tostring(g.key), g.n,
+            tostring(a[i]), tostring(b and b[i] or ""))
+        end
+      end
+    end
+    -- every op sorted and not, alone and in one call of all four, on keys kb and values vb
+    local function all_ways(label, kb, vb, tol)
+      local gs = groups_of(kb:totable(), vb:totable())
+      local alone = {}
+      for _, op in ipairs(OPS) do
+        local r, err = call(kb, vb, { op = op, sorted = true })
+        local u = call(kb, vb, { op = op })
+        if not r then return fail("%s %s: raised %s", label, op, err) end
+        check(label .. ", sorted", op, r, gs, tol)
+        if not u or bytes_of(r) ~= bytes_of(u) then fail("%s %s: sorted and unsorted differ", label, op) end
+        alone[op] = bytes_of(r)
+      end
+      for _, sorted in ipairs({ true, false }) do
+        local r, err = call(kb, vb, { ops = OPS, sorted = sorted or nil })
+        if not r then return fail("%s ops: raised %s", label, err) end
+        for _, op in ipairs(OPS) do
+          local e = r[2][op]
+          local got = type(e) == "table" and (r[1]:tobytes() .. "|" .. e[1]:tobytes() .. "|" .. e[2]:tobytes())
+            or (r[1]:tobytes() .. "|" .. e:tobytes())
+          if got ~= alone[op] then fail("%s %s: inside ops (sorted %s) not the bytes of the call alone", label, op,
+            tostring(sorted)) end
+        end
+      end
+    end
+    local I = ITEMS
+    local patterns = {
+      { "runs of a tile", { TILE }, 4 * TILE }, { "runs of a tile less one", { TILE - 1 }, 4 * TILE + 3 },
+      { "runs of a tile and one", { TILE + 1 }, 4 * TILE + 5 }, { "runs of a thread's items", { I }, 2 * TILE + 1 },
+      { "runs of a thread's items less one, more one", { I - 1, I + 1 }, 2 * TILE + 7 },
+      { "three tiles without a head, then a head at a tile's start", { 3 * TILE, 1, TILE - 1 }, 9 * TILE },
+      { "a run over 16 tiles, then a head at a tile's start", { 16 * TILE, 2 }, 3 * 16 * TILE },
+      { "runs crossing 16 tiles", { 15 * TILE + 9, 3 }, 50 * TILE },
+      { "runs crossing 17 tiles", { 17 * TILE + 9, 3 }, 60 * TILE + 1 },
+      { "a run over 40 tiles among single keys", { 40 * TILE + 5, 1, 1, 1 }, 45 * TILE },
+      { "every key distinct", { 1 }, 3 * TILE + 11 }, { "one element", { 1 }, 1 },
+      { "one key over two tiles and one", { 1 << 30 }, 2 * TILE + 1 },
+    }
+    for _, p in ipairs(patterns) do
+      local label, n = p[1], p[3]
+      local kb = gr.buffer(runs_of(p[2], n), "int32")
+      local fv, iv = {}, {}
+      for i = 1, n do
+        iv[i] = (i * 7919) % 2001 - 1000
+        fv[i] = ((i * 104729) % 129 - 64) * 0.25     -- exact partial sums: the float sums must be exact
+      end
+      local fb, ib = gr.buffer(fv, "float32"), gr.buffer(iv, "int32")
+      all_ways(label .. ", float32", kb, fb, 0)
+      all_ways(label .. ", int32", kb, ib, 0)
+      if n > 40 then                                 -- off the 16-byte grid: the element loads
+        local ks, vs = kb:slice(3, n - 9), fb:slice(3, n - 9)
+        all_ways(label .. ", slices", ks, vs, 0)
+        ks:free()
+        vs:free()
+      end
+      kb:free()
+      fb:free()
+      ib:free()
+    end
+    -- runs over thousands of tiles: keys laid out on the device, values drawn there, sums checked in Lua
+    local n = 2600 * TILE + 77
+    local a, b = 1234, 1234 + 2500 * TILE + 3
+    local kb = gr.buffer(n, "int32"):fill(5)
+    kb:slice(a + 1, b - a):fill(6)
+    kb:slice(b + 1, n - b):fill(7)
+    for _, vd in ipairs({ "int32", "float32" }) do
+      local vb = gr.buffer(n, vd)
+      if vd == "int32" then vb:random(31, -1000, 1000) else vb:random(32, -1, 1) end
+      -- the three groups' reference, from the values' bytes a thousand at a time
+      local s, code = vb:tobytes(), vd == "int32" and "i4" or "f"
+      local gs = {}
+      for g, key in ipairs({ 5, 6, 7 }) do
+        gs[g] = { key = key, sum = 0, max = -math.huge, min = math.huge, count = 0, n = 0, abs = 0 }
+      end
+      for i = 1, n, 1000 do
+        local m = math.min(1000, n - i + 1)
+        local t = table.pack(string.unpack("<" .. string.rep(code, m), s, 4 * (i - 1) + 1))
+        for j = 1, m do
+          local at, x = i + j - 1, t[j]
+          local g = gs[at <= a and 1 or at <= b and 2 or 3]
+          g.sum, g.n, g.abs = g.sum + x, g.n + 1, g.abs + math.abs(x)
+          if x > g.max then g.max = x end
+          if x < g.min then g.min = x end
+          if x ~= 0 then g.count = g.count + 1 end
+        end
+      end
+      for _, op in ipairs(OPS) do
+        local r, err = call(kb, vb, { op = op, sorted = true })
+        if not r then fail("long runs %s %s: raised %s", vd, op, err)
+        else
+          check("long runs " .. vd, op, r, gs, vd == "int32" and 0 or 2 ^ -24)
+          local u = call(kb, vb, { op = op })
+          if not u or bytes_of(r) ~= bytes_of(u) then fail("long runs %s %s: sorted and unsorted differ", vd, op) end
+        end
+      end
+      vb:free()
+    end
+    kb:free()
+    return #bad == 0 and "ok" or table.concat(bad, "\n")
+  ]]
+
+  H.gpu_it("tiles of 8 and of 16 items a thread (GPUREDUCE_RUNS_ITEMS): every edge against a reference #slow", function()
+    for _, items in ipairs({ 8, 16 }) do
+      local ok, code, out = H.run_lua(string.format(
+        "local gr = require 'gpureduce'\nassert(gr.backend() == 'cuda')\nio.write((load(%q))(gr, %d))", TILES_BODY,
+        items), "GPUREDUCE_RUNS_ITEMS=" .. items)
+      assert(ok, "GPUREDUCE_RUNS_ITEMS=" .. items .. ": the child exited " .. tostring(code) .. ":\n" .. out)
+      assert.are.equal("ok", out, "GPUREDUCE_RUNS_ITEMS=" .. items)
     end
   end)
 end)
