@@ -11,6 +11,8 @@
 -- sorted pattern (every distinct key), and by their counts over all n against the pattern's. Times: whole
 -- synchronous calls (the call returns its buffers), medians of BENCH_REPS (default 30) after 5 warm-ups.
 --   BY_KEY_LOG2N=26 lua experiments/by_key_bench.lua     (scripts/gpu-batch.sh by_key runs it with the peers)
+-- Comparisons in one device run: GPUREDUCE_RUNS_ITEMS=8 or 16 (the pass over runs' tile shape; default 16 for
+-- values of 4 bytes or fewer) and GPUREDUCE_BY_KEY_RUNS=0 (every op as segments); the header names them.
 local gr = require "gpureduce"
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "."
 package.path = here .. "/?.lua;" .. package.path
@@ -140,6 +142,8 @@ end
 print(string.format("\n## n = 2^%d float32 values, int32 keys: gr.reduce_by_key (sum; whole calls) beside CUB and PyTorch",
   log2n))
 print(string.format("read ceiling of keys + values: %.1f GB/s", read))
+print(string.format("GPUREDUCE_RUNS_ITEMS=%s GPUREDUCE_BY_KEY_RUNS=%s", os.getenv("GPUREDUCE_RUNS_ITEMS") or "(default)",
+  os.getenv("GPUREDUCE_BY_KEY_RUNS") or "(default)"))
 print(string.format("%-8s %6s %10s %8s %10s %9s %10s %8s %19s %12s %8s  %s", "keys", "K", "unsorted", "/ CUB", "sorted",
   "vs read", "CUB sort+", "CUB RBK", "gr sorted / CUB RBK", "torch det.", "/ torch", "valid"))
 for _, dist in ipairs({ "uniform", "zipf" }) do
