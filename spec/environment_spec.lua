@@ -36,6 +36,8 @@ describe("an environment variable set to a value it does not accept", function()
     { "GPUREDUCE_CACHE_SHARED", "yes", "0 or 1" },
     { "GPUREDUCE_COMPILE_TIMEOUT", "10s", "a whole number of seconds from 0 to 86400" },
     { "GPUREDUCE_BY_KEY_RUNS", "2", "0 or 1" },
+    { "GPUREDUCE_RUNS_ITEMS", "12", "8 or 16" },
+    { "GPUREDUCE_RUNS_ITEMS", "32", "8 or 16" },
     { "GPUREDUCE_CACHE", string.rep("d", 4001), "off, empty (no disk cache) or a directory of at most 4000 bytes" },
   }
   for _, c in ipairs(cases) do
@@ -91,7 +93,7 @@ describe("an environment variable set to a value it accepts", function()
       "GPUREDUCE_CPU_THREADS=1", "GPUREDUCE_CPU_THREADS=64", "GPUREDUCE_BACKEND=cpu", "GPUREDUCE_BACKEND=auto",
       "GPUREDUCE_BACKEND=", "GPUREDUCE_MEMORY_LIMIT=0", "GPUREDUCE_MEMORY_LIMIT=", "GPUREDUCE_FAULT=launch:0",
       "GPUREDUCE_EXACT_ROUND=64", "GPUREDUCE_CACHE_SHARED=0", "GPUREDUCE_CACHE=off", "GPUREDUCE_COMPILE_TIMEOUT=0", "GPUREDUCE_BY_KEY_RUNS=0",
-      "GPUREDUCE_DEVICE=0", "GPUREDUCE_CPU_THREADS=",
+      "GPUREDUCE_RUNS_ITEMS=8", "GPUREDUCE_RUNS_ITEMS=16", "GPUREDUCE_DEVICE=0", "GPUREDUCE_CPU_THREADS=",
     } do
       local ok, out = load_with(env, 'print(gr.sum(gr.buffer({1, 2, 3}, "int32")))')
       assert(ok, env .. ": " .. out)

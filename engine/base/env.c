@@ -48,6 +48,9 @@ static const struct row {
                                 "a whole number of seconds from 0 to 86400; 0 is no limit"},
     [GR_ENV_BY_KEY_RUNS] = {"GPUREDUCE_BY_KEY_RUNS", NUMBER, 0, 1, 1, NULL,
                             "0 or 1; 0 reduces every key's group as a segment (the path before the pass over runs)"},
+    [GR_ENV_RUNS_ITEMS] = {"GPUREDUCE_RUNS_ITEMS", NUMBER, 8, 16, 8, NULL,
+                           "8 or 16: the elements a thread of the pass over runs of keys takes, for every value "
+                           "dtype (default: 16 for values of up to 4 bytes, 8 for wider ones)"},
     [GR_ENV_BUFFER_POOL] = {"GPUREDUCE_BUFFER_POOL", NUMBER, 0, 1, 1, NULL,
                             "0 or 1; 0 allocates every device buffer with cudaMalloc and frees it with cudaFree"},
     [GR_ENV_POISON] = {"GPUREDUCE_POISON", NUMBER, 0, 1, 1, NULL,

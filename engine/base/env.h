@@ -24,6 +24,7 @@ typedef enum gr_env_var {
     GR_ENV_CACHE_SHARED,        /* 0 or 1: a cache directory of another user may be read */
     GR_ENV_COMPILE_TIMEOUT,     /* seconds an NVRTC compile may take; 0: no limit */
     GR_ENV_BY_KEY_RUNS,         /* 0 or 1: reductions by key as one pass over runs where they can (by_key.c) */
+    GR_ENV_RUNS_ITEMS,          /* 8 or 16: elements a thread of the pass over runs (comparisons, by_key.c) */
     GR_ENV_BUFFER_POOL,         /* 0 or 1: device buffers from the caching pool (memory.c, runtime.cu) */
     GR_ENV_POISON,              /* 0 or 1: unset new buffers filled with 0xA5 bytes (testing, buffer.c) */
     GR_ENV_VAR_COUNT

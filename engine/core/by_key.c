@@ -339,13 +339,12 @@ static int runs_pass_takes(gr_context *ctx, const gr_options *o, const gr_op *op
 /* Elements a thread of the pass over runs takes: GPUREDUCE_RUNS_ITEMS=8 or 16, for comparing the two tile
  * shapes in one device run (each its own order of combination, so its own bits); else 16 for values of up
  * to 4 bytes (a tile reads 32 KiB of 4-byte keys and values: more bytes in flight a block, half the tiles
- * to look back over) and 8 for wider ones (their registers). Chosen from the value dtype alone, so that
- * sorted and unsorted calls, and an op alone or in a list, take the same shape. */
-static int runs_items(size_t value_bytes) {
-    const char *e = getenv("GPUREDUCE_RUNS_ITEMS");
-    if (e && strcmp(e, "8") == 0) return 8;
-    if (e && strcmp(e, "16") == 0) return 16;
-    return value_bytes <= 4 ? 16 : 8;
+ * to look back over; 1.0-1.3x faster than 8 on an H100, docs/performance.md) and 8 for wider ones (their
+ * registers). Chosen from the value dtype alone, so that sorted and unsorted calls, and an op alone or in
+ * a list, take the same shape. */
+static int runs_items(gr_context *ctx, size_t value_bytes) {
+    int forced = gr_ctx_root(ctx)->runs_items;
+    return forced ? forced : value_bytes <= 4 ? 16 : 8;
 }
 
 /* The runs of n key words (kbytes wide; flip: the sign bit of signed keys) at `words` and `values`, op's
@@ -369,7 +368,7 @@ static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint6
             .keys = words, .kbytes = kbytes, .flip = flip, .values = vdata, .in_dtype = vt, .acc = (gr_dtype)acc,
             .op = o->op, .ddof = o->ddof, .n = n,
             .aligned = (uintptr_t)words % 16 == 0 && (uintptr_t)vdata % 16 == 0,
-            .items = runs_items(gr_dtype_size(vt)),
+            .items = runs_items(ctx, gr_dtype_size(vt)),
             .keys_out = words_out, .out = {gr_buffer_data(out[0]), out[1] ? gr_buffer_data(out[1]) : NULL},
             .capacity = cap,
             .scratch = gr_buffer_data(temp), .acc_bytes = acc_bytes,

@@ -49,6 +49,7 @@ gr_status gr_context_create(gr_context **out) {
     ctx->base.mem.limit = (size_t)gr_env_number_or(GR_ENV_MEMORY_LIMIT, 0);
     ctx->exact_round = (size_t)gr_env_number_or(GR_ENV_EXACT_ROUND, 0);
     ctx->by_key_segments = gr_env_number_or(GR_ENV_BY_KEY_RUNS, 1) == 0;
+    ctx->runs_items = (int)gr_env_number_or(GR_ENV_RUNS_ITEMS, 0);
     gr_fault_init_from_env(ctx);
     return GR_OK;
 }

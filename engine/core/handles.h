@@ -101,6 +101,7 @@ struct gr_context {
     int nslots;
     size_t exact_round;     /* GPUREDUCE_EXACT_ROUND (exact_pass.c), 0 when unset */
     int by_key_segments;    /* GPUREDUCE_BY_KEY_RUNS=0: no pass over runs (by_key.c) */
+    int runs_items;         /* GPUREDUCE_RUNS_ITEMS: 8 or 16 for every dtype; 0: by the value's width */
     void *aux_streams[GR_MAX_AUX_STREAMS];   /* for streamed host data, made on first use */
     gr_pool_stats stats;
     struct {
