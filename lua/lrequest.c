@@ -347,6 +347,7 @@ static void operator_many(lua_State *L, lgr_request *r, gr_buffer *const *bufs, 
  * log). Elsewhere nothing: the engine says what cannot run. */
 static void user_kernels(lua_State *L, lgr_request *r, gr_dtype t) {
     if (r->o.variant < 0 || !gr_variant_get(r->o.variant)->user) return;     /* every call passes here */
+    if (r->o.determinism == GR_DET_GPU_TO_GPU) return;     /* the exact kernel runs, whatever the variant */
     gr_context *ctx = lgr_ctx(L);
     if (gr_context_backend(ctx) != GR_BACKEND_CUDA) return;
     const gr_operator_image *img;

@@ -249,6 +249,25 @@ describe("gpu_to_gpu on the GPU: the same bits whatever the path", function()
     assert(#bad == 0, table.concat(bad, "\n"))
   end)
 
+  -- The exact kernel runs whatever variant is named, so a user kernel named there is never compiled for the
+  -- call: one that takes scalar accumulators only (not var's or norm's) must not fail it.
+  H.gpu_it("a user kernel named as the variant is not compiled, even one that cannot take the op", function()
+    gr.kernel { name = "g2g_scalars_only", source = [[
+template <class Op, class In>
+__device__ typename Op::acc_t g2g_scalars_only(const In *in, size_t n, unsigned long long first) {
+    typename Op::acc_t v = 0;
+    for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        v = Op::combine(v, gr::load_at<Op>(in[i], first + i));
+    return gr::block_reduce<Op>(v);
+}
+]] }
+    local b = gr.buffer(100003, "float32"):random(11, -1, 1)
+    for _, op in ipairs(EXACT_OPS) do
+      local want = bits(gr[op](b, G2G))
+      assert.are.equal(want, bits(gr[op](b, with { variant = "g2g_scalars_only" })), op)
+    end
+  end)
+
   H.gpu_it("async, on a stream, streamed in chunks of any size, segmented and in reduce_many", function()
     local bad = {}
     local s = gr.stream()
