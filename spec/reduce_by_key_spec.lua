@@ -964,8 +964,8 @@ describe("gr.reduce_by_key: sizes and distributions", function()
   end)
 
   -- Both tile shapes of the pass over runs: GPUREDUCE_RUNS_ITEMS=8 (tiles of 2048 elements, 8 a thread)
-  -- and 16 (tiles of 4096, 16 a thread), each in a child process (engine/core/by_key.c reads the variable at
-  -- each call; Lua cannot set it here). Each child checks its calls against a reference of its own, in Lua:
+  -- and 16 (tiles of 4096, 16 a thread), each in a child process (the variable is read when the module's
+  -- context is made; Lua cannot set it here). Each child checks its calls against a reference of its own, in Lua:
   -- heads on and beside tile and thread edges, runs of exactly one tile, tiles without a head followed by
   -- one whose first element is a head, runs crossing 16 and 17 tiles (the fixup's walk by one thread and
   -- by the block), all keys distinct, unaligned slices, and runs over thousands of tiles; sorted and

@@ -38,9 +38,6 @@ typedef struct grouping {
     gr_buffer *offsets;     /* k + 1 int64 boundaries into values */
     gr_buffer *perm;        /* uint32, grouped position -> input position, where a sort moved them; else NULL */
     gr_buffer *keys;        /* the k distinct keys, ascending, of the keys' dtype */
-    const void *words;      /* on the device, n key words in the values' order (the pass over runs reads them) */
-    int kbytes;             /* their width */
-    gr_buffer *sorted;      /* the sort's words, where words are those */
 } grouping;
 
 static void grouping_free(gr_context *ctx, grouping *g) {
@@ -48,7 +45,6 @@ static void grouping_free(gr_context *ctx, grouping *g) {
     gr_buffer_free(ctx, g->offsets);
     gr_buffer_free(ctx, g->perm);
     gr_buffer_free(ctx, g->keys);
-    gr_buffer_free(ctx, g->sorted);
     memset(g, 0, sizeof *g);
 }
 
@@ -243,10 +239,8 @@ static gr_status device_group(gr_context *ctx, gr_buffer *keys, gr_buffer *value
         st = step(ctx, gr_by_key_gpu.order_bits(gr_buffer_data(unique), gr_buffer_data(g->keys), g->k, kt, base, 1,
                                                 ctx->stream), "the distinct keys");
     if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the grouping by key");
-    g->sorted = sorted;                 /* the pass over runs reads them */
-    g->words = sorted ? gr_buffer_data(sorted) : NULL;
-    g->kbytes = kbytes;
     gr_buffer_free(ctx, unique);
+    gr_buffer_free(ctx, sorted);
     return st;
 }
 
@@ -300,8 +294,6 @@ static gr_status device_grouped(gr_context *ctx, gr_buffer *keys, gr_buffer *val
         if (st == GR_OK && g->k)
             st = step(ctx, gr_dev_copy(gr_buffer_data(g->keys), gr_buffer_data(unique), g->k * (size_t)kbytes,
                                        ctx->stream), "the distinct keys");
-        g->words = gr_buffer_data(keys);
-        g->kbytes = kbytes;
         if (st == GR_OK && (uintptr_t)gr_buffer_data(values) % 16 == 0) {
             st = gr_buffer_slice(ctx, values, 0, g->n, &g->values);
         } else if (st == GR_OK) {
@@ -542,21 +534,9 @@ static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_opti
     gr_where where = gr_buffer_where(g->values);
     gr_buffer *out[2] = {NULL, NULL};
     for (int i = 0; i < count && st == GR_OK; i++) st = target(ctx, results[i], g->k, dt[i], where, &out[i]);
-    /* the pass over runs where it takes the op and the groups are tiny or uneven (gr_policy_by_runs), the
-     * segmented kernel over the offsets otherwise: a choice made from the groups alone, so that an op gives
-     * the same bits with and without sorted, alone and in a list */
-    size_t es = gr_dtype_size(gr_buffer_dtype(g->values)), runs = 0;
-    unsigned disorder = 0;
+    /* the segmented kernel over the offsets (an op the pass over runs takes never comes here: by_runs) */
     gr_segments seg = {0, g->offsets};
-    if (st == GR_OK && g->device && g->words && g->k && runs_pass_takes(ctx, o, &o->op, 1) &&
-        gr_policy_by_runs(g->n, g->k, g->longest, es)) {
-        st = runs_pass(ctx, g->words, g->kbytes, 0, g->values, o, out, NULL, g->k, &runs, &disorder);
-        if (st == GR_OK && runs != g->k)
-            st = gr_fail(ctx, GR_ECUDA, "the pass over runs of keys found %zu runs where the grouping has %zu", runs,
-                         g->k);
-    } else if (st == GR_OK) {
-        st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, out);
-    }
+    if (st == GR_OK) st = gr_segments_uneven(ctx, g->values, o, &seg, g->longest, out);
     if (st == GR_OK && o->op != GR_MINMAX && count == 2) st = input_positions(ctx, g, out[1]);
     for (int i = 0; i < count; i++) {
         if (st == GR_OK && !results[i]) results[i] = out[i];    /* a new buffer: the caller's now */

@@ -135,21 +135,6 @@ gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k
     return s;
 }
 
-/* Reductions by key (engine/core/by_key.c) and the pass over runs of keys (cuda/device/runs.cuh), from
- * whole calls over 2^26 float32 values with int32 keys on an H100 (docs/performance.md). The pass reads at
- * about a third of the segmented kernel's best speed (0.6 ms for keys and values where segments of 2^6 to
- * 2^22 elements take 0.3), but costs the same for any grouping; the segmented kernel is slow where the
- * groups are very uneven (the rule above) and either many (whole blocks for hundreds of thousands of tiny
- * groups: Zipf keys over 2^20 values, 1.62 ms against 1.09) or few (a handful of blocks for most of the
- * data: Zipf over 2^8, 1.21 against 0.98); uneven groups of a few thousand stay with it (Zipf over 2^12 and
- * 2^16: 0.96 and 0.87 against 1.04 and 1.17). */
-int gr_policy_by_runs(size_t n, size_t k, size_t longest, size_t es) {
-    if (k == 0) return 0;
-    size_t mean = n / k;
-    int uneven = longest * es > 16 * mean * es && longest * es > SEG_WARP_BYTES;
-    return uneven && (mean <= 256 || k <= 512);
-}
-
 /* Every reduction by key the pass over runs takes (the built-in ops but argmin/argmax, short of gpu_to_gpu)
  * is one pass over the runs alone, whatever the groups: no run-length encoding, no scan, no offsets. Until
  * issue 25's round the pass read at a third of the memory speed and took only groups of 64 elements or
@@ -157,9 +142,10 @@ int gr_policy_by_runs(size_t n, size_t k, size_t longest, size_t es) {
  * 3.6 and 4.3, uniform keys over 2^20: 2.8 against 2.5). Its tiles without a head now fold and leave
  * without waiting for the look-back, and its look-back reads 128 tiles' words a round: it is meant to cost
  * one read of keys and values for any grouping, where the segments read the keys twice and synchronise
- * between their steps. Not yet measured: GPUREDUCE_BY_KEY_RUNS=0 sends every op to the segments, for the
- * lab's comparison (docs/performance.md, "Reductions by key (issue 25)"), which confirms this rule or
- * brings back a bound here. */
+ * between their steps. Measured on an H100 against the tree before (which sent groups over 64 elements to
+ * the segments), 2^26 float32 values, int32 keys: sorted calls 1.15-2.9x faster at every grouping from 16
+ * keys to 2^24, within 3% for all-distinct keys (docs/performance.md, "Reductions by key (issue 25)").
+ * GPUREDUCE_BY_KEY_RUNS=0 sends every op to the segments, for comparisons. */
 int gr_policy_by_runs_alone(size_t n, int range_bits) {
     (void)n;
     (void)range_bits;

@@ -32,13 +32,11 @@ typedef struct gr_seg_shape {
 gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_t es);
 /* The shape for k segments of n elements whose longest has `longest` elements: `even` (the shape chosen
  * from the mean) unless the longest is far above the mean, then blocks per segment. */
-/* Whether a reduction by key over k groups of n elements (the longest `longest`, of es bytes each) takes
- * the pass over runs of keys rather than the segmented kernel. */
-int gr_policy_by_runs(size_t n, size_t k, size_t longest, size_t es);
-/* Whether unsorted keys whose range takes range_bits bits skip the grouping into offsets (n values). */
-int gr_policy_by_runs_alone(size_t n, int range_bits);
 gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k, size_t longest, size_t es,
                                        const gr_seg_shape *even);
+/* Whether the ops a reduction by key of n values (keys whose range takes range_bits bits) can run as one
+ * pass over runs of keys do so, skipping the grouping into offsets. */
+int gr_policy_by_runs_alone(size_t n, int range_bits);
 /* The shape for k rows of `row` elements of es bytes of an axis reduction: lanes, block and splits from
  * the row's length alone (batch invariance), the grid from k. */
 gr_seg_shape gr_policy_axis_rows(const gr_context *ctx, size_t row, size_t k, size_t es);
