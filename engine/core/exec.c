@@ -32,7 +32,7 @@ static gr_status launch_pass(gr_context *ctx, const gr_run *run, int k, gr_launc
 gr_status gr_exec_start(gr_context *ctx, const gr_inputs *in, uint64_t first, const gr_run *run, gr_slot *slot,
                         void *stream, int flag) {
     const gr_plan *plan = &run->plan;
-    if (flag) *(volatile unsigned *)gr_slot_flag(slot) = 0;     /* lowered before the launch that raises it */
+    if (flag) gr_slot_lower(slot);      /* lowered before the launch that raises it */
     char *half[2] = {slot->dev, (char *)slot->dev + run->half_offset};
     size_t es = plan->acc_size;
     gr_inputs partials;             /* what the passes after the first read: the one before's partials */
@@ -78,15 +78,33 @@ gr_status gr_exec_single_to(gr_context *ctx, const gr_inputs *in, uint64_t first
     return launch_pass(ctx, run, 0, &L);
 }
 
-/* Spins until the stream has written the slot's flag; every few thousand turns asks the driver whether
- * the stream failed (a kernel fault would never write the flag). */
+/* 1 when the kernel's reply (cuda/device/epilogue.cuh) is all there, its result then copied to the slot's
+ * result area where the flag's readers find it: word 0 says how many words there are, and each word
+ * carries that count beside its 4 bytes, so a word of an earlier reply (lowered to 0) is never taken. */
+static int replied(gr_slot *slot) {
+    volatile unsigned long long *reply = gr_slot_reply(slot);
+    unsigned words = (unsigned)(reply[0] >> 32);
+    if (words == 0 || words > GR_REPLY_WORDS) return 0;
+    unsigned bits[GR_REPLY_WORDS];
+    for (unsigned k = 0; k < words; k++) {
+        unsigned long long w = reply[k];
+        if ((unsigned)(w >> 32) != words) return 0;
+        bits[k] = (unsigned)w;
+    }
+    memcpy(slot->result, bits, words * sizeof bits[0]);
+    return 1;
+}
+
+/* Spins until the kernel has replied or the stream has written the slot's flag; every few thousand turns
+ * asks the driver whether the stream failed (a kernel fault would never do either). */
 static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
     volatile unsigned *f = gr_slot_flag(slot);
-    for (unsigned spins = 1; *f == 0; spins++) {
+    for (unsigned spins = 1; *f == 0 && !replied(slot); spins++) {
         if ((spins & 4095) == 0) {
             int q = gr_dev_stream_query(slot->stream);
             if (q > 1) return gr_fail_dev(ctx, q, "reduction");
-            if (q == 0 && *f == 0) return gr_fail(ctx, GR_ECUDA, "reduction: the completion flag was lost");
+            if (q == 0 && *f == 0 && !replied(slot))
+                return gr_fail(ctx, GR_ECUDA, "reduction: the completion flag was lost");
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();

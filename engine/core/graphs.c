@@ -113,7 +113,7 @@ gr_status gr_graph_reduce(gr_context *ctx, const gr_inputs *inputs, const gr_run
         }
     }
     *handled = 1;
-    *(volatile unsigned *)gr_slot_flag(g->slot) = 0;
+    gr_slot_lower(g->slot);
     int rc = gr_fault_hit(ctx, GR_FAULT_LAUNCH);
     if (rc == 0) rc = gr_dev_graph_launch(g->exec, stream);
     if (rc) {

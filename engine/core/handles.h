@@ -52,7 +52,7 @@ typedef struct gr_slot {
     unsigned *counter;      /* device; zero between uses (kernels leave it zero) */
     void *host;             /* pinned, mapped; partials finished on the CPU */
     size_t host_bytes;
-    void *result;           /* pinned, mapped, 64 bytes: the single-pass kernel writes the value here */
+    void *result;           /* pinned, mapped, 128 bytes: the single-pass kernel writes the value here */
     void *done;             /* event marking the end of the reduction's device work */
     int busy;
     /* synchronous calls learn that the work is done from a flag at result + 32, lowered before the launch

@@ -17,7 +17,7 @@ static void slot_free_memory(gr_context *ctx, gr_slot *s) {
     gr_mem_free(ctx, GR_MEM_DEVICE, s->dev, s->dev_bytes);
     gr_mem_free(ctx, GR_MEM_DEVICE, s->counter, 64);
     gr_mem_free(ctx, GR_MEM_PINNED, s->host, s->host_bytes);
-    gr_mem_free(ctx, GR_MEM_PINNED, s->result, 64);
+    gr_mem_free(ctx, GR_MEM_PINNED, s->result, GR_SLOT_PINNED_BYTES);
     if (s->done) gr_dev_event_destroy(s->done);
 }
 
@@ -41,13 +41,13 @@ static gr_status slot_create(gr_context *ctx, gr_slot **out) {
     gr_slot *s = calloc(1, sizeof *s);
     if (!s) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     gr_status st = gr_mem_alloc(ctx, GR_MEM_DEVICE, 64, (void **)&s->counter);
-    if (st == GR_OK) st = gr_mem_alloc(ctx, GR_MEM_PINNED, 64, &s->result);
+    if (st == GR_OK) st = gr_mem_alloc(ctx, GR_MEM_PINNED, GR_SLOT_PINNED_BYTES, &s->result);
     if (st == GR_OK && ctx->base.backend == GR_BACKEND_CUDA) {
         /* the counter's words (cuda/device/epilogue.cuh): [0] the last-block ticket, [2..3] the completion flag
-         * the single-pass kernels raise, a word of the pinned result area */
-        unsigned *flag = gr_slot_flag(s);
+         * and [4..5] the reply words the single-pass kernels write, both in the pinned result area */
+        void *where[2] = {gr_slot_flag(s), (void *)gr_slot_reply(s)};
         int rc = gr_dev_memset(s->counter, 0, 64, ctx->stream);
-        if (rc == 0) rc = gr_dev_copy(s->counter + 2, &flag, sizeof flag, ctx->stream);
+        if (rc == 0) rc = gr_dev_copy(s->counter + 2, where, sizeof where, ctx->stream);
         if (rc == 0) rc = gr_dev_stream_sync(ctx->stream);
         if (rc == 0) rc = gr_dev_event_create(&s->done, 0);
         if (rc) st = gr_fail_dev(ctx, rc, "scratch slot");

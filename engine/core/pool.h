@@ -13,6 +13,18 @@ void gr_slot_release(gr_context *ctx, gr_slot *s);
 static inline unsigned *gr_slot_flag(gr_slot *s) { return (unsigned *)((char *)s->result + 32); }
 /* 8 bytes of the pinned result area after the flag: a user operator's post value (core/image.c). */
 static inline void *gr_slot_post_out(gr_slot *s) { return (char *)s->result + 40; }
+/* The reply words (cuda/device/epilogue.cuh): up to GR_REPLY_WORDS 8-byte words at result + 64, each 4 bytes
+ * of the result under a high half that counts the words; the counter's words [4..5] point here. */
+#define GR_REPLY_WORDS 8
+#define GR_SLOT_PINNED_BYTES 128
+static inline volatile unsigned long long *gr_slot_reply(gr_slot *s) {
+    return (volatile unsigned long long *)((char *)s->result + 64);
+}
+/* Lowers the flag and the reply before a launch that raises one of them. */
+static inline void gr_slot_lower(gr_slot *s) {
+    *(volatile unsigned *)gr_slot_flag(s) = 0;
+    for (int k = 0; k < GR_REPLY_WORDS; k++) gr_slot_reply(s)[k] = 0;
+}
 void gr_pool_destroy(gr_context *ctx);
 /* Frees every slot that is not busy (gr_pool_trim, after the graphs have given theirs back). */
 void gr_pool_release_idle(gr_context *ctx);
