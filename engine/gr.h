@@ -520,12 +520,20 @@ gr_status gr_comm_reduce(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_opt
  * the tests' way to reach the merge without several GPUs. GR_EINVAL naming "op" for the ops NCCL combines. */
 gr_status gr_comm_combine_parts(gr_context *ctx, gr_buffer *const *parts, size_t count, const gr_options *o,
                                 gr_result *out);
+/* What gr_comm_reduce_axes gives every rank of a job whose rank i holds parts[i], for the ops whose partial
+ * results are gathered (mean, argmin, argmax, minmax, var and std of floats), merged in this process with no
+ * communicator (any backend); out as for gr_reduce_axes of parts[0]. GR_EINVAL naming "op" for the ops NCCL
+ * combines. */
+gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t count, const gr_options *o,
+                               unsigned axes, gr_buffer *out[2]);
 /* b (a device buffer of the communicator's device) reduced here along the axes in the mask `axes` into
  * out (as gr_reduce_axes: one result buffer of the op's segment dtype, on that device), then out combined
- * across the ranks in place, element by element, by NCCL (the ops of gr_comm_reduce; their result dtypes
- * without an NCCL type -- bool, int16, uint16, the FP8 formats -- combined exactly through a wider copy).
- * Every rank must give out the same shape. No o->stream: it runs on the communicator's stream, waited
- * for once. */
+ * across the ranks in place, element by element, by NCCL (the ops one all-reduce combines; their result
+ * dtypes without an NCCL type -- bool, int16, uint16, the FP8 formats -- combined exactly through a wider
+ * copy; waited for once). mean, argmin, argmax, minmax, and var and std of floats: each rank's partial
+ * results gathered to every rank and merged in rank order on the host, the ranks' elements one after another
+ * along the first reduced axis (gr_comm_combine_axes). Every rank must give out the same shape. No
+ * o->stream: it runs on the communicator's stream. */
 gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                               gr_buffer *out[2]);
 gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c);

@@ -168,7 +168,8 @@ static int c_reduce(lua_State *L) {
 
 /* gr.debug_comm_combine({b1, b2, ...}, opts): what c:reduce(b, opts) gives every rank of a job whose rank
  * i - 1 holds bi, for the ops whose accumulators the ranks gather (mean, var, argmin, ...; every op at
- * gpu_to_gpu), merged in this process: no communicator, any backend. */
+ * gpu_to_gpu), merged in this process: no communicator, any backend. With opts.axis, the buffers of
+ * results along the axes (mean, argmin, argmax, minmax, var and std of floats). */
 int lgr_debug_comm_combine(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer k = luaL_len(L, 1);
@@ -176,10 +177,10 @@ int lgr_debug_comm_combine(lua_State *L) {
         return luaL_argerror(L, 1, lua_pushfstring(L, "expected a list of 1 to 65536 buffers (got %I)", k));
     lgr_request r;
     lgr_request_read(L, 2, -1, 0, &r);
-    if (r.async || r.streamed || r.segment || r.offsets || r.user_op || r.dtype >= 0 || r.naxes)
-        return luaL_argerror(L, 2, "opts: c:reduce's parts are whole-buffer reductions of a built-in op (not axis, "
-                                   "async, streamed, segment, offsets, dtype or an operator)");
-    luaL_checkstack(L, (int)k + 2, "too many buffers");
+    if (r.async || r.streamed || r.segment || r.offsets || r.user_op || r.dtype >= 0)
+        return luaL_argerror(L, 2, "opts: c:reduce's parts are whole-buffer reductions of a built-in op, or ones "
+                                   "along axes (not async, streamed, segment, offsets, dtype or an operator)");
+    luaL_checkstack(L, (int)k + 4, "too many buffers");
     gr_buffer **parts = lua_newuserdatauv(L, (size_t)k * sizeof *parts, 0);     /* the collector frees it */
     int base = lua_gettop(L);
     for (lua_Integer i = 1; i <= k; i++) {
@@ -187,9 +188,19 @@ int lgr_debug_comm_combine(lua_State *L) {
         if (!luaL_testudata(L, -1, BUFFER_MT))
             return luaL_argerror(L, 1, lua_pushfstring(L, "element %I: expected a buffer, got %s", i,
                                                        luaL_typename(L, -1)));
-        parts[i - 1] = lgr_check_reduced_buffer(L, base + (int)i, lgr_request_order_free(&r));
+        /* along axes the views as they are, as c:reduce takes them */
+        parts[i - 1] = r.naxes ? lgr_check_buffer(L, base + (int)i)
+                               : lgr_check_reduced_buffer(L, base + (int)i, lgr_request_order_free(&r));
     }
     lgr_request_prepare(L, &r, LGR_FOR_RUN, parts, 1);
+    if (r.naxes) {                      /* into buffers of the result shape of the first part */
+        unsigned axes;
+        gr_buffer *out[2];
+        int count = lgr_axes_outs(L, parts[0], &r, &axes, out);
+        gr_status st = gr_comm_combine_axes(lgr_ctx(L), parts, (size_t)k, &r.o, axes, out);
+        if (st != GR_OK) return lgr_fail(L, st, 2, "parts", 1, "b", 1, NULL);
+        return count;
+    }
     gr_result v;
     gr_status st = gr_comm_combine_parts(lgr_ctx(L), parts, (size_t)k, &r.o, &v);
     if (st != GR_OK) return lgr_fail(L, st, 2, "parts", 1, "b", 1, NULL);

@@ -102,6 +102,33 @@ describe("c:reduce along axes on one rank", function()
     end)
   end)
 
+  nccl_it("gathers mean, var, argmin, ... along axes through NCCL as the parts merge in one process", function()
+    with_comm(function(c)
+      for _, dtype in ipairs({ "float32", "float64", "bfloat16", "int32", "uint8" }) do
+        for _, op in ipairs({ "mean", "var", "std", "argmin", "argmax", "minmax" }) do
+          if dtype:match("float") or (op ~= "var" and op ~= "std") then
+            local m = across.data(gr, dtype, op, 1, 37 * 21, 1):view { 37, 21 }
+            for _, form in ipairs({ { axis = 1 }, { axis = 2 }, { axis = { 1, 2 } }, { axis = -1, keepdims = true } }) do
+              local opts = H.changed({ op = op, ddof = op == "std" and 1 or nil }, form)
+              local got = { c:reduce(m, opts) }
+              local want = { gr.debug_comm_combine({ m }, opts) }
+              assert.are.equal(#want, #got)
+              for k = 1, #want do
+                assert.are.same(want[k]:shape(), got[k]:shape())
+                assert.are.equal(want[k]:tobytes(), got[k]:tobytes(), dtype .. " " .. op .. " " .. H.describe_opts(form))
+              end
+            end
+          end
+        end
+      end
+      local out = gr.buffer(21, "float32")
+      assert.are.equal(out, c:reduce(gr.buffer(37 * 21, "float32"):iota(1):view { 37, 21 }, { op = "mean", axis = 1,
+        out = out }))
+      assert.are.equal(gr.mean(gr.buffer(37 * 21, "float32"):iota(1):view { 37, 21 }, { axis = 1 }):tobytes(),
+        out:tobytes())
+    end)
+  end)
+
   nccl_it("reduces strided views as they are, and writes into opts.out", function()
     with_comm(function(c)
       local m = gr.buffer(64 * 48, "float32"):random(3, -1, 1):view { 64, 48 }
@@ -118,11 +145,14 @@ describe("c:reduce along axes on one rank", function()
   nccl_it("refuses what does not combine across ranks or does not apply, naming it", function()
     with_comm(function(c)
       local m = gr.buffer(12, "float32"):iota(1):view { 3, 4 }
-      local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum)"
-      for _, op in ipairs(across.GATHERED) do
-        H.expect_error("opts.op: '" .. op .. "' across ranks is not built " .. accepted, c.reduce, c, m,
-          { op = op, axis = 1 })
+      local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum, " ..
+        "mean, argmin, argmax, minmax; var and std of float data)"
+      for _, op in ipairs({ "norm", "nanmean" }) do
+        H.expect_error("opts.op: '" .. op .. "' along axes across ranks is not built for float32 data " .. accepted,
+          c.reduce, c, m, { op = op, axis = 1 })
       end
+      H.expect_error("opts.op: 'var' along axes across ranks is not built for int32 data", c.reduce, c,
+        gr.buffer(12, "int32"):view { 3, 4 }, { op = "var", axis = 1 })
       H.expect_error("opts.axis: 3 is not an axis of this 2-axis buffer", c.reduce, c, m, { axis = 3 })
       H.expect_error("opts.keepdims goes with opts.axis", c.reduce, c, m, { keepdims = true })
       H.expect_error("opts.stream: c:reduce along axes runs on the communicator's stream", c.reduce, c, m,
@@ -333,8 +363,8 @@ describe("c:reduce's gathered parts merged in one process (gr.debug_comm_combine
       "gpu_to_gpu)", gr.debug_comm_combine, { f }, { op = "sum" })
     H.expect_error("element 2: expected a buffer, got number", gr.debug_comm_combine, { f, 3 }, { op = "mean" })
     H.expect_error("expected a list of 1 to 65536 buffers (got 0)", gr.debug_comm_combine, {}, { op = "mean" })
-    H.expect_error("opts: c:reduce's parts are whole-buffer reductions", gr.debug_comm_combine, { f },
-      { op = "mean", axis = 1 })
+    H.expect_error("opts: c:reduce's parts are whole-buffer reductions of a built-in op, or ones along axes",
+      gr.debug_comm_combine, { f }, { op = "mean", async = true })
     H.expect_error("mean of an empty buffer is undefined", gr.debug_comm_combine,
       { gr.buffer(0, "float32"), gr.buffer(0, "float32") }, { op = "mean" })
     H.expect_error("argmax of an empty buffer is undefined", gr.debug_comm_combine, { gr.buffer(0, "int32") },
@@ -344,6 +374,118 @@ describe("c:reduce's gathered parts merged in one process (gr.debug_comm_combine
     local before = f:tobytes()
     gr.debug_comm_combine({ f, f }, { op = "var" })
     assert.are.equal(before, f:tobytes())
+  end)
+end)
+
+describe("c:reduce's gathered ops along axes merged in one process (gr.debug_comm_combine with axis)", function()
+  local A = require "support.axes_reference"
+  local OPS = { { op = "mean" }, { op = "var" }, { op = "std", ddof = 1 }, { op = "argmin" }, { op = "argmax" },
+    { op = "minmax" }, { op = "mean", acc = "float64" } }
+  --- Each rank's shape (they differ along the first reduced axis only), and the axes.
+  local CASES = {
+    { shapes = { { 3, 4 }, { 2, 4 }, { 5, 4 } }, axis = 1 },
+    { shapes = { { 4, 3 }, { 4, 1 } }, axis = 2 },
+    { shapes = { { 2, 3, 4 }, { 1, 3, 4 } }, axis = { 1, 3 } },
+    { shapes = { { 2, 5, 3 }, { 2, 2, 3 }, { 2, 0, 3 } }, axis = -2 },
+    { shapes = { { 0, 4 }, { 3, 4 }, { 1, 4 } }, axis = 1 },
+  }
+  local FLOAT = { float32 = true, float64 = true, bfloat16 = true, float16 = true }
+
+  --- Rank q's part: a buffer of the shape, its values as stored (a flat list), with NaNs in some floats.
+  local function part(dtype, shape, q, nan)
+    local n = A.product(shape)
+    local lo = FLOAT[dtype] and -2 or dtype:match("^uint") and 0 or -100
+    local b = gr.buffer(n, dtype):random(500 + 37 * q, lo, FLOAT[dtype] and 2 or 100)
+    if nan and n > 0 then b:set({ 0 / 0 }, (q * 5) % n + 1) end
+    return b:view(shape), R.boolify(dtype, b:totable(1))
+  end
+
+  --- One call of the merge against the reference of every part's data: nil, or what went wrong.
+  local function merge_case(dtype, case, o, nan)
+    local parts, groups = {}, {}
+    local axes = assert(A.normalize(case.axis, #case.shapes[1]))
+    for q, shape in ipairs(case.shapes) do
+      local data
+      parts[q], data = part(dtype, shape, q, nan and q > 1)
+      -- the first reduced axis is the outermost of the reduced ones: the whole's group of an output is the
+      -- ranks' groups one after another
+      for g, group in ipairs(A.groups(A.compact(data, shape), axes)) do
+        groups[g] = groups[g] or {}
+        table.move(group, 1, #group, #groups[g] + 1, groups[g])
+      end
+    end
+    local opts = H.changed({ axis = case.axis }, o)
+    local label = string.format("%s %s axis %s of %d parts%s", dtype, H.describe_opts(o),
+      type(case.axis) == "table" and table.concat(case.axis, ",") or case.axis, #parts, nan and " with NaN" or "")
+    local ok, r1, r2 = pcall(gr.debug_comm_combine, parts, opts)
+    if not ok then return label .. ": raised " .. tostring(r1) end
+    local t1, t2 = r1:totable(1), r2 and r2:totable(1)
+    for g, group in ipairs(groups) do
+      local good, why = R.check(o.op, true, t1[g], R.expect(o.op, group, { dtype = dtype, acc = o.acc, ddof = o.ddof }),
+        t2 and t2[g])
+      if not good then
+        return string.format("%s: output %d: %s (got %s%s)", label, g, why, tostring(t1[g]),
+          t2 and (", " .. tostring(t2[g])) or "")
+      end
+    end
+  end
+
+  it("gives the reference of the ranks' data one after another along the first reduced axis", function()
+    local failures, total = {}, 0
+    for _, dtype in ipairs({ "float32", "float64", "bfloat16", "int32", "int16", "uint8" }) do
+      local float = FLOAT[dtype]
+      for _, case in ipairs(CASES) do
+        for _, o in ipairs(OPS) do
+          local moments = o.op == "var" or o.op == "std"
+          for _, nan in ipairs(float and not moments and { false, true } or { false }) do
+            if float or not (moments or o.acc) then
+              total = total + 1
+              failures[#failures + 1] = merge_case(dtype, case, o, nan)
+            end
+          end
+        end
+      end
+    end
+    assert(#failures == 0, string.format("%d of %d calls failed:\n  %s", #failures, total,
+      table.concat(failures, "\n  ", 1, math.min(#failures, 10))))
+  end)
+
+  it("gives gr.reduce's bits where one rank holds every element, but var and std (rebuilt from results)", function()
+    for _, dtype in ipairs({ "float32", "bfloat16", "int32" }) do
+      local b = part(dtype, { 6, 5 }, 1, false)
+      local empty = gr.buffer(0, dtype):view { 0, 5 }
+      for _, op in ipairs({ "mean", "argmin", "argmax", "minmax" }) do
+        local w1, w2 = gr.reduce(b, { op = op, axis = 1 })
+        for _, parts in ipairs({ { b }, { empty, b }, { b, empty } }) do
+          local g1, g2 = gr.debug_comm_combine(parts, { op = op, axis = 1 })
+          assert.are.equal(w1:tobytes(), g1:tobytes(), dtype .. " " .. op)
+          if w2 then assert.are.equal(w2:tobytes(), g2:tobytes(), dtype .. " " .. op .. ": the second result") end
+        end
+      end
+    end
+  end)
+
+  it("refuses what it cannot merge along axes, and parts whose results differ in shape, naming it", function()
+    local f = gr.buffer(12, "float32"):iota(1):view { 3, 4 }
+    local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum, " ..
+      "mean, argmin, argmax, minmax; var and std of float data)"
+    for _, op in ipairs({ "norm", "nanmean" }) do
+      H.expect_error("opts.op: '" .. op .. "' along axes across ranks is not built for float32 data " .. accepted,
+        gr.debug_comm_combine, { f, f }, { op = op, axis = 1 })
+    end
+    H.expect_error("opts.op: 'var' along axes across ranks is not built for int32 data",
+      gr.debug_comm_combine, { gr.buffer(6, "int32"):view { 2, 3 } }, { op = "var", axis = 1 })
+    H.expect_error("opts.op: 'mean' along axes across ranks is not built for float32 data at determinism gpu_to_gpu",
+      gr.debug_comm_combine, { f }, { op = "mean", axis = 1, determinism = "gpu_to_gpu" })
+    H.expect_error("opts.op: 'sum' is combined by NCCL's all-reduce of the ranks' results", gr.debug_comm_combine,
+      { f }, { op = "sum", axis = 1 })
+    H.expect_error("b: rank 1's results along the axes have the shape {4}, rank 0's {3}: every rank gives the same " ..
+      "result shape", gr.debug_comm_combine, { f, gr.buffer(8, "float32"):view { 4, 2 } }, { op = "mean", axis = 2 })
+    H.expect_error("b: rank 1's reduced axes past the first hold 2 elements, rank 0's 4", gr.debug_comm_combine,
+      { gr.buffer(8, "float32"):view { 2, 1, 4 }, gr.buffer(4, "float32"):view { 2, 1, 2 } },
+      { op = "argmax", axis = { 1, 3 } })
+    H.expect_error("b: rank 1 reduced int32 with 'mean'", gr.debug_comm_combine,
+      { f, gr.buffer(12, "int32"):view { 3, 4 } }, { op = "mean", axis = 1 })
   end)
 end)
 

@@ -34,6 +34,7 @@
 #include "core/exec.h"
 #include "core/plan.h"
 #include "core/pool.h"
+#include "multi/comm_axes.h"
 #include "multi/comm_parts.h"
 #include "ops/convert_element.h"
 #include "ops/ops.h"
@@ -569,41 +570,62 @@ static gr_status reduce_on_device(gr_context *on, gr_comm *c, gr_buffer *b, cons
     return GR_OK;
 }
 
+/* Every rank's `bytes` bytes at `mine` gathered to every rank into `all` (rank 0's first), through a slot's
+ * memory: one ncclAllGather, waited for. `what` names them in a failure ("record", "head"). */
+static gr_status gather_bytes(gr_context *on, gr_comm *c, const void *mine, size_t bytes, void *all, const char *what) {
+    size_t total = bytes * (size_t)c->size, send = (bytes + 255) / 256 * 256;
+    gr_slot *slot;
+    gr_status st = gr_slot_acquire(on, send + total, total, &slot);
+    if (st != GR_OK) return st;
+    void *stream = on->stream, *recv = (char *)slot->dev + send;
+    char said[64];
+    memcpy(slot->host, mine, bytes);
+    int rc = gr_copy(on, slot->dev, slot->host, bytes, stream);
+    if (rc) st = gr_fail_dev(on, rc, (snprintf(said, sizeof said, "reduce: the %s to the device", what), said));
+    if (st == GR_OK) st = settle(on, c, nc.ncclAllGather(slot->dev, recv, bytes, gr_dtype_nccl(GR_UINT8), c->nccl,
+                                                         stream), "ncclAllGather", "ncclAllGather was not issued");
+    if (st == GR_OK && (rc = gr_copy(on, slot->host, recv, total, stream)) != 0)
+        st = gr_fail_dev(on, rc, (snprintf(said, sizeof said, "reduce: the %ss to the host", what), said));
+    if (st == GR_OK) st = finish(on, c, "reduce");
+    if (st != GR_OK) gr_dev_stream_sync(stream);        /* the slot is reused: nothing may still write it */
+    else memcpy(all, slot->host, total);
+    gr_slot_release(on, slot);
+    return st;
+}
+
+/* A failure of this rank's own, kept (its argument and words) across collectives that may set messages of
+ * their own, and raised after them. */
+typedef struct {
+    gr_status st;
+    char arg[64], said[GR_ERR_BYTES];
+} own_failure;
+
+static void keep_failure(gr_context *ctx, gr_status st, own_failure *f) {
+    f->st = st;
+    f->arg[0] = f->said[0] = 0;
+    if (st == GR_OK) return;
+    snprintf(f->arg, sizeof f->arg, "%s", gr_errarg(ctx));
+    snprintf(f->said, sizeof f->said, "%s", gr_errmsg(ctx) + (*f->arg ? strlen(f->arg) + 2 : 0));
+}
+
+static gr_status raise_failure(gr_context *ctx, const own_failure *f) {
+    return gr_set_error(ctx, f->st, *f->arg ? f->arg : NULL, f->said);
+}
+
 /* The ops whose results one all-reduce cannot combine (mean, var, argmin, ...; every op at gpu_to_gpu):
  * each rank's record of its accumulator (comm_parts.c) gathered to every rank by one ncclAllGather and
  * merged there in rank order. A rank whose own reduction failed still sends its record, which says so:
  * the others fail at once, naming it, instead of waiting out the timeout. */
 static gr_status reduce_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, gr_result *out) {
-    size_t bytes = gr_part_bytes(o), all = bytes * (size_t)c->size, send = (bytes + 255) / 256 * 256;
-    char *mine = malloc(bytes);
-    if (!mine) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    gr_status own = gr_part_make(ctx, b, o, mine);
-    char arg[64] = "", said[GR_ERR_BYTES] = "";
-    if (own != GR_OK) {                 /* kept for after the gather, which may set messages of its own */
-        snprintf(arg, sizeof arg, "%s", gr_errarg(ctx));
-        snprintf(said, sizeof said, "%s", gr_errmsg(ctx) + (*arg ? strlen(arg) + 2 : 0));
-    }
-    gr_context *on = gr_ctx_enter(c->on);
-    gr_slot *slot;
-    gr_status st = gr_slot_acquire(on, send + all, all, &slot);
-    if (st != GR_OK) {
-        free(mine);
-        return st;
-    }
-    void *stream = on->stream, *recv = (char *)slot->dev + send;
-    memcpy(slot->host, mine, bytes);
+    size_t bytes = gr_part_bytes(o);
+    char *mine = malloc(bytes), *recs = malloc(bytes * (size_t)c->size);
+    gr_status st = mine && recs ? GR_OK : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    own_failure own = {GR_OK, "", ""};
+    if (st == GR_OK) keep_failure(ctx, gr_part_make(ctx, b, o, mine), &own);
+    if (st == GR_OK) st = gather_bytes(gr_ctx_enter(c->on), c, mine, bytes, recs, "record");
+    if (st == GR_OK) st = own.st != GR_OK ? raise_failure(ctx, &own) : gr_part_merge(ctx, recs, bytes, c->size, out);
     free(mine);
-    int rc = gr_copy(on, slot->dev, slot->host, bytes, stream);
-    if (rc) st = gr_fail_dev(on, rc, "reduce: the record to the device");
-    if (st == GR_OK) st = settle(on, c, nc.ncclAllGather(slot->dev, recv, bytes, gr_dtype_nccl(GR_UINT8), c->nccl,
-                                                         stream), "ncclAllGather", "ncclAllGather was not issued");
-    if (st == GR_OK && (rc = gr_copy(on, slot->host, recv, all, stream)) != 0)
-        st = gr_fail_dev(on, rc, "reduce: the records to the host");
-    if (st == GR_OK) st = finish(on, c, "reduce");
-    if (st != GR_OK) gr_dev_stream_sync(stream);        /* the slot is reused: nothing may still write it */
-    else if (own != GR_OK) st = gr_set_error(ctx, own, *arg ? arg : NULL, said);
-    else st = gr_part_merge(ctx, slot->host, bytes, c->size, out);
-    gr_slot_release(on, slot);
+    free(recs);
     return st;
 }
 
@@ -636,11 +658,66 @@ static gr_dtype wire_of_buffer(gr_dtype t) {
     return t;
 }
 
+/* Along axes, the ops whose ranks' partial results are gathered (comm_axes.c): this rank's parts made, the
+ * heads gathered and checked alike on every rank (so all go on, or none), then every rank's partial
+ * results, merged in rank order into out. A rank whose own reduction failed still sends its head: the
+ * others fail at once, naming it. */
+static gr_status reduce_axes_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
+                                      gr_buffer *out[2]) {
+    gr_axes_parts M;
+    gr_status st = gr_axes_rank_plan(ctx, o, b->dtype, &M);      /* the same on every rank making this call */
+    if (st != GR_OK) return st;
+    gr_axes_rank me;
+    own_failure own;
+    keep_failure(ctx, gr_axes_rank_make(ctx, b, o, axes, &M, &me), &own);
+    gr_context *on = gr_ctx_enter(c->on);
+    gr_axes_head *heads = calloc((size_t)c->size, sizeof *heads);
+    gr_buffer *recv[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    char *all[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    uint64_t total = 0;
+    st = heads ? gather_bytes(on, c, &me.head, sizeof me.head, heads, "head")
+               : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    if (st == GR_OK && own.st != GR_OK) st = raise_failure(ctx, &own);
+    else if (st == GR_OK) st = gr_axes_heads_check(ctx, heads, c->size, &total);
+    size_t K = st == GR_OK ? me.head.K : 0, size = (size_t)c->size;
+    if (st == GR_OK && K > 0 && total == 0) {
+        st = gr_reduce_axes(ctx, b, o, axes, out);      /* every rank empty along the axes: its own results */
+    } else if (st == GR_OK && K > 0) {
+        for (int p = 0; p < M.nparts && st == GR_OK; p++)
+            for (int r = 0; r < M.nres[p] && st == GR_OK; r++) {
+                size_t es = gr_dtype_size(M.dt[p][r]);
+                st = gr_buffer_new_unset_on(on, size * K, M.dt[p][r], GR_DEVICE, gr_comm_device(c), &recv[p][r]);
+                if (st == GR_OK)
+                    st = settle(on, c, nc.ncclAllGather(gr_buffer_data(me.res[p][r]), gr_buffer_data(recv[p][r]),
+                                                        K * es, gr_dtype_nccl(GR_UINT8), c->nccl, on->stream),
+                                "ncclAllGather", "ncclAllGather was not issued");
+            }
+        if (st == GR_OK) st = finish(on, c, "reduce");
+        for (int p = 0; p < M.nparts && st == GR_OK; p++)
+            for (int r = 0; r < M.nres[p] && st == GR_OK; r++) {
+                if (!(all[p][r] = malloc(size * K * gr_dtype_size(M.dt[p][r])))) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
+                if (st == GR_OK) st = gr_buffer_read(on, recv[p][r], 0, all[p][r], size * K);
+            }
+        if (st == GR_OK) st = gr_axes_ranks_merge(on, o, &M, heads, c->size, all, out);
+    }
+    if (st != GR_OK) gr_dev_stream_sync(on->stream);   /* nothing may still write the buffers freed below */
+    for (int p = 0; p < 2; p++)
+        for (int r = 0; r < 2; r++) {
+            gr_buffer_free(on, recv[p][r]);
+            free(all[p][r]);
+        }
+    gr_axes_rank_free(ctx, &me);
+    free(heads);
+    gr_ctx_enter(c->on);
+    return st;
+}
+
 gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                               gr_buffer *out[2]) {
     gr_status st = usable(ctx, c);
-    gr_comm_op across;
-    if (st == GR_OK) st = across_of(ctx, o, &across);
+    gr_comm_op across = GR_COMM_SUM;
+    int gathered = gr_axes_gathered(o);
+    if (st == GR_OK && !gathered) st = across_of(ctx, o, &across);
     if (st == GR_OK) st = on_comm_device(ctx, c, b, "b");
     if (st == GR_OK && o->stream)
         st = gr_fail_arg(ctx, GR_EINVAL, "stream", "c:reduce runs on the communicator's stream (leave it out)");
@@ -648,6 +725,7 @@ gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const g
     gr_context *on = gr_ctx_enter(c->on);
     /* the axes and the result buffer are checked before anything is reduced or made */
     if ((st = gr_segment_outs_ready(on, b, o, NULL, axes, out)) != GR_OK) return st;
+    if (gathered) return reduce_axes_gathered(ctx, c, b, o, axes, out);
     gr_dtype t = gr_buffer_dtype(out[0]), wire = wire_of_buffer(t);
     size_t k = gr_buffer_size(out[0]);
     int code = gr_dtype_nccl(wire);

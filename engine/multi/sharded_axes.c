@@ -34,6 +34,7 @@
  * sum's combine.
  */
 #include "multi/sharded.h"
+#include "multi/axes_parts.h"
 #include "base/error.h"
 #include "core/buffer.h"
 #include "core/context.h"
@@ -212,79 +213,12 @@ static gr_status gathered(gr_context *ctx, const split *s, const gr_options *o, 
 
 /* ---- rows reduced, combined: each shard's accumulators rebuilt from its results ------------------------- */
 
-/* The reductions of each shard whose results rebuild op's accumulator (their ops in part[]): how many, or 0
- * where the results cannot (the rows are gathered then). */
-static int partial_ops(const gr_options *o, gr_dtype t, gr_op part[2]) {
-    if (o->user || o->cpu || o->kernel || o->determinism == GR_DET_GPU_TO_GPU) return 0;
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    switch (gr_op_family(d, t)) {
-    case GR_FAMILY_VALUE:
-        part[0] = d->result == GR_RESULT_MEAN ? GR_SUM : o->op;     /* a mean is its sum's accumulator */
-        return 1;
-    case GR_FAMILY_ARG: case GR_FAMILY_MINMAX:
-        part[0] = o->op;
-        return 1;
-    case GR_FAMILY_WELFORD:
-        /* a 64-bit integer mean is the wrapping sum over n, not Welford's mean: those rows are gathered */
-        if (!gr_dtype_is_float(t)) return 0;
-        part[0] = GR_MEAN;
-        part[1] = GR_VAR;
-        return 2;
-    case GR_FAMILY_NORM: case GR_FAMILY_COUNTED: case GR_FAMILY_MOMENTS: case GR_FAMILY_SQUARES:
-        return 0;
-    }
-    return 0;
-}
-
-/* The shards' partial reductions: shard i's partial p is jobs[i][p] (its results out[0..nres[p]), of the
- * dtypes dt[p]). */
+/* The shards' partial reductions (axes_parts.h): shard i's partial p is jobs[i][p] (its results
+ * out[0..m.nres[p]), of the dtypes m.dt[p]). */
 typedef struct partials {
-    int nparts;
-    gr_op part[2];
-    gr_dtype t, acc;            /* the input's dtype and op's accumulator */
-    size_t as;                  /* the accumulator's bytes */
+    gr_axes_parts m;
     job (*jobs)[2];
-    gr_dtype dt[2][2];          /* the results' dtypes per partial */
-    int nres[2];
 } partials;
-
-/* Shard i's accumulator for output c from its results read to the host (host[p][r]: elements from c0 on). */
-static void rebuild(const partials *P, const split *s, size_t i, size_t c, char *const host[2][2], void *acc) {
-    const gr_op_desc *d = gr_op_desc_get(P->part[0]);
-    size_t es = gr_dtype_size(P->t);
-    char *a = acc;
-    memset(a, 0, P->as);
-    if (P->nparts == 2) {               /* Welford: n, the mean, and m2 = n times the population variance */
-        unsigned long long n = (unsigned long long)s->shards[i]->shape[0] * s->inner;
-        double mean = gr_scalar_load(host[0][0] + c * gr_dtype_size(P->dt[0][0]), P->dt[0][0]).v.f;
-        double var = gr_scalar_load(host[1][0] + c * gr_dtype_size(P->dt[1][0]), P->dt[1][0]).v.f;
-        if (P->acc == GR_FLOAT32) {
-            gr_welford_f32 w = {n, (float)mean, (float)(var * (double)n)};
-            memcpy(a, &w, sizeof w);
-        } else {
-            gr_welford_f64 w = {n, mean, var * (double)n};
-            memcpy(a, &w, sizeof w);
-        }
-        return;
-    }
-    switch (gr_op_family(d, P->t)) {
-    case GR_FAMILY_ARG: {               /* the index counted over the whole axis: the rows before the shard's */
-        int64_t at = gr_scalar_load(host[0][1] + c * 8, GR_INT64).v.i;
-        uint64_t index = at > 0 ? (uint64_t)(at - 1) + s->row0[i] * s->inner : GR_NO_INDEX;
-        memcpy(a, &index, 8);
-        memcpy(a + 8, host[0][0] + c * es, es);
-        break;
-    }
-    case GR_FAMILY_MINMAX:
-        memcpy(a, host[0][0] + c * es, es);
-        memcpy(a + es, host[0][1] + c * es, es);
-        break;
-    case GR_FAMILY_VALUE: case GR_FAMILY_WELFORD: case GR_FAMILY_NORM: case GR_FAMILY_COUNTED:
-    case GR_FAMILY_MOMENTS: case GR_FAMILY_SQUARES:
-        memcpy(a, host[0][0] + c * P->as, P->as);       /* the result is the accumulator's value */
-        break;
-    }
-}
 
 /* Outputs [c0, c0 + cn): every shard's results read, rebuilt, combined in shard order, the results written.
  * scratch: room for the results read (4), the results written (2), cn elements of 8 bytes each, and cn
@@ -292,26 +226,28 @@ static void rebuild(const partials *P, const split *s, size_t i, size_t c, char 
 static gr_status combine_columns(gr_context *ctx, const split *s, const gr_options *o, const partials *P, size_t c0,
                                  size_t cn, int nres, const gr_dtype want[2], gr_buffer *out[2], char *scratch) {
     const gr_op_desc *d = gr_op_desc_get(o->op);
+    const gr_axes_parts *M = &P->m;
     char *host[2][2] = {{NULL, NULL}, {NULL, NULL}}, *res[2] = {NULL, NULL}, *at = scratch;
-    for (int p = 0; p < P->nparts; p++)
-        for (int r = 0; r < P->nres[p]; r++, at += cn * 8) host[p][r] = at;
+    for (int p = 0; p < M->nparts; p++)
+        for (int r = 0; r < M->nres[p]; r++, at += cn * 8) host[p][r] = at;
     for (int r = 0; r < nres; r++, at += cn * 8) res[r] = at;
     char *accs = at;
     uint64_t one[GR_ACC_MAX / 8 + 1];   /* aligned: the arg family reads its index as a uint64_t */
-    for (size_t c = 0; c < cn; c++) gr_host_identity(d, P->t, P->acc, accs + c * P->as);
+    for (size_t c = 0; c < cn; c++) gr_host_identity(d, M->t, M->acc, accs + c * M->as);
     gr_status st = GR_OK;
     for (size_t i = 0; i < s->count && st == GR_OK; i++) {
         if (!P->jobs[i][0].out[0]) continue;            /* no rows */
-        for (int p = 0; p < P->nparts && st == GR_OK; p++)
-            for (int r = 0; r < P->nres[p] && st == GR_OK; r++)
+        for (int p = 0; p < M->nparts && st == GR_OK; p++)
+            for (int r = 0; r < M->nres[p] && st == GR_OK; r++)
                 st = gr_buffer_read(ctx, P->jobs[i][p].out[r], c0, host[p][r], cn);
+        uint64_t n = (uint64_t)s->shards[i]->shape[0] * s->inner, index0 = (uint64_t)s->row0[i] * s->inner;
         for (size_t c = 0; c < cn && st == GR_OK; c++) {
-            rebuild(P, s, i, c, host, one);
-            gr_host_combine(d, P->t, P->acc, accs + c * P->as, one);
+            gr_axes_parts_rebuild(M, n, index0, c, host, one);
+            gr_host_combine(d, M->t, M->acc, accs + c * M->as, one);
         }
     }
     for (size_t c = 0; c < cn && st == GR_OK; c++) {
-        gr_result v = gr_op_result(o->op, accs + c * P->as, P->acc, P->t, s->R, o->ddof);
+        gr_result v = gr_op_result(o->op, accs + c * M->as, M->acc, M->t, s->R, o->ddof);
         for (int r = 0; r < nres && st == GR_OK; r++) st = gr_segment_result_store(ctx, res[r], c, want[r], v.value[r]);
     }
     for (int r = 0; r < nres && st == GR_OK; r++) st = gr_buffer_write(ctx, out[r], c0, res[r], cn);
@@ -341,14 +277,14 @@ static gr_status rows_folded(gr_context *ctx, const split *s, const partials *P,
     size_t used = 0;
     for (size_t i = 0; i < s->count; i++) used += s->shards[i]->shape[0] > 0;
     gr_buffer *stack = NULL, *rows = NULL;
-    gr_status st = gr_buffer_new_unset_on(ctx, used * s->K, P->dt[0][0], gr_buffer_where(out[0]),
+    gr_status st = gr_buffer_new_unset_on(ctx, used * s->K, P->m.dt[0][0], gr_buffer_where(out[0]),
                                           gr_buffer_device(out[0]), &stack);
     size_t j = 0;
     for (size_t i = 0; i < s->count && st == GR_OK; i++) {
         if (s->shards[i]->shape[0] == 0) continue;
         job *jb = &P->jobs[i][0];
         st = gr_buffer_slice(ctx, stack, j++ * s->K, s->K, &jb->place[0]);
-        if (st == GR_OK) st = job_queue(ctx, s, i, jb, 1, P->dt[0], s->K);
+        if (st == GR_OK) st = job_queue(ctx, s, i, jb, 1, P->m.dt[0], s->K);
     }
     for (size_t i = 0; i < s->count; i++) st = job_done(ctx, &P->jobs[i][0], st);
     size_t shape[2] = {used, s->K};
@@ -366,14 +302,14 @@ static gr_status rows_on_host(gr_context *ctx, const split *s, const gr_options 
     gr_status st = GR_OK;
     for (size_t i = 0; i < s->count && st == GR_OK; i++) {
         if (s->shards[i]->shape[0] == 0) continue;
-        for (int p = 0; p < P->nparts && st == GR_OK; p++) st = job_queue(ctx, s, i, &P->jobs[i][p], P->nres[p],
-                                                                            P->dt[p], s->K);
+        for (int p = 0; p < P->m.nparts && st == GR_OK; p++)
+            st = job_queue(ctx, s, i, &P->jobs[i][p], P->m.nres[p], P->m.dt[p], s->K);
     }
     for (size_t i = 0; i < s->count; i++)
-        for (int p = 0; p < P->nparts; p++) st = job_done(ctx, &P->jobs[i][p], st);
+        for (int p = 0; p < P->m.nparts; p++) st = job_done(ctx, &P->jobs[i][p], st);
     gr_ctx_enter(ctx);
     size_t chunk = s->K < COMBINE_COLUMNS ? s->K : COMBINE_COLUMNS;
-    char *scratch = st == GR_OK ? malloc(chunk * (6 * 8 + P->as)) : NULL;
+    char *scratch = st == GR_OK ? malloc(chunk * (6 * 8 + P->m.as)) : NULL;
     if (st == GR_OK && !scratch) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
     for (size_t c0 = 0; c0 < s->K && st == GR_OK; c0 += chunk)
         st = combine_columns(ctx, s, o, P, c0, s->K - c0 < chunk ? s->K - c0 : chunk, nres, want, out, scratch);
@@ -383,32 +319,26 @@ static gr_status rows_on_host(gr_context *ctx, const split *s, const gr_options 
 
 static gr_status rows_combined(gr_context *ctx, const split *s, const gr_options *o, partials *P, int nres,
                                const gr_dtype want[2], gr_buffer *out[2]) {
-    gr_status st = GR_OK;
-    for (int p = 0; p < P->nparts && st == GR_OK; p++) {
-        gr_options po = *o;
-        po.op = P->part[p];
-        po.ddof = 0;
-        st = gr_segment_result_dtypes(ctx, &po, P->t, P->dt[p], &P->nres[p]);
-    }
+    gr_status st = gr_axes_parts_init(ctx, o, P->m.t, &P->m);
     if (st != GR_OK) return st;
     /* a one-value op's result is its accumulator's value, bit for bit (else: gathered); but a mean's, which
      * the host makes from the sums, folded by its combine where that gives the op's own results */
     const gr_op_desc *d = gr_op_desc_get(o->op);
-    int value = gr_op_family(d, P->t) == GR_FAMILY_VALUE, fold = value && d->result != GR_RESULT_MEAN;
-    if (value && gr_dtype_size(P->dt[0][0]) != P->as) return gathered(ctx, s, o, out);
+    int value = gr_op_family(d, P->m.t) == GR_FAMILY_VALUE, fold = value && d->result != GR_RESULT_MEAN;
+    if (value && !gr_axes_parts_exact_value(&P->m)) return gathered(ctx, s, o, out);
     gr_options fo = *o;
     fo.op = fold_op(d);
     fo.ddof = 0;
     fo.acc = -1;
     gr_dtype fdt[2];
     int fres;
-    if (fold && (gr_segment_result_dtypes(ctx, &fo, P->dt[0][0], fdt, &fres) != GR_OK || fdt[0] != want[0]))
+    if (fold && (gr_segment_result_dtypes(ctx, &fo, P->m.dt[0][0], fdt, &fres) != GR_OK || fdt[0] != want[0]))
         fold = 0;
     if (!(P->jobs = calloc(s->count, sizeof *P->jobs))) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
     for (size_t i = 0; i < s->count; i++)
-        for (int p = 0; p < P->nparts; p++) {
+        for (int p = 0; p < P->m.nparts; p++) {
             P->jobs[i][p].o = *o;
-            P->jobs[i][p].o.op = P->part[p];
+            P->jobs[i][p].o.op = P->m.part[p];
             P->jobs[i][p].o.ddof = 0;
         }
     st = fold ? rows_folded(ctx, s, P, &fo, out) : rows_on_host(ctx, s, o, P, nres, want, out);
@@ -461,7 +391,7 @@ static gr_status reduce_split(gr_context *ctx, split *s, const gr_options *o, gr
     s->row0 = NULL;
     gr_status st = prepare(ctx, s, o, out, &nres, want);
     partials P = {0};
-    P.t = s->shards[0]->dtype;
+    P.m.t = s->shards[0]->dtype;
     if (st != GR_OK || s->K == 0) {
         /* nothing to do */
     } else if (s->R == 0 && (s->axes & 1)) {
@@ -473,14 +403,10 @@ static gr_status reduce_split(gr_context *ctx, split *s, const gr_options *o, gr
         st = whole(ctx, s, o, nres, want, out);
     } else if (!(s->axes & 1)) {
         st = rows_kept(ctx, s, o, nres, want, out);
-    } else if ((P.nparts = partial_ops(o, P.t, P.part)) == 0) {
+    } else if ((P.m.nparts = gr_axes_partial_ops(o, P.m.t, P.m.part)) == 0) {
         st = gathered(ctx, s, o, out);
     } else {
-        int acc = gr_op_acc_dtype(ctx, o->op, P.t, o->acc);
-        if (acc < 0) st = GR_EINVAL;
-        P.acc = (gr_dtype)(acc < 0 ? 0 : acc);
-        P.as = gr_op_acc_size(o->op, P.t, P.acc);
-        if (st == GR_OK) st = rows_combined(ctx, s, o, &P, nres, want, out);
+        st = rows_combined(ctx, s, o, &P, nres, want, out);
     }
     free(s->row0);
     gr_ctx_enter(ctx);

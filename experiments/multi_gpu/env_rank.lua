@@ -8,6 +8,8 @@
 --   c:reduce of the gathered ops (mean, nanmean, var, std, norm, argmin, argmax, minmax) over ten dtypes,
 --   each rank holding a different length: bit for bit what gr.debug_comm_combine gives over every rank's
 --   data made here, and within spec/support/fuzz_reference.lua's bounds of that data concatenated;
+--   c:reduce along axes of the gathered ops it takes there (mean, var, std, argmin, argmax, minmax), each
+--   rank holding a different number of rows: bit for bit gr.debug_comm_combine's merge of every rank's rows;
 --   with GPUREDUCE_BW_BYTES set, the bus bandwidth of c:allreduce over that many bytes of
 --   GPUREDUCE_BW_DTYPE (default bfloat16), which rank 0 prints: "busbw <GB/s> GB/s".
 -- Prints one line; exits 1 when a result is wrong. launch.lua starts it as torchrun and mpirun would;
@@ -76,6 +78,32 @@ if os.getenv("GPUREDUCE_CASES") ~= "0" then
       local good, why = across.check_gathered(gr, R, dtype, op, opts, size, device, got, got2)
       cases = cases + 1
       if not good then wrong[#wrong + 1] = string.format("%s %s gathered: %s", dtype, op, why) end
+    end
+  end
+  -- the gathered ops along axes: every rank's partial results merged in rank order, the ranks' rows one
+  -- after another (rank q holds 20 + 7q rows): the bits of the same merge made here from every rank's data
+  for _, dtype in ipairs({ "float32", "bfloat16", "float64", "int32", "int16" }) do
+    for _, op in ipairs({ "mean", "var", "std", "argmin", "argmax", "minmax" }) do
+      local float = dtype:match("float") ~= nil
+      if float or (op ~= "var" and op ~= "std") then
+        local function rows(q)
+          return across.data(gr, dtype, op, q, (20 + 7 * q) * 33, device):view { 20 + 7 * q, 33 }
+        end
+        local all = {}
+        for q = 0, size - 1 do all[q + 1] = rows(q) end
+        for _, axis in ipairs({ 1, { 1, 2 } }) do
+          local opts = { op = op, axis = axis, ddof = op == "std" and 1 or nil }
+          local got = { c:reduce(all[rank + 1], opts) }
+          local want = { gr.debug_comm_combine(all, opts) }
+          local good = #got == #want
+          for k = 1, #want do good = good and got[k]:tobytes() == want[k]:tobytes() end
+          cases = cases + 1
+          if not good then
+            wrong[#wrong + 1] = string.format("%s %s along axis %s: not the merge's bits", dtype, op,
+              type(axis) == "table" and "{1, 2}" or tostring(axis))
+          end
+        end
+      end
     end
   end
   ok = ok and #wrong == 0
