@@ -665,11 +665,17 @@ static gr_dtype wire_of_buffer(gr_dtype t) {
 static gr_status reduce_axes_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                                       gr_buffer *out[2]) {
     gr_axes_parts M;
-    gr_status st = gr_axes_rank_plan(ctx, o, b->dtype, &M);      /* the same on every rank making this call */
-    if (st != GR_OK) return st;
     gr_axes_rank me;
     own_failure own;
-    keep_failure(ctx, gr_axes_rank_make(ctx, b, o, axes, &M, &me), &own);
+    /* an op this rank cannot gather (its dtype's) is its own failure too: the others learn it from its head */
+    gr_status st = gr_axes_rank_plan(ctx, o, b->dtype, &M);
+    if (st == GR_OK) {
+        st = gr_axes_rank_make(ctx, b, o, axes, &M, &me);
+    } else {
+        memset(&me, 0, sizeof me);
+        me.head = (gr_axes_head){.status = st, .op = o->op, .dtype = b->dtype, .ddof = o->ddof};
+    }
+    keep_failure(ctx, st, &own);
     gr_context *on = gr_ctx_enter(c->on);
     gr_axes_head *heads = calloc((size_t)c->size, sizeof *heads);
     gr_buffer *recv[2][2] = {{NULL, NULL}, {NULL, NULL}};
