@@ -167,20 +167,6 @@ static gr_status key_range(gr_context *ctx, gr_buffer *keys, uint64_t *base, int
 /* The keys sorted with their values (or their positions, with_perm, then the values gathered) into
  * *sorted (ordered words less *base, kbytes each) and g->values (and g->perm). The keys' range is measured
  * here, or taken from *base and *range_bits where *range_bits is already set (over 0). */
-/* The bits of the span of keys whose runs ascend: their last key's ordered word less their first's. */
-static gr_status ends_range(gr_context *ctx, gr_buffer *keys, int *bits) {
-    gr_dtype t = gr_buffer_dtype(keys);
-    size_t n = gr_buffer_size(keys);
-    unsigned char first[8], last[8];
-    gr_status st = gr_buffer_read(ctx, keys, 0, first, 1);
-    if (st == GR_OK) st = gr_buffer_read(ctx, keys, n - 1, last, 1);
-    if (st != GR_OK) return st;
-    uint64_t span = word_of(gr_scalar_load(last, t), t) - word_of(gr_scalar_load(first, t), t);
-    *bits = 1;
-    while (*bits < 64 && (span >> *bits)) (*bits)++;
-    return GR_OK;
-}
-
 static gr_status device_sort_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, int with_perm, grouping *g,
                                     gr_buffer **sorted, uint64_t *base, int *range_bits) {
     const gr_by_key_kernel *K = &gr_by_key_gpu;
@@ -710,14 +696,14 @@ gr_status gr_reduce_by_key(gr_context *ctx, gr_buffer *keys, gr_buffer *values, 
     if (st == GR_OK) st = gr_buffer_contiguous(ctx, values, &cv);
     /* The ops the pass takes run as passes over runs alone (no offsets) past 2^31 - 1 elements (CUB's
      * run-length encoding stops there), and where gr_policy_by_runs_alone says so from the keys' range
-     * (today: always); otherwise the grouping picks per op (reduce_groups). The range also bounds the
-     * runs (the first pass's buffers). Sorted keys whose runs ascend have their range at their ends, so
-     * they choose as unsorted ones do; runs out of order go the unsorted way whole, below. */
+     * (today: always); otherwise the grouping picks per op (reduce_groups). Unsorted keys are measured for
+     * their sort anyway; sorted ones are not (two waits for two keys), which the policy, deciding without
+     * their range, does not need. Sorted runs out of order go the unsorted way whole, below. */
     uint64_t range[2] = {0, 0};
     int have_range = 0, alone = n > INT_MAX;
     if (st == GR_OK && nr && !alone) {
-        int bits = 0;
-        st = sorted ? ends_range(ctx, ck, &bits) : key_range(ctx, ck, &range[0], &bits);
+        int bits = 0;               /* 0: not measured */
+        if (!sorted) st = key_range(ctx, ck, &range[0], &bits);
         range[1] = (uint64_t)bits;
         have_range = !sorted;
         alone = gr_policy_by_runs_alone(n, bits);

@@ -34,8 +34,9 @@ gr_seg_shape gr_policy_segments(const gr_context *ctx, size_t n, size_t k, size_
  * from the mean) unless the longest is far above the mean, then blocks per segment. */
 gr_seg_shape gr_policy_uneven_segments(const gr_context *ctx, size_t n, size_t k, size_t longest, size_t es,
                                        const gr_seg_shape *even);
-/* Whether the ops a reduction by key of n values (keys whose range takes range_bits bits) can run as one
- * pass over runs of keys do so, skipping the grouping into offsets. */
+/* Whether the ops a reduction by key of n values (keys whose range takes range_bits bits; 0 where the keys
+ * came sorted and were not measured) can run as one pass over runs of keys do so, skipping the grouping
+ * into offsets. */
 int gr_policy_by_runs_alone(size_t n, int range_bits);
 /* The shape for k rows of `row` elements of es bytes of an axis reduction: lanes, block and splits from
  * the row's length alone (batch invariance), the grid from k. */
