@@ -2,7 +2,8 @@
 # One batch on an offline GPU host: Lua and busted from .debs/, a build for the local GPU, the specs,
 # the benchmarks, and (with SANITIZE=1) compute-sanitizer over every variant. Logs go under $OUT
 # (default results/gpu); a short summary is printed last.
-# test: the specs in SPEC_SHARDS processes (default 6: whole files dealt out, scripts/run-specs.sh).
+# test: the specs in SPEC_SHARDS processes (default one per core: whole files dealt out, scripts/run-specs.sh;
+#   16 on an H100 host run the suite in about 380 s), each shard's log under $OUT/shards as it runs.
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's), then
 #     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many, the several-input operators' fuzz
@@ -118,11 +119,12 @@ fi
 for step in $steps; do
     t0=$(date +%s)
     case $step in
-    test) if [ -n "${PREBUILT:-}" ]; then
-              SPEC_SHARDS=${SPEC_SHARDS:-6} bash scripts/run-specs.sh $LUA $BUSTED -o spec/support/summary_output.lua --cpath="$PWD/build/?.so" \
+    test) export SPEC_SHARDS=${SPEC_SHARDS:-$(nproc)} SPEC_LOG_DIR="$OUT/shards"
+          if [ -n "${PREBUILT:-}" ]; then
+              bash scripts/run-specs.sh $LUA $BUSTED -o spec/support/summary_output.lua --cpath="$PWD/build/?.so" \
                   > "$OUT/test.log" 2>&1
           else
-              SPEC_SHARDS=${SPEC_SHARDS:-6} make test > "$OUT/test.log" 2>&1
+              make test > "$OUT/test.log" 2>&1
           fi; echo "test: $(tail -1 "$OUT/test.log") ($(( $(date +%s) - t0 )) s)" >> "$OUT/summary.txt" ;;
     shapes) # issue 23's table (experiments/shapes.lua) with PyTorch's times; SHAPES_ARGS go to both scripts.
             # SHAPES_BASELINE=DIR: DIR/gpureduce/core.so.xz (the module before a change) measured too, A B A B

@@ -9,8 +9,10 @@
 # prints its own "N passed, N failed, N skipped" line, which CI adds up; a process that fails without
 # counting a failure (a crash, a sanitizer report) gets a "0 passed, 1 failed, 0 skipped" line of its
 # own. With more than 2 (a GPU host: scripts/gpu-batch.sh), whole spec files are dealt out to the
-# processes instead, largest first. The last line is the total, worded so that CI does not count it
-# twice. Exit status 1 when any process failed.
+# processes instead, largest first; with SPEC_LOG_DIR set, each process writes its log there as it runs
+# (shardK.log, its files in filesK.txt), so a run cut short by a time limit still shows the shards that
+# finished. The last line is the total, worded so that CI does not count it twice. Exit status 1 when any
+# process failed.
 set -uo pipefail
 shards=${SPEC_SHARDS:-2}
 split=${SPEC_SPLIT:-}
@@ -42,20 +44,23 @@ if [ "$shards" -gt 2 ]; then
         load[best]=$(( load[best] + $(stat -c %s "$f") ))
         lists[best]="${lists[best]} $f"
     done
+    logdir=${SPEC_LOG_DIR:-$tmp}
+    mkdir -p "$logdir"
     pids=()
     for ((k = 0; k < shards; k++)); do
+        echo "${lists[k]# }" > "$logdir/files$k.txt"
         # shellcheck disable=SC2086 -- the list is file names without spaces (spec/*_spec.lua)
-        "$@" ${lists[k]} > "$tmp/$k.log" 2>&1 &
+        "$@" ${lists[k]} > "$logdir/shard$k.log" 2>&1 &
         pids[k]=$!
     done
     rc=0 logs=()
     for ((k = 0; k < shards; k++)); do
         wait "${pids[k]}"
         r=$?
-        cat "$tmp/$k.log"
-        report "$tmp/$k.log" "$r"
+        cat "$logdir/shard$k.log"
+        report "$logdir/shard$k.log" "$r"
         [ "$r" -eq 0 ] || rc=1
-        logs+=("$tmp/$k.log")
+        logs+=("$logdir/shard$k.log")
     done
 elif [ "$shards" = 1 ] || [ -z "$split" ]; then
     "$@" 2>&1 | tee "$tmp/1.log"
