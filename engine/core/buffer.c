@@ -386,12 +386,16 @@ void gr_buffer_inputs(gr_inputs *in, gr_buffer *const *bufs, int count) {
     in->count = count;
 }
 
-const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size) {
+const char *gr_shape_text(int nd, const size_t *shape, char *buf, size_t size) {
     size_t used = (size_t)snprintf(buf, size, "{");
-    for (int d = 0; d < b->ndim && used < size; d++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%zu", d ? ", " : "", b->shape[d]);
+    for (int d = 0; d < nd && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%zu", d ? ", " : "", shape[d]);
     if (used < size) snprintf(buf + used, size - used, "}");
     return buf;
+}
+
+const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size) {
+    return gr_shape_text(b->ndim, b->shape, buf, size);
 }
 
 /* ---- generated contents -------------------------------------------------------------------------- */

@@ -47,7 +47,9 @@ gr_status gr_buffer_check_compact(gr_context *ctx, const gr_buffer *b, const cha
 struct gr_inputs;
 void gr_buffer_inputs(struct gr_inputs *in, gr_buffer *const *bufs, int count);
 
-/* b's shape as messages show it, "{2, 3}", into buf (cut short where size is). */
+/* b's shape as messages show it, "{2, 3}", into buf (cut short where size is); gr_shape_text: any nd
+ * lengths so. */
 const char *gr_buffer_shape_text(const gr_buffer *b, char *buf, size_t size);
+const char *gr_shape_text(int nd, const size_t *shape, char *buf, size_t size);
 
 #endif

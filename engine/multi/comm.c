@@ -722,7 +722,7 @@ gr_status gr_comm_reduce_axes(gr_context *ctx, gr_comm *c, gr_buffer *b, const g
                               gr_buffer *out[2]) {
     gr_status st = usable(ctx, c);
     gr_comm_op across = GR_COMM_SUM;
-    int gathered = gr_axes_gathered(o);
+    int gathered = gr_part_gathered(o);      /* the same ops as for one value */
     if (st == GR_OK && !gathered) st = across_of(ctx, o, &across);
     if (st == GR_OK) st = on_comm_device(ctx, c, b, "b");
     if (st == GR_OK && o->stream)

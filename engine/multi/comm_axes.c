@@ -16,6 +16,7 @@
  * reach the merge without several GPUs, and a check of a job's results on one machine.
  */
 #include "multi/comm_axes.h"
+#include "multi/comm_parts.h"
 #include "base/error.h"
 #include "core/buffer.h"
 #include "core/context.h"
@@ -26,11 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int gr_axes_gathered(const gr_options *o) {
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    return o->determinism == GR_DET_GPU_TO_GPU || (d && (d->family != GR_FAMILY_VALUE || d->result == GR_RESULT_MEAN));
-}
 
 gr_status gr_axes_rank_plan(gr_context *ctx, const gr_options *o, gr_dtype t, gr_axes_parts *M) {
     memset(M, 0, sizeof *M);
@@ -87,12 +83,11 @@ void gr_axes_rank_free(gr_context *ctx, gr_axes_rank *me) {
 
 /* The kept axes of h as text, "{3, 4}", into buf. */
 static const char *kept_shape(const gr_axes_head *h, char *buf, size_t size) {
-    size_t at = (size_t)snprintf(buf, size, "{");
-    for (int d = 0, n = 0; d < h->ndim && at < size; d++)
-        if (!(h->axes >> d & 1)) at += (size_t)snprintf(buf + at, size - at, "%s%llu", n++ ? ", " : "",
-                                                        (unsigned long long)h->shape[d]);
-    if (at < size) snprintf(buf + at, size - at, "}");
-    return buf;
+    size_t kept[GR_MAX_DIMS];
+    int nd = 0;
+    for (int d = 0; d < h->ndim; d++)
+        if (!(h->axes >> d & 1)) kept[nd++] = (size_t)h->shape[d];
+    return gr_shape_text(nd, kept, buf, size);
 }
 
 gr_status gr_axes_heads_check(gr_context *ctx, const gr_axes_head *heads, int count, uint64_t *total) {
@@ -180,7 +175,7 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
                                unsigned axes, gr_buffer *out[2]) {
     if (count < 1 || count > 65536)
         return gr_fail_arg(ctx, GR_EINVAL, "parts", "expected 1 to 65536 buffers (got %zu)", count);
-    if (!gr_axes_gathered(o))
+    if (!gr_part_gathered(o))
         return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is combined by NCCL's all-reduce of the ranks' results, not "
                            "from their parts (parts are gathered for mean, var, std, argmin, argmax and minmax)",
                            gr_op_name(o->op));
@@ -193,8 +188,8 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
     char *all[2][2] = {{NULL, NULL}, {NULL, NULL}};
     if (!ranks || !heads) st = gr_fail(ctx, GR_ENOMEM, "out of host memory");
     for (size_t i = 0; i < count && st == GR_OK; i++) {
-        gr_axes_parts Mi;               /* each rank plans for its own dtype: the heads then tell them apart */
-        st = gr_axes_rank_plan(ctx, o, parts[i]->dtype, &Mi);
+        gr_axes_parts Mi = M;           /* each rank plans for its own dtype: the heads then tell them apart */
+        if (i > 0) st = gr_axes_rank_plan(ctx, o, parts[i]->dtype, &Mi);
         if (st == GR_OK) st = gr_axes_rank_make(ctx, parts[i], o, axes, &Mi, &ranks[i]);
         heads[i] = ranks[i].head;
     }

@@ -29,11 +29,8 @@ typedef struct gr_axes_rank {
     gr_buffer *res[2][2];
 } gr_axes_rank;
 
-/* Whether c:reduce along axes gathers the ranks' parts for o: every op but those one all-reduce of the ranks'
- * results combines (mean, var, std, norm, nanmean, argmin, argmax, minmax, and every op at gpu_to_gpu, of
- * which gr_axes_rank_plan takes mean, argmin, argmax, minmax and var and std of floats). */
-int gr_axes_gathered(const gr_options *o);
-/* The parts o takes along axes on dtype t (M), or GR_EINVAL naming "op" for the ops it cannot gather. */
+/* The parts o takes along axes on dtype t (M), for the ops whose parts are gathered (comm_parts.h's
+ * gr_part_gathered: mean, argmin, argmax, minmax and var/std of floats of them), or GR_EINVAL naming "op" for the ops it cannot gather. */
 gr_status gr_axes_rank_plan(gr_context *ctx, const gr_options *o, gr_dtype t, gr_axes_parts *M);
 /* b reduced into this rank's part (me): a failure goes into its head too, and is returned with its message. */
 gr_status gr_axes_rank_make(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, const gr_axes_parts *M,
