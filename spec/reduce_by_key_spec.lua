@@ -1394,6 +1394,37 @@ describe("gr.reduce_by_key with sorted = true", function()
       end
     end)
   end
+
+  H.gpu_it("results of calls in a row are buffers of their own: a write to one changes no other", function()
+    -- small calls hand back the head of the pass's buffers, larger ones copies of their own; either way
+    -- every result must own its elements
+    for _, n in ipairs({ 40, 5000, 300000 }) do
+      local kt, vt = {}, {}
+      for i = 1, n do kt[i], vt[i] = (i - 1) // 4, i % 7 end
+      local kb, vb = gr.buffer(kt, "int32"), gr.buffer(vt, "float32")
+      local held = H.held()
+      local k1, s1 = gr.reduce_by_key(kb, vb, { op = "sum", sorted = true })
+      local k2, s2 = gr.reduce_by_key(kb, vb, { op = "sum", sorted = true })
+      local m = (n + 3) // 4
+      assert.are.equal(m, #k1)
+      assert.are.equal(m, #s2)
+      s1:fill(-1)
+      k1:fill(-1)
+      local ks, ss = k2:totable(), s2:totable()
+      for g = 1, m do
+        local want = 0
+        for i = 4 * g - 3, math.min(4 * g, n) do want = want + vt[i] end
+        assert(ks[g] == g - 1 and ss[g] == want,
+          string.format("n = %d, key %d: got %s, %s after writing into the first call's results", n, g, ks[g], ss[g]))
+      end
+      assert.are.equal(-1.0, s1:get(m))
+      assert.are.equal(-1, k1:get(1))
+      -- the results are ordinary inputs, and nothing stays held once they are dropped
+      assert.are.equal(gr.sum(vb), gr.sum(s2))
+      k1, s1, k2, s2 = nil, nil, nil, nil
+      assert.are.equal(held, H.held())
+    end
+  end)
 end)
 
 ---------------------------------------------------------------------------------------------------

@@ -203,7 +203,8 @@ constexpr unsigned kRunOps = GR_OPS_ALL & ~(GR_OP_BIT(GR_ARGMIN) | GR_OP_BIT(GR_
 template <int Items, class W, class Op, class In> cudaError_t launch_runs(gr_runs_launch *L, const gr::RunArgs &a) {
     const cudaStream_t st = (cudaStream_t)L->stream;
     const u64 tile = u64(gr::kRunThreads) * Items, tiles = (L->n + tile - 1) / tile;
-    cudaError_t e = cudaMemsetAsync(L->scratch, 0, (tiles + 1) * 8, st);
+    /* the header and the look-back words, which lie together at the scratch's start */
+    cudaError_t e = cudaMemsetAsync(L->scratch, 0, sizeof(gr_runs_header) + (tiles + 1) * 8, st);
     if (e != cudaSuccess) return e;
     runs_kernel<W, Op, In, Items><<<unsigned(tiles), gr::kRunThreads, 0, st>>>(a);
     e = GR_CHECK_LAUNCH(L);
@@ -214,14 +215,12 @@ template <int Items, class W, class Op, class In> cudaError_t launch_runs(gr_run
 }
 
 int reduce_runs(gr_runs_launch *L) {
-    const cudaStream_t st = (cudaStream_t)L->stream;
     if (L->n == 0 || (L->n + GR_RUN_TILE - 1) / GR_RUN_TILE > 0x7fffffff || (L->items != 8 && L->items != 16))
         return cudaErrorInvalidValue;
+    /* the answer in the scratch's header, the kernels' own scratch after it */
+    gr_runs_header *head = static_cast<gr_runs_header *>(L->scratch);
     const gr::RunArgs a = {L->keys, L->kbytes, L->flip, L->values, L->n, L->aligned != 0, L->keys_out, L->out[0],
-                           L->out[1], L->capacity, L->ddof, L->scratch, L->acc_bytes, L->runs, L->disorder};
-    cudaError_t e = cudaMemsetAsync(L->runs, 0, sizeof *L->runs, st);
-    if (e == cudaSuccess) e = cudaMemsetAsync(L->disorder, 0, sizeof *L->disorder, st);
-    if (e != cudaSuccess) return e;
+                           L->out[1], L->capacity, L->ddof, head + 1, L->acc_bytes, &head->runs, &head->disorder};
     return gr::with_writer<kRunOps>(L->in_dtype, L->acc, L->op, [&](auto w_tag, auto op, auto in_tag) -> cudaError_t {
         using W = typename decltype(w_tag)::type;
         using Op = decltype(op);

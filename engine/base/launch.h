@@ -204,13 +204,18 @@ typedef struct gr_exact_kernel {
 
 /* One pass over n keys whose equal words are consecutive and n values (cuda/device/runs.cuh): the key word
  * of each run, at its rank, in keys_out (unless NULL), and op's result over the run's values in out[0] (and out[1]), as a
- * segment's result; *runs = the number of runs, *disorder |= 1 where a run's key is below the one before
- * (the words' order made the keys' by flip, the signed dtypes' sign bit).
- * `scratch` is gr_runs_scratch_bytes(n, acc_bytes) bytes (the launcher clears its look-back words, *runs and
- * *disorder); acc_bytes is the op's accumulator's size, a multiple of 8. Not for the
+ * segment's result. `scratch` is gr_runs_scratch_bytes(n, acc_bytes) bytes, 8-byte aligned, that start with
+ * the pass's answer (gr_runs_header: the number of runs, and disorder != 0 where a run's key is below the
+ * one before, the words' order made the keys' by flip, the signed dtypes' sign bit); the launcher clears
+ * that header and the look-back words after it in one memset, so the caller copies the header back
+ * and needs nothing else of the scratch. acc_bytes is the op's accumulator's size, a multiple of 8. Not for the
  * ops that want an element's index (argmin, argmax). `aligned`: keys and values start on 16 bytes.
  * `items`: elements a thread, 8 or 16 (tiles of 256 threads); GR_RUN_TILE is the smaller tile. */
 #define GR_RUN_TILE 2048
+typedef struct gr_runs_header {
+    unsigned long long runs;
+    unsigned disorder, pad;
+} gr_runs_header;
 typedef struct gr_runs_launch {
     const void *keys;
     int kbytes;
@@ -227,17 +232,15 @@ typedef struct gr_runs_launch {
     size_t capacity;        /* keys_out and out hold this many; runs of a rank at or past it are not written */
     void *scratch;
     size_t acc_bytes;
-    unsigned long long *runs;
-    unsigned *disorder;
     void *stream;
     const char *site;
 } gr_runs_launch;
 
-/* The scratch of a pass over runs: the tiles' look-back words (one more: the tile counter), then three
- * int64 and two accumulators per tile. */
+/* The scratch of a pass over runs: the header, the tiles' look-back words (one more: the tile counter),
+ * then three int64 and two accumulators per tile. */
 static inline size_t gr_runs_scratch_bytes(size_t n, size_t acc_bytes) {
     size_t tiles = (n + GR_RUN_TILE - 1) / GR_RUN_TILE;
-    return (tiles + 1) * 8 + tiles * (3 * 8 + 2 * acc_bytes);
+    return sizeof(gr_runs_header) + (tiles + 1) * 8 + tiles * (3 * 8 + 2 * acc_bytes);
 }
 
 /* Keys travel as ordered words: unsigned words of the key's width (1, 2, 4 or 8 bytes) whose unsigned order

@@ -15,9 +15,11 @@
 #include "base/device.h"
 #include "base/error.h"
 #include "base/launch.h"
+#include "base/memory.h"
 #include "core/buffer.h"
 #include "core/context.h"
 #include "core/policy.h"
+#include "core/pool.h"
 #include "core/segments.h"
 #include "ops/ops.h"
 
@@ -327,7 +329,9 @@ static int runs_items(gr_context *ctx, size_t value_bytes) {
 
 /* The runs of n key words (kbytes wide; flip: the sign bit of signed keys) at `words` and `values`, op's
  * results into out[0..count) and the run words into words_out, `cap` elements each (the runs of higher
- * ranks are left out); *k the number of runs, *disorder set where a run's key is below the one before it. */
+ * ranks are left out); *k the number of runs, *disorder set where a run's key is below the one before it.
+ * Its scratch is a slot's (pool.c: kept between calls, no allocation once warm) and its answer, the
+ * scratch's header, comes back through the slot's pinned result area: one wait, and no other. */
 static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint64_t flip, gr_buffer *values,
                            const gr_options *o, gr_buffer *out[2], void *words_out, size_t cap, size_t *k,
                            unsigned *disorder) {
@@ -336,10 +340,9 @@ static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint6
     int acc = gr_op_acc_dtype(ctx, o->op, vt, o->acc);
     if (acc < 0) return GR_EINVAL;
     size_t acc_bytes = (gr_op_acc_size(o->op, vt, (gr_dtype)acc) + 7) / 8 * 8;
-    struct { unsigned long long runs; unsigned disorder, pad; } info = {0, 0, 0};
-    gr_buffer *temp = NULL, *dinfo = NULL;
-    gr_status st = scratch(ctx, gr_runs_scratch_bytes(n, acc_bytes), &temp);
-    if (st == GR_OK) st = scratch(ctx, sizeof info, &dinfo);
+    gr_runs_header info = {0, 0, 0};
+    gr_slot *slot = NULL;
+    gr_status st = gr_slot_acquire(ctx, gr_runs_scratch_bytes(n, acc_bytes), 0, &slot);
     if (st == GR_OK) {
         const void *vdata = gr_buffer_data(values);
         gr_runs_launch L = {
@@ -348,17 +351,16 @@ static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint6
             .aligned = (uintptr_t)words % 16 == 0 && (uintptr_t)vdata % 16 == 0,
             .items = runs_items(ctx, gr_dtype_size(vt)),
             .keys_out = words_out, .out = {gr_buffer_data(out[0]), out[1] ? gr_buffer_data(out[1]) : NULL},
-            .capacity = cap,
-            .scratch = gr_buffer_data(temp), .acc_bytes = acc_bytes,
-            .runs = (unsigned long long *)gr_buffer_data(dinfo),
-            .disorder = (unsigned *)((char *)gr_buffer_data(dinfo) + sizeof info.runs), .stream = ctx->stream};
+            .capacity = cap, .scratch = slot->dev, .acc_bytes = acc_bytes, .stream = ctx->stream};
         st = step(ctx, gr_by_key_gpu.reduce_runs(&L), "the pass over runs of keys");
     }
-    if (st == GR_OK) st = gr_buffer_read(ctx, dinfo, 0, &info, sizeof info);
+    if (st == GR_OK) st = step(ctx, gr_copy(ctx, slot->result, slot->dev, sizeof info, ctx->stream), "the count of runs");
+    if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the pass over runs of keys");
+    if (st == GR_OK) memcpy(&info, slot->result, sizeof info);
+    else if (slot) gr_dev_stream_sync(ctx->stream);     /* the slot goes back idle: nothing queued may still use it */
+    gr_slot_release(ctx, slot);
     *k = (size_t)info.runs;
     *disorder = info.disorder;
-    gr_buffer_free(ctx, temp);
-    gr_buffer_free(ctx, dinfo);
     return st;
 }
 
@@ -532,17 +534,26 @@ static gr_status reduce_groups(gr_context *ctx, const grouping *g, const gr_opti
 }
 
 /* A result of k elements from a buffer `full` that holds n: into the caller's buffer (copied), or `full`'s
- * first k elements -- a view where k is more than an eighth of n (no copy; the rest of `full` stays held
- * with it), else a copy of its own (the large buffer freed). */
-static gr_status trim(gr_context *ctx, gr_buffer *full, size_t k, gr_buffer *given, gr_dtype t, gr_buffer **out) {
+ * first k elements -- a view where k is more than an eighth of n or `full` is small (no copy; the rest of
+ * `full` stays held with it), else a copy of its own (the large buffer freed). A copy into a buffer made
+ * here is only queued on the context's stream, and *queued set: the caller waits once for all of them. */
+#define TRIM_VIEW_BYTES 65536
+static gr_status trim(gr_context *ctx, gr_buffer *full, size_t k, gr_buffer *given, gr_dtype t, gr_buffer **out,
+                      int *queued) {
     gr_buffer *head = NULL;
     gr_status st = gr_buffer_slice(ctx, full, 0, k, &head);
-    if (st == GR_OK && !given && k > gr_buffer_size(full) / 8) {
+    size_t n = gr_buffer_size(full);
+    if (st == GR_OK && !given && (k > n / 8 || n * gr_dtype_size(t) <= TRIM_VIEW_BYTES)) {
         *out = head;
         return GR_OK;
     }
     if (st == GR_OK) st = target(ctx, given, k, t, GR_DEVICE, out);
-    if (st == GR_OK) st = gr_buffer_copy(ctx, *out, head);
+    if (st == GR_OK && given) st = gr_buffer_copy(ctx, *out, head);
+    if (st == GR_OK && !given && k) {
+        st = step(ctx, gr_copy(ctx, gr_buffer_data(*out), gr_buffer_data(head), k * gr_dtype_size(t), ctx->stream),
+                  "a result's copy");
+        *queued = 1;
+    }
     if (st != GR_OK && *out != given) {
         gr_buffer_free(ctx, *out);
         *out = NULL;
@@ -568,7 +579,7 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
     uint64_t flip = sorted && gr_dtype_is_signed(kt) ? 1ull << (8 * kbytes - 1) : 0, base = range ? range[0] : 0;
     grouping g = {.device = 1, .n = n};
     gr_buffer *words = NULL, *run_words = NULL, *kout = NULL;
-    int bits = range ? (int)range[1] : 8 * kbytes;
+    int bits = range ? (int)range[1] : 8 * kbytes, queued = 0;
     gr_status st = sorted ? GR_OK : device_sort_by_key(ctx, keys, values, 0, &g, &words, &base, &bits);
     const void *kw = sorted ? gr_buffer_data(keys) : gr_buffer_data(words);
     gr_buffer *vals = sorted ? values : g.values;
@@ -597,7 +608,7 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
         for (int i = 0; i < count && st == GR_OK && j == 0 && !*disorder; i++) {
             gr_buffer *full = out[i];
             out[i] = NULL;
-            st = trim(ctx, full, *k, results[j][i], dt[i], &out[i]);
+            st = trim(ctx, full, *k, results[j][i], dt[i], &out[i], &queued);
             gr_buffer_free(ctx, full);
         }
         for (int i = 0; i < count; i++) {
@@ -607,14 +618,16 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
         if (*disorder) break;
     }
     /* the distinct keys: the run words as they are, or turned back from the sort's words */
-    if (st == GR_OK && !*disorder && sorted) st = trim(ctx, run_words, *k, *keys_out, kt, &kout);
+    if (st == GR_OK && !*disorder && sorted) st = trim(ctx, run_words, *k, *keys_out, kt, &kout, &queued);
     if (st == GR_OK && !*disorder && !sorted) {
         st = target(ctx, *keys_out, *k, kt, GR_DEVICE, &kout);
         if (st == GR_OK && *k)
             st = step(ctx, gr_by_key_gpu.order_bits(gr_buffer_data(run_words), gr_buffer_data(kout), *k, kt, base, 1,
                                                     ctx->stream), "the distinct keys");
-        if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the distinct keys");
+        queued = 1;
     }
+    /* the copies queued above are done before the call returns, like every synchronous call's work */
+    if (queued && st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the results and keys");
     if (st == GR_OK && !*disorder && !*keys_out) *keys_out = kout;
     else gr_buffer_free(ctx, kout);
     grouping_free(ctx, &g);
