@@ -327,38 +327,40 @@ static int runs_items(gr_context *ctx, size_t value_bytes) {
     return forced ? forced : value_bytes <= 4 ? 16 : 8;
 }
 
+/* The bytes of op's accumulator on values of vt as the pass over runs keeps it (a multiple of 8), or 0 where
+ * the op takes no accumulator on them (the error set). */
+static size_t runs_acc_bytes(gr_context *ctx, const gr_options *o, gr_dtype vt) {
+    int acc = gr_op_acc_dtype(ctx, o->op, vt, o->acc);
+    return acc < 0 ? 0 : (gr_op_acc_size(o->op, vt, (gr_dtype)acc) + 7) / 8 * 8;
+}
+
 /* The runs of n key words (kbytes wide; flip: the sign bit of signed keys) at `words` and `values`, op's
  * results into out[0..count) and the run words into words_out, `cap` elements each (the runs of higher
- * ranks are left out); *k the number of runs, *disorder set where a run's key is below the one before it.
- * Its scratch is a slot's (pool.c: kept between calls, no allocation once warm) and its answer, the
- * scratch's header, comes back through the slot's pinned result area: one wait, and no other. */
-static gr_status runs_pass(gr_context *ctx, const void *words, int kbytes, uint64_t flip, gr_buffer *values,
-                           const gr_options *o, gr_buffer *out[2], void *words_out, size_t cap, size_t *k,
-                           unsigned *disorder) {
+ * ranks are left out). Its scratch is the caller's slot (pool.c: kept between calls, no allocation once
+ * warm), of gr_runs_scratch_bytes for the op at least. With `answer`, the pass's answer -- the scratch's
+ * header: *k the number of runs, *disorder set where a run's key is below the one before it -- comes back
+ * through the slot's pinned result area, one wait; without, the pass is only queued (a later op of the
+ * call, whose count is known), and the caller waits for it with the rest. */
+static gr_status runs_pass(gr_context *ctx, gr_slot *slot, int answer, const void *words, int kbytes, uint64_t flip,
+                           gr_buffer *values, const gr_options *o, gr_buffer *out[2], void *words_out, size_t cap,
+                           size_t *k, unsigned *disorder) {
     gr_dtype vt = gr_buffer_dtype(values);
-    size_t n = gr_buffer_size(values);
-    int acc = gr_op_acc_dtype(ctx, o->op, vt, o->acc);
-    if (acc < 0) return GR_EINVAL;
-    size_t acc_bytes = (gr_op_acc_size(o->op, vt, (gr_dtype)acc) + 7) / 8 * 8;
+    size_t n = gr_buffer_size(values), acc_bytes = runs_acc_bytes(ctx, o, vt);
+    if (!acc_bytes) return GR_EINVAL;
+    const void *vdata = gr_buffer_data(values);
+    gr_runs_launch L = {
+        .keys = words, .kbytes = kbytes, .flip = flip, .values = vdata, .in_dtype = vt,
+        .acc = (gr_dtype)gr_op_acc_dtype(ctx, o->op, vt, o->acc), .op = o->op, .ddof = o->ddof, .n = n,
+        .aligned = (uintptr_t)words % 16 == 0 && (uintptr_t)vdata % 16 == 0,
+        .items = runs_items(ctx, gr_dtype_size(vt)),
+        .keys_out = words_out, .out = {gr_buffer_data(out[0]), out[1] ? gr_buffer_data(out[1]) : NULL},
+        .capacity = cap, .scratch = slot->dev, .acc_bytes = acc_bytes, .stream = ctx->stream};
+    gr_status st = step(ctx, gr_by_key_gpu.reduce_runs(&L), "the pass over runs of keys");
+    if (!answer) return st;
     gr_runs_header info = {0, 0, 0};
-    gr_slot *slot = NULL;
-    gr_status st = gr_slot_acquire(ctx, gr_runs_scratch_bytes(n, acc_bytes), 0, &slot);
-    if (st == GR_OK) {
-        const void *vdata = gr_buffer_data(values);
-        gr_runs_launch L = {
-            .keys = words, .kbytes = kbytes, .flip = flip, .values = vdata, .in_dtype = vt, .acc = (gr_dtype)acc,
-            .op = o->op, .ddof = o->ddof, .n = n,
-            .aligned = (uintptr_t)words % 16 == 0 && (uintptr_t)vdata % 16 == 0,
-            .items = runs_items(ctx, gr_dtype_size(vt)),
-            .keys_out = words_out, .out = {gr_buffer_data(out[0]), out[1] ? gr_buffer_data(out[1]) : NULL},
-            .capacity = cap, .scratch = slot->dev, .acc_bytes = acc_bytes, .stream = ctx->stream};
-        st = step(ctx, gr_by_key_gpu.reduce_runs(&L), "the pass over runs of keys");
-    }
     if (st == GR_OK) st = step(ctx, gr_copy(ctx, slot->result, slot->dev, sizeof info, ctx->stream), "the count of runs");
     if (st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the pass over runs of keys");
     if (st == GR_OK) memcpy(&info, slot->result, sizeof info);
-    else if (slot) gr_dev_stream_sync(ctx->stream);     /* the slot goes back idle: nothing queued may still use it */
-    gr_slot_release(ctx, slot);
     *k = (size_t)info.runs;
     *disorder = info.disorder;
     return st;
@@ -585,6 +587,18 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
     gr_buffer *vals = sorted ? values : g.values;
     size_t cap = bits < 40 && ((size_t)1 << bits) < n ? (size_t)1 << bits : n;
     if (st == GR_OK) st = gr_buffer_new_unset(ctx, cap, kt, GR_DEVICE, &run_words);
+    /* one slot for every op's pass: the scratch of the widest accumulator, reused pass after pass on the
+     * context's stream, so that the passes after the first (their count known) queue without a wait */
+    gr_slot *slot = NULL;
+    size_t scratch_bytes = 0;
+    for (int j = 0; j < (nops ? nops : 1) && st == GR_OK; j++) {
+        gr_options one = *o;
+        if (nops) one.op = ops[j];
+        size_t b = runs_acc_bytes(ctx, &one, vt);
+        if (!b) st = GR_EINVAL;
+        else if (gr_runs_scratch_bytes(n, b) > scratch_bytes) scratch_bytes = gr_runs_scratch_bytes(n, b);
+    }
+    if (st == GR_OK) st = gr_slot_acquire(ctx, scratch_bytes, 0, &slot);
     *disorder = 0;
     for (int j = 0; j < (nops ? nops : 1) && st == GR_OK; j++) {
         gr_options one = *o;
@@ -599,7 +613,9 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
             st = j ? target(ctx, results[j][i], *k, dt[i], GR_DEVICE, &out[i])
                    : gr_buffer_new_unset(ctx, cap, dt[i], GR_DEVICE, &out[i]);
         if (st == GR_OK)
-            st = runs_pass(ctx, kw, kbytes, flip, vals, &one, out, gr_buffer_data(run_words), j ? *k : cap, &runs, &flag);
+            st = runs_pass(ctx, slot, j == 0, kw, kbytes, flip, vals, &one, out, gr_buffer_data(run_words),
+                           j ? *k : cap, &runs, &flag);
+        if (j > 0) queued = 1;
         if (st == GR_OK && j == 0) {
             *k = runs;
             *disorder = flag != 0 || runs > cap;
@@ -626,8 +642,10 @@ static gr_status by_runs(gr_context *ctx, gr_buffer *keys, gr_buffer *values, co
                                                     ctx->stream), "the distinct keys");
         queued = 1;
     }
-    /* the copies queued above are done before the call returns, like every synchronous call's work */
+    /* the passes and copies queued above are done before the call returns, like every synchronous call's work */
     if (queued && st == GR_OK) st = step(ctx, gr_dev_stream_sync(ctx->stream), "the results and keys");
+    if (slot && st != GR_OK) gr_dev_stream_sync(ctx->stream);     /* the slot goes back idle: nothing queued may use it */
+    gr_slot_release(ctx, slot);
     if (st == GR_OK && !*disorder && !*keys_out) *keys_out = kout;
     else gr_buffer_free(ctx, kout);
     grouping_free(ctx, &g);
