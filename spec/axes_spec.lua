@@ -475,6 +475,58 @@ describe("reductions along axes: larger shapes", function()
       end)
     end
   end
+
+  -- on the GPU: reduced axes of 1 to 7 rows under wide kept axes (runs shorter than a thread's loads in
+  -- flight: vectors of a row's columns, and single columns where the row is not whole vectors)
+  for _, dtype in ipairs({ "float32", "bfloat16", "int8", "float64" }) do
+    local plan = { views = { VIEWS[1] }, axes = function() return { 2 } end,
+      sets = is_float(dtype) and { "specials", "wide" } or { "wide" }, keepdims = { false }, skip = 0,
+      ops = { { op = "sum" }, { op = "max" }, { op = "argmax" }, { op = "var" }, { op = "minmax" } } }
+    for _, shape in ipairs({ { 3, 1, 520 }, { 2, 3, 1032 }, { 4, 7, 96 }, { 2, 5, 33 } }) do
+      H.gpu_it(string.format("device %s %s: a short middle axis under wide rows", dtype, shape_text(shape)), function()
+        check_shape(dtype, shape, "device", plan)
+      end)
+    end
+  end
+
+  -- on the GPU: columns of more than one group of 512 rows take passes over the groups' partials: two
+  -- passes, three (more than 2^18 rows), narrow and wide, every op in a row
+  for _, dtype in ipairs({ "float32", "bfloat16", "int8" }) do
+    local plan = { views = { VIEWS[1] }, axes = function(nd) return { nd - 1 } end,
+      sets = { is_float(dtype) and "ties" or "wide" }, keepdims = { false }, skip = 0,
+      ops = { { op = "sum" }, { op = "max" }, { op = "argmax" }, { op = "var" }, { op = "minmax" }, { op = "count" },
+        { op = "mean" } } }
+    for _, shape in ipairs({ { 300001, 2 }, { 2, 263000, 3 }, { 1000, 700 }, { 5000, 3 } }) do
+      H.gpu_it(string.format("device %s %s: columns of several passes", dtype, shape_text(shape)), function()
+        check_shape(dtype, shape, "device", plan)
+      end)
+    end
+  end
+
+  H.gpu_it("device: a column of several passes has the same bits alone, among 700 or 2 columns, and async",
+    function()
+      for _, dtype in ipairs({ "float32", "bfloat16" }) do
+        local m = gr.buffer(1000 * 700, dtype, { where = "device" }):random(7, -1, 1):view { 1000, 700 }
+        local t = gr.buffer(300001 * 2, dtype, { where = "device" }):random(8, -1, 1):view { 300001, 2 }
+        -- output p's bytes of a call's one or two results
+        local function bytes(p, r1, r2) return r1:tobytes(p, 1) .. (r2 and r2:tobytes(p, 1) or "") end
+        for _, op in ipairs({ "sum", "var", "argmax", "max", "minmax" }) do
+          local w1, w2 = gr.reduce(m, { op = op, axis = 1 })          -- 700 columns: several blocks a pass
+          for _, p in ipairs({ 1, 2, 255, 256, 257, 700 }) do
+            -- one contiguous column: read along it (staged), its passes one block each
+            local a1, a2 = gr.reduce(m:narrow(2, p, 1):contiguous(), { op = op, axis = 1 })
+            assert.equal(bytes(1, a1, a2), bytes(p, w1, w2), string.format("%s %s column %d", dtype, op, p))
+          end
+          local s1, s2 = gr.reduce(t, { op = op, axis = 1 })
+          local q1, q2 = gr.reduce(t, { op = op, axis = 1, async = true }):wait()
+          for p = 1, 2 do
+            assert.equal(bytes(p, s1, s2), bytes(p, q1, q2), string.format("%s %s async, column %d", dtype, op, p))
+            local a1, a2 = gr.reduce(t:narrow(2, p, 1):contiguous(), { op = op, axis = 1 })
+            assert.equal(bytes(1, a1, a2), bytes(p, s1, s2), string.format("%s %s of (300001, 2) column %d", dtype, op, p))
+          end
+        end
+      end
+    end)
 end)
 
 ---------------------------------------------------------------------------------------------------
