@@ -590,6 +590,25 @@ describe("reductions along axes: opts.out", function()
       assert.same({ 9, 10, 11, 12 }, cols:totable())
     end)
 
+    side_it(where)(where .. ": an out at any element offset gets the bits of a new result", function()
+      -- a middle axis under rows of whole vectors: the column kernel stores a thread's results as 16-byte
+      -- vectors where the out is aligned, one by one where not
+      for _, dtype in ipairs({ "float32", "bfloat16", "int8", "float64" }) do
+        local m = new_buffer(2 * 3 * 1032, dtype, where):random(5, -100, 100):view { 2, 3, 1032 }
+        for _, op in ipairs({ "sum", "max", "mean" }) do
+          local want = gr.reduce(m, { op = op, axis = 2 })
+          for _, skip in ipairs({ 0, 1, 2, 3, 4 }) do
+            local whole = new_buffer(2 * 1032 + 5, want:dtype(), where):fill(9)
+            local out = whole:slice(skip + 1, 2 * 1032):view { 2, 1032 }
+            assert.equal(out, gr.reduce(m, { op = op, axis = 2, out = out }))
+            assert.equal(want:tobytes(), out:tobytes(), string.format("%s %s, out %d elements in", dtype, op, skip))
+            assert.equal(9, whole:get(2 * 1032 + 5), "past the out")
+            if skip > 0 then assert.equal(9, whole:get(skip), "before the out") end
+          end
+        end
+      end
+    end)
+
     side_it(where)(where .. ": two buffers for argmin, argmax and minmax, returned in order", function()
       local m = new_buffer(6, "float64", where):set({ 3, 1, 1, -2, 5, -2 }):view { 2, 3 }
       local v, i = new_buffer(2, "float64", where), new_buffer(2, "int64", where)
