@@ -169,7 +169,7 @@ static int c_reduce(lua_State *L) {
 /* gr.debug_comm_combine({b1, b2, ...}, opts): what c:reduce(b, opts) gives every rank of a job whose rank
  * i - 1 holds bi, for the ops whose accumulators the ranks gather (mean, var, argmin, ...; every op at
  * gpu_to_gpu), merged in this process: no communicator, any backend. With opts.axis, the buffers of
- * results along the axes (mean, argmin, argmax, minmax, var and std of floats). */
+ * results along the axes (from the ranks' parts, or from their elements one after another). */
 int lgr_debug_comm_combine(lua_State *L) {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer k = luaL_len(L, 1);

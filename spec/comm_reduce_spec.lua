@@ -37,6 +37,17 @@ local function with_comm(body)
   if not ok then error(err, 0) end
 end
 
+--- The ops c:reduce gathers along axes whole (no partial result rebuilds their accumulators), with options.
+local WHOLE_OPS = { { op = "norm" }, { op = "nanmean" }, { op = "var" }, { op = "std", ddof = 1 },
+  { op = "sum", determinism = "gpu_to_gpu" }, { op = "mean", determinism = "gpu_to_gpu" },
+  { op = "norm", determinism = "gpu_to_gpu" }, { op = "var", determinism = "gpu_to_gpu" } }
+--- Whether c:reduce gathers o whole along axes for float (or other) data: gpu_to_gpu takes float data
+-- only; var and std go whole for integers (those of floats have parts); norm and nanmean for any.
+local function gathered_whole(float, o)
+  if o.determinism then return float end
+  return not (float and (o.op == "var" or o.op == "std"))
+end
+
 local FORMS = { { axis = 1 }, { axis = 2 }, { axis = -1, keepdims = true }, { axis = { 1, 2 } },
   { axis = { 2, 1 }, keepdims = true } }
 
@@ -142,17 +153,39 @@ describe("c:reduce along axes on one rank", function()
     end)
   end)
 
-  nccl_it("refuses what does not combine across ranks or does not apply, naming it", function()
+  nccl_it("gathers norm, nanmean, integer var and gpu_to_gpu along axes whole: gr.reduce's bits", function()
+    with_comm(function(c)
+      for _, dtype in ipairs({ "float32", "bfloat16", "float64", "int32", "int16" }) do
+        for _, o in ipairs(WHOLE_OPS) do
+          local m = gathered_whole(dtype:match("float") ~= nil, o) and
+            across.data(gr, dtype, o.op, 1, 37 * 21, 1):view { 37, 21 }
+          for _, form in ipairs(m and { { axis = 1 }, { axis = 2 }, { axis = { 1, 2 } }, { axis = -1, keepdims = true } }
+            or {}) do
+            local opts = H.changed(o, form)
+            local label = dtype .. " " .. H.describe_opts(opts)
+            local want = { gr.reduce(m, opts) }
+            local got = { c:reduce(m, opts) }
+            assert.are.equal(#want, #got, label)
+            for k = 1, #want do
+              assert.are.same(want[k]:shape(), got[k]:shape(), label)
+              assert.are.equal(want[k]:tobytes(), got[k]:tobytes(), label)
+            end
+          end
+        end
+      end
+      -- a strided view, and opts.out
+      local m = gr.buffer(64 * 48, "float32"):random(3, -1, 1):view { 64, 48 }
+      assert.are.equal(gr.norm(m:transpose(), { axis = 1 }):tobytes(),
+        c:reduce(m:transpose(), { op = "norm", axis = 1 }):tobytes())
+      local out = gr.buffer(48, "float32")
+      assert.are.equal(out, c:reduce(m, { op = "sum", axis = 1, determinism = "gpu_to_gpu", out = out }))
+      assert.are.equal(gr.sum(m, { axis = 1, determinism = "gpu_to_gpu" }):tobytes(), out:tobytes())
+    end)
+  end)
+
+  nccl_it("refuses what does not apply, naming it", function()
     with_comm(function(c)
       local m = gr.buffer(12, "float32"):iota(1):view { 3, 4 }
-      local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum, " ..
-        "mean, argmin, argmax, minmax; var and std of float data)"
-      for _, op in ipairs({ "norm", "nanmean" }) do
-        H.expect_error("opts.op: '" .. op .. "' along axes across ranks is not built for float32 data " .. accepted,
-          c.reduce, c, m, { op = op, axis = 1 })
-      end
-      H.expect_error("opts.op: 'var' along axes across ranks is not built for int32 data", c.reduce, c,
-        gr.buffer(12, "int32"):view { 3, 4 }, { op = "var", axis = 1 })
       H.expect_error("opts.axis: 3 is not an axis of this 2-axis buffer", c.reduce, c, m, { axis = 3 })
       H.expect_error("opts.keepdims goes with opts.axis", c.reduce, c, m, { keepdims = true })
       H.expect_error("opts.stream: c:reduce along axes runs on the communicator's stream", c.reduce, c, m,
@@ -380,7 +413,8 @@ end)
 describe("c:reduce's gathered ops along axes merged in one process (gr.debug_comm_combine with axis)", function()
   local A = require "support.axes_reference"
   local OPS = { { op = "mean" }, { op = "var" }, { op = "std", ddof = 1 }, { op = "argmin" }, { op = "argmax" },
-    { op = "minmax" }, { op = "mean", acc = "float64" } }
+    { op = "minmax" }, { op = "mean", acc = "float64" }, { op = "norm" }, { op = "nanmean" },
+    { op = "sum", determinism = "gpu_to_gpu" }, { op = "mean", determinism = "gpu_to_gpu" } }
   --- Each rank's shape (they differ along the first reduced axis only), and the axes.
   local CASES = {
     { shapes = { { 3, 4 }, { 2, 4 }, { 5, 4 } }, axis = 1 },
@@ -438,7 +472,7 @@ describe("c:reduce's gathered ops along axes merged in one process (gr.debug_com
         for _, o in ipairs(OPS) do
           local moments = o.op == "var" or o.op == "std"
           for _, nan in ipairs(float and not moments and { false, true } or { false }) do
-            if float or not (moments or o.acc) then
+            if float or not (o.acc or o.determinism) then
               total = total + 1
               failures[#failures + 1] = merge_case(dtype, case, o, nan)
             end
@@ -446,6 +480,65 @@ describe("c:reduce's gathered ops along axes merged in one process (gr.debug_com
         end
       end
     end
+    assert(#failures == 0, string.format("%d of %d calls failed:\n  %s", #failures, total,
+      table.concat(failures, "\n  ", 1, math.min(#failures, 10))))
+  end)
+
+  --- The parts' elements one after another along the first reduced axis, as one buffer: built from their
+  -- bytes here (each part's row-major bytes cut at the first reduced axis), not by the engine's gathering.
+  local function concatenated(dtype, shapes, parts, axes)
+    local d0 = axes[1]
+    for _, a in ipairs(axes) do d0 = math.min(d0, a) end
+    local outer, lead, held = 1, 0, nil
+    for d = 1, d0 - 1 do outer = outer * shapes[1][d] end
+    local chunks = {}
+    for q, shape in ipairs(shapes) do
+      local n = A.product(shape)
+      if n > 0 then
+        held = held or shape
+        lead = lead + shape[d0]
+        local bytes = parts[q]:tobytes()
+        local each = #bytes // outer
+        for o = 1, outer do
+          chunks[o] = chunks[o] or {}
+          table.insert(chunks[o], bytes:sub((o - 1) * each + 1, o * each))
+        end
+      end
+    end
+    local flat = {}
+    for o = 1, outer do flat[o] = table.concat(chunks[o] or {}) end
+    local shape = { table.unpack(held) }
+    shape[d0] = lead
+    return gr.buffer(table.concat(flat), dtype):view(shape)
+  end
+
+  it("gathers the ops without parts whole: gr.reduce's bits over the ranks' elements one after another", function()
+    local failures, total = {}, 0
+    for _, dtype in ipairs({ "float32", "float64", "bfloat16", "float16", "int32", "int16", "uint8" }) do
+      for _, case in ipairs(CASES) do
+        local axes = assert(A.normalize(case.axis, #case.shapes[1]))
+        for _, o in ipairs({ { op = "norm" }, { op = "nanmean" }, { op = "var" }, { op = "std", ddof = 1 },
+          { op = "sum", determinism = "gpu_to_gpu" }, { op = "mean", determinism = "gpu_to_gpu" },
+          { op = "var", determinism = "gpu_to_gpu" }, { op = "norm", determinism = "gpu_to_gpu" } }) do
+          if gathered_whole(FLOAT[dtype] ~= nil, o) then
+            local parts = {}
+            for q, shape in ipairs(case.shapes) do parts[q] = part(dtype, shape, q, FLOAT[dtype] and q == 2) end
+            local whole = concatenated(dtype, case.shapes, parts, axes)
+            local opts = H.changed({ axis = case.axis }, o)
+            local label = string.format("%s %s of %d parts", dtype, H.describe_opts(opts), #parts)
+            total = total + 1
+            local ok, g1, g2 = pcall(gr.debug_comm_combine, parts, opts)
+            local w1, w2 = gr.reduce(whole, opts)
+            if not ok then
+              failures[#failures + 1] = label .. ": raised " .. tostring(g1)
+            elseif g1:tobytes() ~= w1:tobytes() or (w2 and g2:tobytes() ~= w2:tobytes()) then
+              failures[#failures + 1] = label .. ": not gr.reduce's bits of the whole"
+            end
+          end
+        end
+      end
+    end
+    assert(total == 180, total .. " calls, expected 180")
     assert(#failures == 0, string.format("%d of %d calls failed:\n  %s", #failures, total,
       table.concat(failures, "\n  ", 1, math.min(#failures, 10))))
   end)
@@ -465,18 +558,15 @@ describe("c:reduce's gathered ops along axes merged in one process (gr.debug_com
     end
   end)
 
-  it("refuses what it cannot merge along axes, and parts whose results differ in shape, naming it", function()
+  it("refuses parts whose results or reduced axes differ in shape, naming it", function()
     local f = gr.buffer(12, "float32"):iota(1):view { 3, 4 }
-    local accepted = "(accepted: sum, prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum, " ..
-      "mean, argmin, argmax, minmax; var and std of float data)"
-    for _, op in ipairs({ "norm", "nanmean" }) do
-      H.expect_error("opts.op: '" .. op .. "' along axes across ranks is not built for float32 data " .. accepted,
-        gr.debug_comm_combine, { f, f }, { op = op, axis = 1 })
-    end
-    H.expect_error("opts.op: 'var' along axes across ranks is not built for int32 data",
-      gr.debug_comm_combine, { gr.buffer(6, "int32"):view { 2, 3 } }, { op = "var", axis = 1 })
-    H.expect_error("opts.op: 'mean' along axes across ranks is not built for float32 data at determinism gpu_to_gpu",
-      gr.debug_comm_combine, { f }, { op = "mean", axis = 1, determinism = "gpu_to_gpu" })
+    H.expect_error("b: rank 1's reduced axes past the first have the shape {2}, rank 0's {4}: 'norm' puts the " ..
+      "ranks' elements one after another along the first reduced axis, so the others must match",
+      gr.debug_comm_combine, { gr.buffer(8, "float32"):view { 2, 1, 4 }, gr.buffer(4, "float32"):view { 2, 1, 2 } },
+      { op = "norm", axis = { 1, 3 } })
+    H.expect_error("b: rank 2's reduced axes past the first have the shape {3}, rank 1's {4}",
+      gr.debug_comm_combine, { gr.buffer(0, "int32"):view { 0, 5 }, gr.buffer(8, "int32"):view { 2, 4 },
+        gr.buffer(6, "int32"):view { 2, 3 } }, { op = "var", axis = { 1, 2 } })
     H.expect_error("opts.op: 'sum' is combined by NCCL's all-reduce of the ranks' results", gr.debug_comm_combine,
       { f }, { op = "sum", axis = 1 })
     H.expect_error("b: rank 1's results along the axes have the shape {4}, rank 0's {3}: every rank gives the same " ..

@@ -658,9 +658,50 @@ static gr_dtype wire_of_buffer(gr_dtype t) {
     return t;
 }
 
+/* Along axes, the ops that have no partial results (comm_axes.c: norm, nanmean, var/std of integers, every
+ * op at gpu_to_gpu): every rank's elements gathered to every rank -- one ncclAllGather of the longest rank's
+ * share, each rank's elements at the front of its own --, put one after another along the first reduced
+ * axis and reduced there as one buffer, so every rank gets one GPU's bits for the whole. */
+static gr_status reduce_axes_whole(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
+                                   const gr_axes_head *heads, gr_buffer *out[2]) {
+    gr_context *on = gr_ctx_enter(c->on);
+    size_t size = (size_t)c->size, es = gr_dtype_size(b->dtype), most = 0;
+    for (size_t r = 0; r < size; r++)
+        if (heads[r].R > 0 && heads[r].K * heads[r].R > most) most = (size_t)(heads[r].K * heads[r].R);
+    gr_buffer *all = NULL, *whole = NULL, **share = calloc(size, sizeof *share);
+    gr_status st = share ? gr_buffer_new_unset_on(on, size * most, b->dtype, GR_DEVICE, gr_comm_device(c), &all)
+                         : gr_fail(ctx, GR_ENOMEM, "out of host memory");
+    /* share[r]: rank r's array, of its shape, at the front of its share of `all` */
+    for (size_t r = 0; r < size && st == GR_OK; r++) {
+        if (heads[r].R == 0) continue;
+        size_t shape[GR_MAX_DIMS];
+        for (int d = 0; d < heads[r].ndim; d++) shape[d] = (size_t)heads[r].shape[d];
+        gr_buffer *flat = NULL;
+        st = gr_buffer_slice(on, all, r * most, (size_t)(heads[r].K * heads[r].R), &flat);
+        if (st == GR_OK) st = gr_buffer_view(on, flat, heads[r].ndim, shape, &share[r]);
+        gr_buffer_free(on, flat);
+    }
+    if (st == GR_OK && heads[c->rank].R > 0) st = gr_buffer_copy(on, share[c->rank], b);     /* waited for */
+    on = gr_ctx_enter(c->on);
+    if (st == GR_OK)
+        st = settle(on, c, nc.ncclAllGather((char *)gr_buffer_data(all) + (size_t)c->rank * most * es,
+                                            gr_buffer_data(all), most * es, gr_dtype_nccl(GR_UINT8), c->nccl,
+                                            on->stream), "ncclAllGather", "ncclAllGather was not issued");
+    if (st == GR_OK) st = finish(on, c, "reduce");
+    if (st == GR_OK) st = gr_axes_concat(on, heads, c->size, share, b, &whole);
+    if (st == GR_OK) st = gr_reduce_axes(ctx, whole, o, axes, out);
+    if (st != GR_OK) gr_dev_stream_sync(on->stream);   /* nothing may still write the buffers freed below */
+    for (size_t r = 0; share && r < size; r++) gr_buffer_free(on, share[r]);
+    free(share);
+    gr_buffer_free(on, whole);
+    gr_buffer_free(on, all);
+    gr_ctx_enter(c->on);
+    return st;
+}
+
 /* Along axes, the ops whose ranks' partial results are gathered (comm_axes.c): this rank's parts made, the
  * heads gathered and checked alike on every rank (so all go on, or none), then every rank's partial
- * results, merged in rank order into out. A rank whose own reduction failed still sends its head: the
+ * results, merged in rank order into out (or, for the ops without parts, every rank's elements). A rank whose own reduction failed still sends its head: the
  * others fail at once, naming it. */
 static gr_status reduce_axes_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                                       gr_buffer *out[2]) {
@@ -684,10 +725,12 @@ static gr_status reduce_axes_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b,
     st = heads ? gather_bytes(on, c, &me.head, sizeof me.head, heads, "head")
                : gr_fail(ctx, GR_ENOMEM, "out of host memory");
     if (st == GR_OK && own.st != GR_OK) st = raise_failure(ctx, &own);
-    else if (st == GR_OK) st = gr_axes_heads_check(ctx, heads, c->size, &total);
+    else if (st == GR_OK) st = gr_axes_heads_check(ctx, heads, c->size, M.nparts == 0, &total);
     size_t K = st == GR_OK ? me.head.K : 0, size = (size_t)c->size;
     if (st == GR_OK && K > 0 && total == 0) {
         st = gr_reduce_axes(ctx, b, o, axes, out);      /* every rank empty along the axes: its own results */
+    } else if (st == GR_OK && K > 0 && M.nparts == 0) {
+        st = reduce_axes_whole(ctx, c, b, o, axes, heads, out);
     } else if (st == GR_OK && K > 0) {
         for (int p = 0; p < M.nparts && st == GR_OK; p++)
             for (int r = 0; r < M.nres[p] && st == GR_OK; r++) {

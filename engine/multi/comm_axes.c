@@ -3,14 +3,21 @@
  * needs the ranks' sums and element counts, a variance their counts, means and variances, an argmin
  * where each rank's elements begin (comm_axes.h).
  *
- * Each rank reduces its buffer along the axes into the partial results that rebuild the op's
- * accumulator per result (axes_parts.c, as a sharded buffer's shards do: a mean's sums, a variance's
- * means and population variances, an argmin's values and indices). comm.c gathers every rank's head --
- * what it reduced, the shape, whether it failed -- and, where every head agrees, every rank's partial
- * results; each rank merges them here in rank order with the CPU finish's combine, so every rank gets the
- * same bits. The ranks' elements follow each other along the first reduced axis, in rank order: an
- * argmin's index counts in that concatenation (the first on ties, the first NaN wins), and the reduced
- * axes past the first must then match. A rank with no elements along the axes adds nothing.
+ * Where partial results rebuild the op's accumulator per result (mean, var/std of floats, argmin, argmax,
+ * minmax), each rank reduces its buffer along the axes into them (axes_parts.c, as a sharded buffer's
+ * shards do: a mean's sums, a variance's means and population variances, an argmin's values and
+ * indices). comm.c gathers every rank's head -- what it reduced, the shape, whether it failed -- and, where
+ * every head agrees, every rank's partial results; each rank merges them here in rank order with the CPU
+ * finish's combine, so every rank gets the same bits. The ranks' elements follow each other along the
+ * first reduced axis, in rank order: an argmin's index counts in that concatenation (the first on ties,
+ * the first NaN wins), and the reduced axes past the first must then match. A rank with no elements along
+ * the axes adds nothing.
+ *
+ * The others -- norm (Blue's three sums), nanmean (a count no result holds), var/std of integers (exact
+ * 128-bit sums of squares), every op at gpu_to_gpu (an exact sum per result) -- have no such parts: every
+ * rank's elements are gathered to every rank instead and put one after another along the first reduced
+ * axis (gr_axes_concat), and that array is reduced once, so every rank gets the bits one GPU gives for the
+ * whole, at the determinism level asked. It moves every rank's data to every rank.
  *
  * gr_comm_combine_axes runs the same parts and merge in one process, with no communicator: how the specs
  * reach the merge without several GPUs, and a check of a job's results on one machine.
@@ -30,16 +37,12 @@
 
 gr_status gr_axes_rank_plan(gr_context *ctx, const gr_options *o, gr_dtype t, gr_axes_parts *M) {
     memset(M, 0, sizeof *M);
-    const gr_op_desc *d = gr_op_desc_get(o->op);
-    if ((M->nparts = gr_axes_partial_ops(o, t, M->part)) != 0) {
-        gr_status st = gr_axes_parts_init(ctx, o, t, M);
-        if (st != GR_OK) return st;     /* its own reason: an accumulator the dtype does not take */
-        if (d->family != GR_FAMILY_VALUE || gr_axes_parts_exact_value(M)) return GR_OK;
-    }
-    return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' along axes across ranks is not built for %s data%s (accepted: sum, "
-                       "prod, min, max, and, or, count, sumsq, nansum, nanmin, nanmax, absmax, asum, mean, argmin, "
-                       "argmax, minmax; var and std of float data)", gr_op_name(o->op), gr_dtype_name(t),
-                       o->determinism == GR_DET_GPU_TO_GPU ? " at determinism gpu_to_gpu" : "");
+    M->nparts = gr_axes_partial_ops(o, t, M->part);
+    gr_status st = gr_axes_parts_init(ctx, o, t, M);
+    if (st != GR_OK) return st;         /* its own reason: an accumulator the dtype does not take */
+    /* a one-value op whose result is not its accumulator bit for bit is gathered whole, as the rest */
+    if (M->nparts && gr_op_desc_get(o->op)->family == GR_FAMILY_VALUE && !gr_axes_parts_exact_value(M)) M->nparts = 0;
+    return GR_OK;
 }
 
 gr_status gr_axes_rank_make(gr_context *ctx, gr_buffer *b, const gr_options *o, unsigned axes, const gr_axes_parts *M,
@@ -47,7 +50,7 @@ gr_status gr_axes_rank_make(gr_context *ctx, gr_buffer *b, const gr_options *o, 
     memset(me, 0, sizeof *me);
     gr_axes_head *h = &me->head;
     *h = (gr_axes_head){.op = o->op, .dtype = b->dtype, .acc = M->acc, .ddof = o->ddof, .ndim = b->ndim, .axes = axes,
-                        .K = 1, .R = 1, .lead = 1, .inner = 1};
+                        .det = o->determinism, .K = 1, .R = 1, .lead = 1, .inner = 1};
     for (int d = 0, first = 1; d < b->ndim; d++) {
         h->shape[d] = b->shape[d];
         if (!(axes >> d & 1)) {
@@ -90,7 +93,24 @@ static const char *kept_shape(const gr_axes_head *h, char *buf, size_t size) {
     return gr_shape_text(nd, kept, buf, size);
 }
 
-gr_status gr_axes_heads_check(gr_context *ctx, const gr_axes_head *heads, int count, uint64_t *total) {
+/* A head's determinism as messages name it (-1: the variant's own, asked by no one). */
+static const char *det_text(int det) {
+    return det < 0 ? "the default" : gr_determinism_name((gr_determinism)det);
+}
+
+/* The reduced axes of h past the first as text, "{3, 4}", into buf. */
+static const char *later_reduced_shape(const gr_axes_head *h, char *buf, size_t size) {
+    size_t later[GR_MAX_DIMS];
+    int nd = 0, first = 1;
+    for (int d = 0; d < h->ndim; d++)
+        if (h->axes >> d & 1) {
+            if (!first) later[nd++] = (size_t)h->shape[d];
+            first = 0;
+        }
+    return gr_shape_text(nd, later, buf, size);
+}
+
+gr_status gr_axes_heads_check(gr_context *ctx, const gr_axes_head *heads, int count, int whole, uint64_t *total) {
     const gr_axes_head *h0 = &heads[0];
     *total = 0;
     for (int r = 0; r < count; r++)
@@ -106,6 +126,9 @@ gr_status gr_axes_heads_check(gr_context *ctx, const gr_axes_head *heads, int co
                                r, gr_dtype_name((gr_dtype)h->dtype), gr_op_name((gr_op)h->op),
                                gr_dtype_name((gr_dtype)h->acc), (int)h->ddof, gr_dtype_name((gr_dtype)h0->dtype),
                                gr_op_name((gr_op)h0->op), gr_dtype_name((gr_dtype)h0->acc), (int)h0->ddof);
+        if (h->det != h0->det)
+            return gr_fail_arg(ctx, GR_EINVAL, "b", "rank %d reduced at determinism %s, rank 0 at %s: every rank makes "
+                               "the same call", r, det_text(h->det), det_text(h0->det));
         int same = h->ndim == h0->ndim && h->axes == h0->axes && h->K == h0->K;
         for (int d = 0; d < h->ndim && same; d++) same = (h->axes >> d & 1) || h->shape[d] == h0->shape[d];
         char a[160], b[160];
@@ -119,8 +142,63 @@ gr_status gr_axes_heads_check(gr_context *ctx, const gr_axes_head *heads, int co
                                "first reduced axis, so the others must match", r, (unsigned long long)h->inner,
                                (unsigned long long)h0->inner);
     }
+    /* whole arrays one after another along the first reduced axis: the others agree, axis by axis */
+    const gr_axes_head *held = NULL;    /* the first rank with elements along the axes */
+    for (int r = 0; r < count && whole; r++) {
+        const gr_axes_head *h = &heads[r];
+        if (h->R == 0) continue;
+        if (!held) held = h;
+        int same = 1, first = 1;
+        for (int d = 0; d < h->ndim; d++)
+            if (h->axes >> d & 1) {
+                same = same && (first || h->shape[d] == held->shape[d]);
+                first = 0;
+            }
+        char a[160], b[160];
+        if (!same)
+            return gr_fail_arg(ctx, GR_EINVAL, "b", "rank %d's reduced axes past the first have the shape %s, rank "
+                               "%d's %s: '%s' puts the ranks' elements one after another along the first reduced "
+                               "axis, so the others must match", r, later_reduced_shape(h, a, sizeof a),
+                               (int)(held - heads), later_reduced_shape(held, b, sizeof b), gr_op_name((gr_op)h->op));
+    }
     for (int r = 0; r < count; r++) *total += heads[r].R;
     return GR_OK;
+}
+
+gr_status gr_axes_concat(gr_context *ctx, const gr_axes_head *heads, int count, gr_buffer *const *src,
+                         const gr_buffer *like, gr_buffer **cat) {
+    *cat = NULL;
+    const gr_axes_head *held = NULL;
+    uint64_t lead = 0;
+    for (int r = 0; r < count; r++)
+        if (heads[r].R > 0) {
+            if (!held) held = &heads[r];
+            lead += heads[r].lead;
+        }
+    int d0 = 0;
+    while (!(held->axes >> d0 & 1)) d0++;
+    size_t shape[GR_MAX_DIMS], n = 1;
+    for (int d = 0; d < held->ndim; d++) n *= shape[d] = d == d0 ? (size_t)lead : (size_t)held->shape[d];
+    gr_buffer *memory = NULL, *whole = NULL;
+    gr_status st = gr_buffer_new_unset_on(ctx, n, (gr_dtype)held->dtype, gr_buffer_where(like), gr_buffer_device(like),
+                                          &memory);
+    if (st == GR_OK) st = gr_buffer_view(ctx, memory, held->ndim, shape, &whole);
+    gr_buffer_free(ctx, memory);        /* the view keeps it */
+    uint64_t at = 0;
+    for (int r = 0; r < count && st == GR_OK; r++) {
+        if (heads[r].R == 0) continue;
+        gr_buffer *part = NULL;
+        st = gr_buffer_narrow(ctx, whole, d0, (size_t)at, (size_t)heads[r].lead, &part);
+        if (st == GR_OK) st = gr_buffer_copy(ctx, part, src[r]);
+        gr_buffer_free(ctx, part);
+        at += heads[r].lead;
+    }
+    if (st != GR_OK) {
+        gr_buffer_free(ctx, whole);
+        whole = NULL;
+    }
+    *cat = whole;
+    return st;
 }
 
 gr_status gr_axes_ranks_merge(gr_context *ctx, const gr_options *o, const gr_axes_parts *M, const gr_axes_head *heads,
@@ -177,8 +255,8 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
         return gr_fail_arg(ctx, GR_EINVAL, "parts", "expected 1 to 65536 buffers (got %zu)", count);
     if (!gr_part_gathered(o))
         return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is combined by NCCL's all-reduce of the ranks' results, not "
-                           "from their parts (parts are gathered for mean, var, std, argmin, argmax and minmax)",
-                           gr_op_name(o->op));
+                           "from their parts (gathered: mean, nanmean, var, std, norm, argmin, argmax, minmax, and every "
+                           "op at determinism gpu_to_gpu)", gr_op_name(o->op));
     gr_axes_parts M;
     gr_status st = gr_axes_rank_plan(ctx, o, parts[0]->dtype, &M);
     if (st == GR_OK) st = gr_segment_outs_ready(ctx, parts[0], o, NULL, axes, out);
@@ -195,10 +273,15 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
     }
     gr_ctx_enter(ctx);
     uint64_t total = 0;
-    if (st == GR_OK) st = gr_axes_heads_check(ctx, heads, (int)count, &total);
+    if (st == GR_OK) st = gr_axes_heads_check(ctx, heads, (int)count, M.nparts == 0, &total);
     size_t K = st == GR_OK ? heads[0].K : 0;
     if (st == GR_OK && K > 0 && total == 0) {
         st = gr_reduce_axes(ctx, parts[0], o, axes, out);   /* every rank empty along the axes: one's results */
+    } else if (st == GR_OK && K > 0 && M.nparts == 0) {
+        gr_buffer *whole = NULL;        /* no parts: the ranks' elements one after another, reduced once */
+        st = gr_axes_concat(ctx, heads, (int)count, parts, parts[0], &whole);
+        if (st == GR_OK) st = gr_reduce_axes(ctx, whole, o, axes, out);
+        gr_buffer_free(ctx, whole);
     } else if (st == GR_OK && K > 0) {
         for (int p = 0; p < M.nparts && st == GR_OK; p++)
             for (int r = 0; r < M.nres[p] && st == GR_OK; r++) {

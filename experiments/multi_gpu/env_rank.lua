@@ -8,8 +8,9 @@
 --   c:reduce of the gathered ops (mean, nanmean, var, std, norm, argmin, argmax, minmax) over ten dtypes,
 --   each rank holding a different length: bit for bit what gr.debug_comm_combine gives over every rank's
 --   data made here, and within spec/support/fuzz_reference.lua's bounds of that data concatenated;
---   c:reduce along axes of the gathered ops it takes there (mean, var, std, argmin, argmax, minmax), each
---   rank holding a different number of rows: bit for bit gr.debug_comm_combine's merge of every rank's rows;
+--   c:reduce along axes of the gathered ops (mean, var, std, argmin, argmax, minmax from their parts; norm,
+--   nanmean, integer var and std, and gpu_to_gpu sum and var from every rank's elements), each rank holding
+--   a different number of rows: bit for bit gr.debug_comm_combine's result over every rank's rows;
 --   with GPUREDUCE_BW_BYTES set, the bus bandwidth of c:allreduce over that many bytes of
 --   GPUREDUCE_BW_DTYPE (default bfloat16), which rank 0 prints: "busbw <GB/s> GB/s".
 -- Prints one line; exits 1 when a result is wrong. launch.lua starts it as torchrun and mpirun would;
@@ -80,27 +81,31 @@ if os.getenv("GPUREDUCE_CASES") ~= "0" then
       if not good then wrong[#wrong + 1] = string.format("%s %s gathered: %s", dtype, op, why) end
     end
   end
-  -- the gathered ops along axes: every rank's partial results merged in rank order, the ranks' rows one
-  -- after another (rank q holds 20 + 7q rows): the bits of the same merge made here from every rank's data
+  -- the gathered ops along axes: every rank's partial results merged in rank order, or (norm, nanmean, var
+  -- and std of integers, gpu_to_gpu) every rank's elements reduced whole, the ranks' rows one after another
+  -- (rank q holds 20 + 7q rows): the bits of the same call made here from every rank's data
+  local along = { { op = "mean" }, { op = "var" }, { op = "std", ddof = 1 }, { op = "argmin" }, { op = "argmax" },
+    { op = "minmax" }, { op = "norm" }, { op = "nanmean" }, { op = "sum", determinism = "gpu_to_gpu" },
+    { op = "var", determinism = "gpu_to_gpu" } }
   for _, dtype in ipairs({ "float32", "bfloat16", "float64", "int32", "int16" }) do
-    for _, op in ipairs({ "mean", "var", "std", "argmin", "argmax", "minmax" }) do
+    for _, o in ipairs(along) do
       local float = dtype:match("float") ~= nil
-      if float or (op ~= "var" and op ~= "std") then
+      if float or not o.determinism then
         local function rows(q)
-          return across.data(gr, dtype, op, q, (20 + 7 * q) * 33, device):view { 20 + 7 * q, 33 }
+          return across.data(gr, dtype, o.op, q, (20 + 7 * q) * 33, device):view { 20 + 7 * q, 33 }
         end
         local all = {}
         for q = 0, size - 1 do all[q + 1] = rows(q) end
         for _, axis in ipairs({ 1, { 1, 2 } }) do
-          local opts = { op = op, axis = axis, ddof = op == "std" and 1 or nil }
+          local opts = { op = o.op, axis = axis, ddof = o.ddof, determinism = o.determinism }
           local got = { c:reduce(all[rank + 1], opts) }
           local want = { gr.debug_comm_combine(all, opts) }
           local good = #got == #want
           for k = 1, #want do good = good and got[k]:tobytes() == want[k]:tobytes() end
           cases = cases + 1
           if not good then
-            wrong[#wrong + 1] = string.format("%s %s along axis %s: not the merge's bits", dtype, op,
-              type(axis) == "table" and "{1, 2}" or tostring(axis))
+            wrong[#wrong + 1] = string.format("%s %s%s along axis %s: not the merge's bits", dtype, o.op,
+              o.determinism and " gpu_to_gpu" or "", type(axis) == "table" and "{1, 2}" or tostring(axis))
           end
         end
       end
