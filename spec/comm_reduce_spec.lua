@@ -543,6 +543,20 @@ describe("c:reduce's gathered ops along axes merged in one process (gr.debug_com
       table.concat(failures, "\n  ", 1, math.min(#failures, 10))))
   end)
 
+  it("gathers strided views whole as their elements: the compact concatenation's bits; one part: its own", function()
+    local a = gr.buffer(7 * 5, "float32"):random(41, -2, 2):view { 7, 5 }
+    local b = gr.buffer(3 * 5, "float32"):random(42, -2, 2):view { 3, 5 }
+    local parts = { a:transpose(), b:transpose() }         -- {5, 7} and {5, 3}, reduced along axis 2
+    local whole = concatenated("float32", { { 5, 7 }, { 5, 3 } }, parts, { 2 })
+    for _, o in ipairs({ { op = "norm" }, { op = "nanmean" }, { op = "sum", determinism = "gpu_to_gpu" } }) do
+      local opts = H.changed({ axis = 2 }, o)
+      assert.are.equal(gr.reduce(whole, opts):tobytes(), gr.debug_comm_combine(parts, opts):tobytes(),
+        H.describe_opts(opts))
+      assert.are.equal(gr.reduce(parts[1], opts):tobytes(), gr.debug_comm_combine({ parts[1] }, opts):tobytes(),
+        H.describe_opts(opts) .. " of one part")
+    end
+  end)
+
   it("gives gr.reduce's bits where one rank holds every element, but var and std (rebuilt from results)", function()
     for _, dtype in ipairs({ "float32", "bfloat16", "int32" }) do
       local b = part(dtype, { 6, 5 }, 1, false)

@@ -661,9 +661,11 @@ static gr_dtype wire_of_buffer(gr_dtype t) {
 /* Along axes, the ops that have no partial results (comm_axes.c: norm, nanmean, var/std of integers, every
  * op at gpu_to_gpu): every rank's elements gathered to every rank -- one ncclAllGather of the longest rank's
  * share, each rank's elements at the front of its own --, put one after another along the first reduced
- * axis and reduced there as one buffer, so every rank gets one GPU's bits for the whole. */
+ * axis and reduced there as one buffer, so every rank gets one GPU's bits for the whole (a compact
+ * array's). One rank reduces its own b, as gr.reduce does (a strided view as it lies). */
 static gr_status reduce_axes_whole(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                                    const gr_axes_head *heads, gr_buffer *out[2]) {
+    if (c->size == 1) return gr_reduce_axes(ctx, b, o, axes, out);
     gr_context *on = gr_ctx_enter(c->on);
     size_t size = (size_t)c->size, es = gr_dtype_size(b->dtype), most = 0;
     for (size_t r = 0; r < size; r++)

@@ -277,6 +277,8 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
     size_t K = st == GR_OK ? heads[0].K : 0;
     if (st == GR_OK && K > 0 && total == 0) {
         st = gr_reduce_axes(ctx, parts[0], o, axes, out);   /* every rank empty along the axes: one's results */
+    } else if (st == GR_OK && K > 0 && M.nparts == 0 && count == 1) {
+        st = gr_reduce_axes(ctx, parts[0], o, axes, out);   /* one rank: its own buffer, as c:reduce takes it */
     } else if (st == GR_OK && K > 0 && M.nparts == 0) {
         gr_buffer *whole = NULL;        /* no parts: the ranks' elements one after another, reduced once */
         st = gr_axes_concat(ctx, heads, (int)count, parts, parts[0], &whole);
