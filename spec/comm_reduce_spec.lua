@@ -159,8 +159,8 @@ describe("c:reduce along axes on one rank", function()
         for _, o in ipairs(WHOLE_OPS) do
           local m = gathered_whole(dtype:match("float") ~= nil, o) and
             across.data(gr, dtype, o.op, 1, 37 * 21, 1):view { 37, 21 }
-          for _, form in ipairs(m and { { axis = 1 }, { axis = 2 }, { axis = { 1, 2 } }, { axis = -1, keepdims = true } }
-            or {}) do
+          local forms = m and { { axis = 1 }, { axis = 2 }, { axis = { 1, 2 } }, { axis = -1, keepdims = true } }
+          for _, form in ipairs(forms or {}) do
             local opts = H.changed(o, form)
             local label = dtype .. " " .. H.describe_opts(opts)
             local want = { gr.reduce(m, opts) }

@@ -703,8 +703,8 @@ static gr_status reduce_axes_whole(gr_context *ctx, gr_comm *c, gr_buffer *b, co
 
 /* Along axes, the ops whose ranks' partial results are gathered (comm_axes.c): this rank's parts made, the
  * heads gathered and checked alike on every rank (so all go on, or none), then every rank's partial
- * results, merged in rank order into out (or, for the ops without parts, every rank's elements). A rank whose own reduction failed still sends its head: the
- * others fail at once, naming it. */
+ * results, merged in rank order into out (for the ops without parts, every rank's elements instead). A
+ * rank whose own reduction failed still sends its head: the others fail at once, naming it. */
 static gr_status reduce_axes_gathered(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o, unsigned axes,
                                       gr_buffer *out[2]) {
     gr_axes_parts M;

@@ -255,8 +255,8 @@ gr_status gr_comm_combine_axes(gr_context *ctx, gr_buffer *const *parts, size_t 
         return gr_fail_arg(ctx, GR_EINVAL, "parts", "expected 1 to 65536 buffers (got %zu)", count);
     if (!gr_part_gathered(o))
         return gr_fail_arg(ctx, GR_EINVAL, "op", "'%s' is combined by NCCL's all-reduce of the ranks' results, not "
-                           "from their parts (gathered: mean, nanmean, var, std, norm, argmin, argmax, minmax, and every "
-                           "op at determinism gpu_to_gpu)", gr_op_name(o->op));
+                           "from their parts (gathered: mean, nanmean, var, std, norm, argmin, argmax, minmax, and "
+                           "every op at determinism gpu_to_gpu)", gr_op_name(o->op));
     gr_axes_parts M;
     gr_status st = gr_axes_rank_plan(ctx, o, parts[0]->dtype, &M);
     if (st == GR_OK) st = gr_segment_outs_ready(ctx, parts[0], o, NULL, axes, out);
