@@ -517,9 +517,7 @@ describe("c:reduce's gathered ops along axes merged in one process (gr.debug_com
     for _, dtype in ipairs({ "float32", "float64", "bfloat16", "float16", "int32", "int16", "uint8" }) do
       for _, case in ipairs(CASES) do
         local axes = assert(A.normalize(case.axis, #case.shapes[1]))
-        for _, o in ipairs({ { op = "norm" }, { op = "nanmean" }, { op = "var" }, { op = "std", ddof = 1 },
-          { op = "sum", determinism = "gpu_to_gpu" }, { op = "mean", determinism = "gpu_to_gpu" },
-          { op = "var", determinism = "gpu_to_gpu" }, { op = "norm", determinism = "gpu_to_gpu" } }) do
+        for _, o in ipairs(WHOLE_OPS) do
           if gathered_whole(FLOAT[dtype] ~= nil, o) then
             local parts = {}
             for q, shape in ipairs(case.shapes) do parts[q] = part(dtype, shape, q, FLOAT[dtype] and q == 2) end
