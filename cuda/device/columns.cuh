@@ -84,10 +84,6 @@ template <class T> GR_DEV Wide<T> wide(const T &x) {
     else return x;
 }
 
-/* Whether Op is the plain sum (the column kernel's vector stores of results take only sums). */
-template <class Op> constexpr bool is_sum_op_v = false;
-template <class Acc> constexpr bool is_sum_op_v<Sum<Acc>> = true;
-
 /* sum and mean of bfloat16: each element widened by the shift above, then added as Sum adds it. */
 template <class Acc> struct RunFold<Sum<Acc>> {
     template <class In> GR_DEV void add(Acc &acc, const In &x, u64 r) {
@@ -192,8 +188,10 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
     if constexpr (kLater && sizeof(In) <= 8) {
         /* a pass over the groups' accumulators: little data, read 8 loads at a time, 8 times a run; here
          * the run's loads all in flight at once (32 or 64), the rows past the column's end masked. Sums
-         * down narrow columns (three passes) took 0.98-0.99x the time, maxima the same (H100): most of
-         * the 9-12 us of the later passes is their launches, not their loads */
+         * down narrow columns (three passes) took 0.98-0.99x the time, maxima the same (H100). Nor are
+         * the later passes' launches their cost: launched early (programmatic dependent launch) they
+         * measured 0.99-1.03x; ncu gives the two passes of a (2^27, 2) sum 8.4 and 6.5 us of their own
+         * (performance.md) */
         constexpr int kU = sizeof(In) <= 4 ? 64 : 32;
         for (u64 r = r0; r < r1; r += kU) {
             In x[kU];
@@ -444,7 +442,7 @@ GR_DEV void columns_pass(const ColArgs &a, unsigned char *raw) {
          * bfloat16 sums' results), which held the (2^10, 2^2, 2^16) middle axis to 37% of the
          * read-plus-write limit (94% now, H100). Other results are stored one by one: float32 max took
          * the same stores at 0.89x its time there but 1.1-1.44x on other shapes (performance.md). */
-        constexpr bool kVecOut = kCols > 1 && is_sum_op_v<Op> && is_same_v<W, Result<res_acc, Op, In>> &&
+        constexpr bool kVecOut = kCols > 1 && is_same_v<Op, Sum<Acc>> && is_same_v<W, Result<res_acc, Op, In>> &&
                                  is_arithmetic_v<Acc> && (sizeof(Acc) == 4 || sizeof(Acc) == 8) &&
                                  (kCols * sizeof(Acc)) % 16 == 0;
         bool vec_out = false;
