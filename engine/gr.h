@@ -541,6 +541,10 @@ gr_status gr_comm_barrier(gr_context *ctx, gr_comm *c);
  * after the last; the mean seconds per call. */
 gr_status gr_comm_bench_raw(gr_context *ctx, gr_comm *c, gr_buffer *b, gr_comm_op op, int reps, int sync_each,
                             double *seconds);
+/* How c:reduce combines one value across the ranks (comm_oneshot.h): 1 through the ranks' mailboxes (every
+ * rank on one host, every GPU reaching the others' memory), 0 with ncclAllReduce, -1 not decided yet (the
+ * ranks decide together at the first one-value c:reduce). For specs and benchmarks. */
+int gr_comm_oneshot(const gr_comm *c);
 /* NCCL's version code (e.g. 22809), or 0 when it cannot be opened. */
 int gr_nccl_version(void);
 

@@ -253,6 +253,15 @@ static int c_bench_raw(lua_State *L) {
     return 1;
 }
 
+/* c:_oneshot(): true where one value is combined through the ranks' mailboxes, false with ncclAllReduce,
+ * nil before the ranks have decided (their first one-value c:reduce). */
+static int c_oneshot(lua_State *L) {
+    int how = gr_comm_oneshot(check_comm(L));
+    if (how < 0) lua_pushnil(L);
+    else lua_pushboolean(L, how);
+    return 1;
+}
+
 static int c_tostring(lua_State *L) {
     lcomm *u = luaL_checkudata(L, 1, COMM_MT);
     if (!u->c) lua_pushstring(L, "gpureduce.Comm(destroyed)");
@@ -262,7 +271,7 @@ static int c_tostring(lua_State *L) {
 }
 
 const luaL_Reg lgr_comm_methods[] = {
-    {"_bench_raw", c_bench_raw}, {"allreduce", c_allreduce}, {"barrier", c_barrier}, {"destroy", c_release},
+    {"_bench_raw", c_bench_raw}, {"_oneshot", c_oneshot}, {"allreduce", c_allreduce}, {"barrier", c_barrier}, {"destroy", c_release},
     {"device", c_device}, {"handle", c_handle}, {"rank", c_rank}, {"reduce", c_reduce}, {"size", c_size}, {NULL, NULL}};
 const luaL_Reg lgr_comm_meta[] = {
     {"__close", c_release}, {"__gc", c_release}, {"__tostring", c_tostring}, {NULL, NULL}};

@@ -230,6 +230,34 @@ describe("c:reduce of one value on one rank", function()
     end)
   end)
 
+  nccl_it("combines one value through its mailbox, decided at the first call; with ncclAllReduce when asked", function()
+    with_comm(function(c)
+      assert.is_nil(c:_oneshot())
+      local b = gr.buffer(4097, "float32"):random(7, -1, 1)
+      assert(H.same_result(gr.sum(b), c:reduce(b)))
+      assert.is_true(c:_oneshot())
+      -- the parities alternate call by call: many calls in a row, each the value of its own buffer
+      for i = 1, 50 do
+        assert.are.equal(i * 4097, c:reduce(gr.buffer(4097, "int32"):fill(i)))
+        assert.are.equal(-i, c:reduce(gr.buffer(3, "float64"):fill(-i), { op = "min" }))
+      end
+      -- allreduce and the gathered ops go through NCCL as before, and leave the mailbox's order intact
+      local v = gr.buffer(8, "float32"):fill(2)
+      c:allreduce(v, "sum")
+      assert(H.same_result(gr.mean(b), c:reduce(b, { op = "mean" })))
+      assert.are.equal(16, c:reduce(v))
+    end)
+    -- GPUREDUCE_COMM_ONESHOT=0: the same values through ncclAllReduce
+    local ok, _, out = H.run_lua([[
+      local gr = require "gpureduce"
+      local c = gr.comm { rank = 0, size = 1, id = gr.comm_id(), timeout = 20 }
+      local b = gr.buffer(1000, "int64"):iota(1)
+      print(c:reduce(b), tostring(c:_oneshot()), c:reduce(gr.buffer(2, "bool"):fill(true), { op = "and" }))
+      c:destroy()]], "GPUREDUCE_COMM_ONESHOT=0")
+    assert(ok, out)
+    assert.matches("500500\tfalse\ttrue", out)
+  end)
+
   nccl_it("reduces host buffers, strided views and buffers of every dtype's kinds as gr.reduce does", function()
     with_comm(function(c)
       local h = gr.buffer(1000, "int64", { where = "host" }):iota(1)

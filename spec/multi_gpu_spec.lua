@@ -338,14 +338,16 @@ __device__ typename Op::acc_t dev2_kernel(const In *in, size_t n, unsigned long 
     for _ = 1, 5 do assert.are.equal(first, gr.sum(f)) end     -- run_to_run: the same bits
   end)
 
-  multi_it("end an all-reduce whose peer died in a clear error within the timeout, then exit normally #fault",
+  multi_it("end an all-reduce or c:reduce whose peer died in a clear error within the timeout, then exit #fault",
     function()
       -- dead_rank.lua checks the survivor: the error names the collective, comes within 5 s and a margin,
-      -- the communicator is then aborted, and the process exits 0 (each rank under `timeout`: no hang)
-      local code, out, err = L.run("multi_gpu/dead_rank.lua", "5 both")
+      -- the communicator is then aborted, and the process exits 0 (each rank under `timeout`: no hang);
+      -- `reduce`: a one-value c:reduce, which waits in the mailbox kernel where the ranks took mailboxes
+      local code, out, err = L.run("multi_gpu/dead_rank.lua", "5 all")
       assert.are.equal(0, code, out .. err)
       assert.matches("dead_rank first: ok", out, nil, true)
       assert.matches("dead_rank later: ok", out, nil, true)
+      assert.matches("dead_rank reduce: ok", out, nil, true)
     end)
 
   multi_it("all-reduce across two processes, one per GPU", function()

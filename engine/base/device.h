@@ -107,6 +107,30 @@ typedef struct gr_dev_layout {
  * = 1) or scattered from it (gather = 0); both device memory, not overlapping. Asynchronous. */
 int gr_dev_strided(void *base, gr_dev_layout layout, size_t es, size_t first, size_t count, void *compact,
                    int gather, void *stream);
+/* One value combined across the ranks of a communicator whose GPUs reach each other's memory
+ * (cuda/runtime/oneshot.cu, engine/multi/comm_oneshot.c). boxes: device memory holding each rank's mailbox
+ * (GR_ONESHOT_BOX_BYTES, zeroed before the first call), rank order; epoch: the call's number, 1 for the
+ * first and one more each call, the same on every rank; value: this rank's value (device memory) of dtype
+ * held, widened in the kernel to dtype wire (float64, int64, uint64 or uint8) where
+ * gr_dev_oneshot_widens(held, wire) says it can; reply: mapped pinned memory, two words: the combination in
+ * rank order, then 1, or 2 where some rank's value did not come within timeout_s seconds (the caller sets
+ * the second word to 0 first). Asynchronous. */
+#define GR_ONESHOT_RANKS 32
+#define GR_ONESHOT_BOX_BYTES (2 * GR_ONESHOT_RANKS * 16)
+int gr_dev_oneshot(unsigned long long *const *boxes, int rank, int size, unsigned long long epoch, const void *value,
+                   gr_dtype held, gr_dtype wire, gr_comm_op op, unsigned long long *reply, double timeout_s,
+                   void *stream);
+/* 1 where gr_dev_oneshot takes a value of dtype held for the wire dtype: the wire's own, float32 for
+ * float64, the narrower integers of the wire's sign, bool for uint8 (0 in a CPU-only build) */
+int gr_dev_oneshot_widens(gr_dtype held, gr_dtype wire);
+/* A mailbox (GR_ONESHOT_BOX_BYTES of device memory from cudaMalloc, zeroed) and its CUDA IPC handle
+ * (GR_IPC_HANDLE_BYTES), for the other processes of the host to open; open maps another process's
+ * (enabling peer access), close unmaps it. */
+#define GR_IPC_HANDLE_BYTES 64
+int gr_dev_mailbox_new(void **box, void *handle);
+int gr_dev_mailbox_free(void *box);
+int gr_dev_ipc_open(const void *handle, void **p);
+int gr_dev_ipc_close(void *p);
 /* A testing hook's kernel (cuda/runtime/small_floats.cu): the conversions of base/small_floats.h for
  * format number `format` (GR_SMALL_FLOAT_LIST's order) and CUDA's own, 4 words per element of in into
  * out: n doubles narrowed, or with `widen` n uint32 patterns widened (gr.h's gr_debug_float_device) */

@@ -88,3 +88,14 @@ int gr_dev_module_unload(void *module) { (void)module; return NO_DEVICE; }
 int gr_dev_launch(void *fn, unsigned grid, unsigned block, size_t smem, void *stream, void **args) {
     (void)fn; (void)grid; (void)block; (void)smem; (void)stream; (void)args; return NO_DEVICE;
 }
+int gr_dev_oneshot(unsigned long long *const *boxes, int rank, int size, unsigned long long epoch, const void *value,
+                   gr_dtype held, gr_dtype wire, gr_comm_op op, unsigned long long *reply, double timeout_s,
+                   void *stream) {
+    (void)boxes; (void)rank; (void)size; (void)epoch; (void)value; (void)held; (void)wire; (void)op; (void)reply;
+    (void)timeout_s; (void)stream; return NO_DEVICE;
+}
+int gr_dev_oneshot_widens(gr_dtype held, gr_dtype wire) { (void)held; (void)wire; return 0; }
+int gr_dev_mailbox_new(void **box, void *handle) { (void)handle; *box = NULL; return NO_DEVICE; }
+int gr_dev_mailbox_free(void *box) { (void)box; return NO_DEVICE; }
+int gr_dev_ipc_open(const void *handle, void **p) { (void)handle; *p = NULL; return NO_DEVICE; }
+int gr_dev_ipc_close(void *p) { (void)p; return NO_DEVICE; }

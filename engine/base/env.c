@@ -56,6 +56,9 @@ static const struct row {
     [GR_ENV_POISON] = {"GPUREDUCE_POISON", NUMBER, 0, 1, 1, NULL,
                        "0 or 1; 1 fills the buffers a call writes whole (results) with 0xA5 bytes first, so "
                        "that a result the call misses shows (testing)"},
+    [GR_ENV_COMM_ONESHOT] = {"GPUREDUCE_COMM_ONESHOT", NUMBER, 0, 1, 1, NULL,
+                             "0 or 1; 0 combines c:reduce's one value with ncclAllReduce even where the ranks' "
+                             "GPUs reach each other's memory (a rank that says 0 turns it off for all)"},
 };
 
 const char *gr_env_name(gr_env_var v) { return (unsigned)v < GR_ENV_VAR_COUNT ? rows[v].name : "?"; }

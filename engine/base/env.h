@@ -27,6 +27,7 @@ typedef enum gr_env_var {
     GR_ENV_RUNS_ITEMS,          /* 8 or 16: elements a thread of the pass over runs (comparisons, by_key.c) */
     GR_ENV_BUFFER_POOL,         /* 0 or 1: device buffers from the caching pool (memory.c, runtime.cu) */
     GR_ENV_POISON,              /* 0 or 1: unset new buffers filled with 0xA5 bytes (testing, buffer.c) */
+    GR_ENV_COMM_ONESHOT,        /* 0 or 1: one-value c:reduce through the ranks' mailboxes (comm_oneshot.c) */
     GR_ENV_VAR_COUNT
 } gr_env_var;
 

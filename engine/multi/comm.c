@@ -13,9 +13,10 @@
  * at once and are polled, with a deadline, so that a rank that never joins, or stops taking part,
  * ends in a clear error and ncclCommAbort instead of a hang.
  *
- * c:reduce reduces on each rank with the engine's own kernels, then all-reduces the results: one value
- * (kept on the device between the two where the local run ends there, so that the call waits once), or
- * the result buffer of a reduction along axes, in place.
+ * c:reduce reduces on each rank with the engine's own kernels, then combines the results: one value
+ * (kept on the device between the two where the local run ends there, so that the call waits once) through
+ * the ranks' mailboxes where they took them (comm_oneshot.h) or by ncclAllReduce, or the result buffer of a
+ * reduction along axes, all-reduced in place.
  *
  * A borrowed communicator (gr_comm_borrow) is the host application's: its collectives run and are
  * waited for the same way, but it is never finalized, destroyed or aborted here -- a failure only
@@ -35,6 +36,7 @@
 #include "core/plan.h"
 #include "core/pool.h"
 #include "multi/comm_axes.h"
+#include "multi/comm_oneshot.h"
 #include "multi/comm_parts.h"
 #include "ops/convert_element.h"
 #include "ops/ops.h"
@@ -150,6 +152,8 @@ struct gr_comm {
     gr_context *on;         /* the context of its device */
     double timeout;         /* seconds any one wait may take */
     void *dev, *host;       /* 16 bytes each, device and pinned: c:reduce's value, the barrier's word */
+    int oneshot_asked;      /* whether the ranks have decided how one value is combined (oneshot_ready) */
+    gr_oneshot *oneshot;    /* where they took the mailboxes (comm_oneshot.h), else NULL: ncclAllReduce */
 };
 
 /* Aborts the communicator (it cannot be used again) and fails with "rank r of k: <what>". A borrowed one
@@ -297,7 +301,7 @@ gr_status gr_comm_create(gr_context *ctx, const gr_comm_spec *spec, gr_comm **ou
     if (is_file && (st = exchange_id(on, spec->id, spec->rank, spec->timeout, &id)) != GR_OK) return st;
     gr_comm *c = calloc(1, sizeof *c);
     if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    *c = (gr_comm){NULL, spec->rank, spec->size, 0, on, spec->timeout, NULL, NULL};
+    *c = (gr_comm){NULL, spec->rank, spec->size, 0, on, spec->timeout, NULL, NULL, 0, NULL};
     st = gr_mem_alloc(on, GR_MEM_DEVICE, 16, &c->dev);
     if (st == GR_OK) st = gr_mem_alloc(on, GR_MEM_PINNED, 16, &c->host);
     if (st == GR_OK) {
@@ -331,6 +335,7 @@ void gr_comm_destroy(gr_context *ctx, gr_comm *c) {
          * until the owner aborts the communicator: the 32 bytes it may touch are left, not waited for. */
         if (c->nccl) {
             gr_dev_stream_sync(on->stream);
+            gr_oneshot_drop(on, c->oneshot);
             gr_mem_free(on, GR_MEM_DEVICE, c->dev, 16);
             gr_mem_free(on, GR_MEM_PINNED, c->host, 16);
         }
@@ -343,6 +348,7 @@ void gr_comm_destroy(gr_context *ctx, gr_comm *c) {
         if (settle(on, c, rc, "ncclCommFinalize", "finalizing did not end") == GR_OK) nc.ncclCommDestroy(c->nccl);
         c->nccl = NULL;
     }
+    gr_oneshot_drop(on, c->oneshot);
     gr_mem_free(on, GR_MEM_DEVICE, c->dev, 16);
     gr_mem_free(on, GR_MEM_PINNED, c->host, 16);
     free(c);
@@ -382,7 +388,7 @@ gr_status gr_comm_borrow(gr_context *ctx, void *handle, double timeout, gr_comm 
     if ((st = gr_context_on(ctx, cu, &on)) != GR_OK) return st;
     gr_comm *c = calloc(1, sizeof *c);
     if (!c) return gr_fail(ctx, GR_ENOMEM, "out of host memory");
-    *c = (gr_comm){handle, rank, size, 1, on, timeout, NULL, NULL};
+    *c = (gr_comm){handle, rank, size, 1, on, timeout, NULL, NULL, 0, NULL};
     st = gr_mem_alloc(on, GR_MEM_DEVICE, 16, &c->dev);
     if (st == GR_OK) st = gr_mem_alloc(on, GR_MEM_PINNED, 16, &c->host);
     if (st != GR_OK) {
@@ -397,6 +403,7 @@ void *gr_comm_handle(const gr_comm *c) { return c->nccl; }
 int gr_comm_rank(const gr_comm *c) { return c->rank; }
 int gr_comm_size(const gr_comm *c) { return c->size; }
 int gr_comm_device(const gr_comm *c) { return c->on->device + 1; }
+int gr_comm_oneshot(const gr_comm *c) { return c->oneshot ? 1 : c->oneshot_asked ? 0 : -1; }
 
 static gr_status usable(gr_context *ctx, gr_comm *c) {
     if (c->nccl) return GR_OK;
@@ -486,6 +493,51 @@ static void combined_value(const gr_comm *c, gr_scalar *v) {
     else memcpy(&v->v, c->host, sizeof v->v);
 }
 
+static gr_status gather_bytes(gr_context *on, gr_comm *c, const void *mine, size_t bytes, void *all, const char *what);
+
+/* Decides with every rank, at the first one-value combination, whether the values go through the ranks'
+ * mailboxes (comm_oneshot.h) or ncclAllReduce: two gathers, each waited for; every rank decides the same. */
+static gr_status oneshot_ready(gr_context *on, gr_comm *c) {
+    if (c->oneshot_asked) return GR_OK;
+    gr_oneshot *o = NULL;
+    unsigned char mine[GR_ONESHOT_RECORD_BYTES], ok = 0, *oks = malloc((size_t)c->size);
+    char *recs = malloc((size_t)c->size * GR_ONESHOT_RECORD_BYTES);
+    gr_status st = recs && oks ? GR_OK : gr_fail(on, GR_ENOMEM, "out of host memory");
+    gr_oneshot_offer(on, c->rank, c->size, &o, mine);
+    if (st == GR_OK) st = gather_bytes(on, c, mine, sizeof mine, recs, "mailbox record");
+    if (st == GR_OK) ok = (unsigned char)gr_oneshot_join(on, o, recs, c->size);
+    if (st == GR_OK) st = gather_bytes(on, c, &ok, 1, oks, "mailbox answer");
+    for (int q = 0; q < c->size && st == GR_OK; q++) ok &= oks[q];
+    if (st == GR_OK) c->oneshot_asked = 1;
+    if (st == GR_OK && ok) c->oneshot = o;
+    else gr_oneshot_drop(on, o);
+    free(recs);
+    free(oks);
+    return st;
+}
+
+/* c->dev's 8-byte word of dtype wire combined across the ranks by op, queued on the communicator's stream:
+ * through the mailboxes (oneshot_ready first), or all-reduced in place and copied to c->host. Through the
+ * mailboxes the value may be at `value` as dtype held, widened by their kernel. */
+static gr_status combine_queue(gr_context *on, gr_comm *c, const void *value, gr_dtype held, gr_dtype wire,
+                               gr_comm_op across) {
+    if (c->oneshot) return gr_oneshot_queue(on, c->oneshot, value, held, wire, across, c->timeout);
+    gr_status st = queue(on, c, c->dev, 1, gr_dtype_nccl(wire), across);
+    if (st != GR_OK) return st;
+    int rc = gr_copy(on, c->host, c->dev, 8, on->stream);
+    return rc ? gr_fail_dev(on, rc, "reduce: copy from the device") : GR_OK;
+}
+
+/* After the stream is done: the mailboxes' word in c->host, or a failure naming the late ranks' absence
+ * (the communicator is aborted, as after an all-reduce that did not complete). */
+static gr_status combined_arrived(gr_context *on, gr_comm *c) {
+    if (!c->oneshot || gr_oneshot_result(c->oneshot, c->host)) return GR_OK;
+    char msg[160];
+    snprintf(msg, sizeof msg, "reduce: not every rank's value came (does every rank take part?) within %g s",
+             c->timeout);
+    return give_up(on, c, GR_ETIMEOUT, msg);
+}
+
 /* The host path: gr_reduce (waited for), the value to the device, the all-reduce, the value back. */
 static gr_status reduce_through_host(gr_context *ctx, gr_comm *c, gr_buffer *b, const gr_options *o,
                                      gr_comm_op across, gr_result *out) {
@@ -498,10 +550,10 @@ static gr_status reduce_through_host(gr_context *ctx, gr_comm *c, gr_buffer *b, 
     if (v->kind == GR_SCALAR_BOOL) *(unsigned char *)c->host = (unsigned char)(v->v.b != 0);
     int rc = gr_copy(on, c->dev, c->host, 8, on->stream);
     if (rc) return gr_fail_dev(on, rc, "reduce: copy to the device");
-    if ((st = queue(on, c, c->dev, 1, gr_dtype_nccl(wire_of(v->kind)), across)) != GR_OK) return st;
-    rc = gr_copy(on, c->host, c->dev, 8, on->stream);
-    if (rc) return gr_fail_dev(on, rc, "reduce: copy from the device");
+    if ((st = oneshot_ready(on, c)) != GR_OK) return st;
+    if ((st = combine_queue(on, c, c->dev, wire_of(v->kind), wire_of(v->kind), across)) != GR_OK) return st;
     if ((st = finish(on, c, "reduce")) != GR_OK) return st;
+    if ((st = combined_arrived(on, c)) != GR_OK) return st;
     combined_value(c, v);
     *out = local;
     return GR_OK;
@@ -525,8 +577,9 @@ static int stays_on_device(gr_context *on, const gr_comm *c, const gr_buffer *b,
 }
 
 /* The device path, one wait: the run's last pass writes its accumulator to c->dev (a single pass's
- * epilogue straight there; other runs through the pinned value, a copy on the stream), widened there to
- * the host path's type, all-reduced and copied back. The same values reach NCCL as on the host path. */
+ * epilogue straight there; other runs through the pinned value, a copy on the stream), widened to the
+ * host path's type (by the mailboxes' kernel where it can), combined across the ranks and brought back.
+ * The same values are combined as on the host path. */
 static gr_status reduce_on_device(gr_context *on, gr_comm *c, gr_buffer *b, const gr_run *run, gr_comm_op across,
                                   gr_result *out) {
     const gr_plan *p = &run->plan;
@@ -552,13 +605,15 @@ static gr_status reduce_on_device(gr_context *on, gr_comm *c, gr_buffer *b, cons
         if (st == GR_OK && (rc = gr_copy(on, acc, gr_run_value(run, slot), p->acc_size, stream)) != 0)
             st = gr_fail_dev(on, rc, "reduce: the value to the device");
     }
-    if (st == GR_OK && widen &&
+    /* the mailboxes' kernel widens the common results itself: one launch fewer */
+    if (st == GR_OK) st = oneshot_ready(on, c);
+    int in_kernel = st == GR_OK && c->oneshot && widen && gr_dev_oneshot_widens(held, wire);
+    if (st == GR_OK && widen && !in_kernel &&
         (rc = gr_dev_convert(c->dev, wire, acc, held, 1, GR_CV_WRITE, NULL, stream)) != 0)
         st = gr_fail_dev(on, rc, "reduce: widening the value");
-    if (st == GR_OK) st = queue(on, c, c->dev, 1, gr_dtype_nccl(wire), across);
-    if (st == GR_OK && (rc = gr_copy(on, c->host, c->dev, 8, stream)) != 0)
-        st = gr_fail_dev(on, rc, "reduce: copy from the device");
+    if (st == GR_OK) st = combine_queue(on, c, in_kernel ? acc : c->dev, in_kernel ? held : wire, wire, across);
     if (st == GR_OK) st = finish(on, c, "reduce");
+    if (st == GR_OK) st = combined_arrived(on, c);
     /* the scratch goes back once the local passes are over: waited for by their event (not behind a
      * collective that failed), or by the stream where their launch failed part-way */
     if (marked) gr_dev_event_sync(slot->done);

@@ -1,8 +1,11 @@
---- A rank that dies: `lua experiments/multi_gpu/dead_rank.lua [timeout = 5] [first | later | both = both]`
--- starts two ranks (one GPU each). Both join; rank 1 then exits (os.exit, no goodbye to NCCL) -- before
--- the first all-reduce (`first`: NCCL still has to connect the ranks), or after one all-reduce has
--- connected them (`later`: the survivor's kernel waits for data that never comes). Rank 0 calls
--- c:allreduce with `timeout` seconds and must get an error naming the collective -- its own timeout
+--- A rank that dies: `lua experiments/multi_gpu/dead_rank.lua [timeout = 5] [first | later | reduce | both |
+-- all = both]` starts two ranks (one GPU each). Both join; rank 1 then exits (os.exit, no goodbye to NCCL) --
+-- before the first all-reduce (`first`: NCCL still has to connect the ranks), or after one all-reduce has
+-- connected them (`later`: the survivor's kernel waits for data that never comes), or after one c:reduce
+-- of one value (`reduce`: the ranks have taken their mailboxes, and the survivor's c:reduce waits in its
+-- mailbox kernel; or in NCCL where they did not). `both` is first and later, `all` the three. Rank 0
+-- calls c:allreduce (c:reduce for `reduce`) with `timeout` seconds and must get an error naming the
+-- collective -- its own timeout
 -- ("allreduce did not complete ... within 5 s", the communicator aborted with ncclCommAbort) or NCCL's
 -- report of the lost peer -- within the timeout and a few seconds, then find the communicator aborted and
 -- exit normally. Each rank runs under `timeout` (coreutils), so that a hang ends as a failure, not as a
@@ -20,8 +23,8 @@ local when = os.getenv("GPUREDUCE_WHEN") or arg[2] or "both"
 local LIMIT = math.floor(3 * timeout + 60)
 
 if not rank then
-  if not timeout or timeout <= 0 or not ({ first = 1, later = 1, both = 1 })[when] then
-    io.stderr:write("usage: lua experiments/multi_gpu/dead_rank.lua [timeout > 0] [first | later | both]\n")
+  if not timeout or timeout <= 0 or not ({ first = 1, later = 1, reduce = 1, both = 1, all = 1 })[when] then
+    io.stderr:write("usage: lua experiments/multi_gpu/dead_rank.lua [timeout > 0] [first | later | reduce | both | all]\n")
     os.exit(2)
   end
   if #gr.devices() < 2 then
@@ -29,7 +32,8 @@ if not rank then
     os.exit(1)
   end
   local failed = 0
-  for _, case in ipairs(when == "both" and { "first", "later" } or { when }) do
+  local cases = { both = { "first", "later" }, all = { "first", "later", "reduce" } }
+  for _, case in ipairs(cases[when] or { when }) do
     local id = os.tmpname()
     os.remove(id)
     local outs, statuses = {}, {}
@@ -49,7 +53,9 @@ if not rank then
     if seconds and seconds > timeout + 10 then
       problems[#problems + 1] = string.format("the error came after %.1f s (timeout %g s)", seconds, timeout)
     end
-    if not line:find("allreduce", 1, true) and not line:find("ncclAllReduce", 1, true) then
+    if case == "reduce" and not line:find("reduce", 1, true) then
+      problems[#problems + 1] = "the error does not name c:reduce"
+    elseif case ~= "reduce" and not line:find("allreduce", 1, true) and not line:find("ncclAllReduce", 1, true) then
       problems[#problems + 1] = "the error does not name the collective"
     end
     if not outs[0]:find("aborted after an earlier failure", 1, true) then
@@ -68,6 +74,7 @@ local device = rank + 1
 local c = gr.comm { rank = rank, size = 2, id = os.getenv("GPUREDUCE_ID"), timeout = timeout, device = device }
 local b = gr.buffer(1 << 20, "float32", { device = device }):fill(1)
 if when == "later" then c:allreduce(b, "sum") end      -- the ranks are connected now
+if when == "reduce" then c:reduce(b) end                -- and have decided how one value crosses them
 if rank == 1 then
   -- first: a moment for rank 0 to finish joining (its last steps may still read from this rank)
   if when == "first" then os.execute("sleep 1") end
@@ -75,10 +82,11 @@ if rank == 1 then
   os.exit(3)              -- dies: no destroy, no finalize, the Lua state not closed
 end
 local t0 = gr.clock()
-local ok, err = pcall(c.allreduce, c, b, "sum")
+local ok, err
+if when == "reduce" then ok, err = pcall(c.reduce, c, b) else ok, err = pcall(c.allreduce, c, b, "sum") end
 local seconds = gr.clock() - t0
 if ok then
-  print("survivor: no error: the all-reduce completed without rank 1")
+  print("survivor: no error: the " .. (when == "reduce" and "c:reduce" or "all-reduce") .. " completed without rank 1")
 else
   print(string.format("survivor: error after %.2f s: %s", seconds, tostring(err)))
 end

@@ -111,8 +111,30 @@ if os.getenv("GPUREDUCE_CASES") ~= "0" then
       end
     end
   end
+  -- one value at the edges, the same whichever way the ranks combine it (mailboxes or ncclAllReduce): a NaN
+  -- of rank 0 loses to the others' numbers in min and max (NCCL's fmin/fmax) and wins a sum; a zero's sign
+  -- as each rank's own sum of -0.0 has it; int64 and uint64 extremes pass exactly
+  local function edge(dtype, value, opts, want, what)
+    local got = c:reduce(gr.buffer(1, dtype, { device = device }):fill(value), opts)
+    local good = got == want or (got ~= got and want ~= want)
+    if good and want == 0 and math.type(want) == "float" then good = 1 / got == 1 / want end
+    cases = cases + 1
+    if not good then wrong[#wrong + 1] = string.format("%s: %s, expected %s", what, tostring(got), tostring(want)) end
+  end
+  local nan = 0 / 0
+  if size > 1 then
+    edge("float64", rank == 0 and nan or rank + 1, { op = "min" }, 2.0, "min with rank 0's NaN")
+    edge("float64", rank == 0 and nan or rank + 1, { op = "max" }, size + 0.0, "max with rank 0's NaN")
+  end
+  edge("float64", rank == 0 and nan or rank + 1, { op = "sum" }, nan, "sum with rank 0's NaN")
+  edge("float32", -0.0, { op = "sum" }, gr.sum(gr.buffer(1, "float32", { device = device }):fill(-0.0)), "sum of -0.0")
+  edge("int64", math.mininteger + rank, { op = "min" }, math.mininteger, "min of int64 extremes")
+  edge("uint64", -1 - rank, { op = "max" }, -1, "max of uint64 extremes")
+  edge("bool", rank == size - 1, { op = "or" }, true, "or of one rank's true")
+  edge("bool", rank ~= size - 1 or size == 1, { op = "and" }, size == 1, "and of one rank's false")
   ok = ok and #wrong == 0
 end
+local how = c:_oneshot()
 
 -- the bus bandwidth of c:allreduce, as nccl-tests define it: bytes / time * 2 (k - 1) / k
 local bw = tonumber(os.getenv("GPUREDUCE_BW_BYTES") or "")
@@ -137,8 +159,10 @@ if bw then
 end
 c:destroy()
 
-print(string.format("%s: rank %d of %d on device %d: %s (allreduce b[1] = %d, b[%d] = %d; reduce %d; %d c:reduce cases%s)%s",
+print(string.format("%s: rank %d of %d on device %d: %s (allreduce b[1] = %d, b[%d] = %d; reduce %d; %d c:reduce cases; " ..
+  "one value by %s%s)%s",
   launcher, rank, size, device, ok and "ok" or "WRONG", first, n, last, whole, cases,
+  how and "mailboxes" or how == false and "ncclAllReduce" or "?",
   #wrong > 0 and ", wrong: " .. table.concat(wrong, "; ", 1, math.min(#wrong, 5)) or "",
   busbw and rank == 0 and string.format("; busbw %.1f GB/s", busbw) or ""))
 os.exit(ok and 0 or 1)

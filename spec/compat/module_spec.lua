@@ -36,7 +36,7 @@ local COVERED = {
   ["gpureduce.Stream"] = { free = "reductions", sync = "reductions" },
   ["gpureduce.Pending"] = { free = "reductions", ready = "reductions", wait = "reductions" },
   ["gpureduce.Operator"] = { free = "operators", info = "operators", source = "operators" },
-  ["gpureduce.Comm"] = { _bench_raw = "module", allreduce = "module", barrier = "module", destroy = "module",
+  ["gpureduce.Comm"] = { _bench_raw = "module", _oneshot = "module", allreduce = "module", barrier = "module", destroy = "module",
     device = "module", handle = "module", rank = "module", reduce = "module", size = "module" },
   ["gpureduce.Sharded"] = { devices = "sharded", dtype = "sharded", fill = "sharded", free = "sharded",
     get = "sharded", iota = "sharded", random = "sharded", set = "sharded", shards = "sharded", size = "sharded",
