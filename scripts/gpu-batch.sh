@@ -44,10 +44,11 @@
 #     under $OUT/multi-*.log and one summary line: the communicator specs (multi_gpu_spec, comm_env_spec,
 #     comm_reduce_spec; the dead-rank spec left to its own item); launch.lua with 2 ranks, every style
 #     (torchrun, mpirun, agent-store, and the network transport against the default ones, with their bus
-#     bandwidths); launch.lua with 4 ranks where there are 4 GPUs; a rank that dies (dead_rank.lua, 5 s);
-#     real torchrun over env_rank.lua where python3 has torch; bench.lua's communicator parts (bfloat16
-#     c:allreduce of 2^28 bytes against ncclAllReduce's bus bandwidth, one-value c:reduce against a
-#     1-element ncclAllReduce) on 2 and N ranks. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+#     bandwidths); launch.lua with 4 ranks where there are 4 GPUs; a rank that dies (dead_rank.lua 5 all:
+#     mid all-reduce and mid c:reduce); real torchrun over env_rank.lua where python3 has torch;
+#     bench.lua's communicator parts (bfloat16 c:allreduce of 2^28 bytes against ncclAllReduce's bus
+#     bandwidth, one-value c:reduce against a 1-element ncclAllReduce) on 2 and N ranks, through the
+#     mailboxes and with GPUREDUCE_COMM_ONESHOT=0. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
 #   sharded: issue 28's sharded buffers on the host's GPUs: the sharded specs (every layout the GPUs allow,
 #     the buffer pool's two-GPU case), the sharded fuzz over every GPU (spec/sharded_fuzz_spec.lua;
 #     SHARDED_FUZZ_CASES cases, default 300 (2000 ran past 7 minutes on four H100s), and FUZZ_SEED; with its
@@ -221,15 +222,17 @@ for step in $steps; do
            item launch2 ': rank 0 |transports|^net:|skipped|launch:' \
                $LUA experiments/multi_gpu/launch.lua 2 all 65536
            [ "$ngpu" -ge 4 ] && item launch4 ': rank 0 |launch:' $LUA experiments/multi_gpu/launch.lua 4 both 65536
-           item dead-rank '^dead_rank' $LUA experiments/multi_gpu/dead_rank.lua 5 both
+           item dead-rank '^dead_rank' $LUA experiments/multi_gpu/dead_rank.lua 5 all
            if python3 -c 'import torch.distributed.run' 2>/dev/null; then
                item torchrun 'rank 0 |[Ee]rror' env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u MASTER_ADDR -u MASTER_PORT \
                    python3 -m torch.distributed.run --nproc-per-node=2 --master-addr=127.0.0.1 \
                    --master-port=$(( 20000 + RANDOM % 30000 )) --no-python $LUA experiments/multi_gpu/env_rank.lua
            fi
-           item bench '^\| [0-9]|^#' env GPUREDUCE_BENCH_ONLY=comm GPUREDUCE_COMM_DTYPE=bfloat16 \
-               GPUREDUCE_COMM_BYTES=2^28 GPUREDUCE_RANKS="2,$ngpu" GPUREDUCE_SHARD_N=2^20 \
-               $LUA experiments/multi_gpu/bench.lua
+           for way in 1 0; do      # the one-value c:reduce through the mailboxes, then through ncclAllReduce
+               item bench-oneshot$way '^\| [0-9]|^#' env GPUREDUCE_COMM_ONESHOT=$way GPUREDUCE_BENCH_ONLY=comm \
+                   GPUREDUCE_COMM_DTYPE=bfloat16 GPUREDUCE_COMM_BYTES=2^28 GPUREDUCE_RANKS="2,$ngpu" \
+                   GPUREDUCE_SHARD_N=2^20 $LUA experiments/multi_gpu/bench.lua
+           done
            echo "multi-all: $(( $(date +%s) - t0 )) s" >> "$OUT/summary.txt" ;;
     sharded)
            export NCCL_NVLS_ENABLE=0

@@ -7,7 +7,8 @@
 --   2. c:allreduce bus bandwidth against bare ncclAllReduce (c:_bench_raw) in the same processes, over
 --      sizes from 8 B to 1 GiB (at most an eighth of the smallest GPU's memory): bus bandwidth as
 --      nccl-tests define it, algbw * 2 (k - 1) / k;
---   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call;
+--   3. c:reduce of one value (a 1-element buffer) against a 1-element ncclAllReduce, per call (the way the
+--      ranks combined it: their mailboxes, or ncclAllReduce with GPUREDUCE_COMM_ONESHOT=0);
 --   and (1b) the sharded buffer's segmented sum, segments of 2^20 elements, against one GPU's.
 -- Parts 2 and 3 run once per communicator size: 2 ranks and one per GPU (GPUREDUCE_RANKS="2,4" to choose),
 -- one GPU each; with one GPU they run with a single rank. Exit status 1 when a rank fails (its status
@@ -183,7 +184,8 @@ local t = time(function() return c:reduce(one) end, 2000)
 c:barrier()
 local raw = c:_bench_raw(one, "sum", 2000, true)
 local raw_back = c:_bench_raw(one, "sum", 2000, false)
-say("| c:reduce us | ncclAllReduce us (each waited) | ncclAllReduce us (back to back) | ratio to waited |")
+local how = c:_oneshot() and "mailboxes" or "ncclAllReduce"
+say("| c:reduce us (one value by) | ncclAllReduce us (each waited) | ncclAllReduce us (back to back) | ratio to waited |")
 say("| ---: | ---: | ---: | ---: |")
-say("| %.1f | %.1f | %.1f | %.2f |", t * 1e6, raw * 1e6, raw_back * 1e6, t / raw)
+say("| %.1f (%s) | %.1f | %.1f | %.2f |", t * 1e6, how, raw * 1e6, raw_back * 1e6, t / raw)
 c:destroy()
