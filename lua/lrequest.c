@@ -312,15 +312,17 @@ static void operator_kernels(lua_State *L, lgr_request *r, int segments, gr_dtyp
 
 static const char *operator_name(const lgr_request *r) { return gr_operator_get_spec(r->user_op)->name; }
 
-/* Where the GPU does not reduce: the cpu functions, or on the cpu backend a clear error without them;
- * else the kernels for dtype t, and the engine says what they cannot do. */
-static void off_the_gpu(lua_State *L, lgr_request *r, int segments, gr_dtype t) {
+/* Where the GPU does not reduce (the cpu backend, or data in host memory): the cpu functions, or a
+ * clear error without them that says both ways out. */
+static void off_the_gpu(lua_State *L, lgr_request *r) {
     if (use_cpu_functions(L, r)) return;
     if (gr_context_backend(lgr_ctx(L)) != GR_BACKEND_CUDA)
         luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and the cpu backend "
                                                "cannot run its kernels (give gr.operator a cpu table)",
                                             operator_name(r)));
-    operator_kernels(L, r, segments, t);
+    luaL_argerror(L, r->arg, lua_pushfstring(L, "opts.op: operator %s has no cpu functions, and a user operator's "
+                                           "kernels reduce device buffers (this one is in host memory: gr.copy it "
+                                           "to a device buffer, or give gr.operator a cpu table)", operator_name(r)));
 }
 
 /* gr.reduce_many: the kernels of each dtype among the device buffers (r->images) before anything runs
@@ -398,7 +400,7 @@ void lgr_request_prepare(lua_State *L, lgr_request *r, lgr_purpose why, gr_buffe
             int gpu = gr_context_backend(lgr_ctx(L)) == GR_BACKEND_CUDA;
             for (size_t i = 0; i < count && !r->streamed; i++) gpu = gpu && gr_buffer_where(bufs[i]) == GR_DEVICE;
             if (gpu) operator_kernels(L, r, segments, gr_buffer_dtype(bufs[0]));
-            else off_the_gpu(L, r, segments, gr_buffer_dtype(bufs[0]));
+            else off_the_gpu(L, r);
         }
     }
     /* a user kernel reduces one whole buffer */

@@ -35,7 +35,9 @@ report() {
 if [ "$shards" -gt 2 ]; then
     # Whole spec files to SPEC_SHARDS processes (a GPU host's cores): the largest file first, each to the
     # process with the fewest bytes of spec so far. Every file runs in exactly one process.
-    mapfile -t files < <(ls -S spec/*_spec.lua)
+    # spec/compat/ too: its API cases run on every Lua, and on a GPU host they meet the cuda backend's
+    # paths (host buffers beside device ones), which a CPU machine's run does not show
+    mapfile -t files < <(ls -S spec/*_spec.lua spec/compat/*_spec.lua)
     load=() lists=()
     for ((k = 0; k < shards; k++)); do load[k]=0; lists[k]=""; done
     for f in "${files[@]}"; do
@@ -49,7 +51,7 @@ if [ "$shards" -gt 2 ]; then
     pids=()
     for ((k = 0; k < shards; k++)); do
         echo "${lists[k]# }" > "$logdir/files$k.txt"
-        # shellcheck disable=SC2086 -- the list is file names without spaces (spec/*_spec.lua)
+        # shellcheck disable=SC2086 -- the list is file names without spaces (spec/*_spec.lua, spec/compat/)
         "$@" ${lists[k]} > "$logdir/shard$k.log" 2>&1 &
         pids[k]=$!
     done

@@ -188,7 +188,9 @@ describe("gr.reduce with a user operator", function()
     expect("opts.variant: 'pipelined' does not take a user operator", function() gr.reduce(b, { op = op, variant = "pipelined" }) end)
     expect("opts.acc: a user operator's accumulator is its own", function() gr.reduce(b, { op = op, acc = "float32" }) end)
     local h = gr.buffer(100, "float32", { where = "host" })
-    expect("opts.op: a user operator reduces device buffers", function() gr.reduce(h, { op = op }) end)
+    expect("opts.op: operator nocpu has no cpu functions, and a user operator's kernels reduce device buffers " ..
+      "(this one is in host memory: gr.copy it to a device buffer, or give gr.operator a cpu table)",
+      function() gr.reduce(h, { op = op }) end)
   end)
 end)
 
