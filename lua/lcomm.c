@@ -271,7 +271,8 @@ static int c_tostring(lua_State *L) {
 }
 
 const luaL_Reg lgr_comm_methods[] = {
-    {"_bench_raw", c_bench_raw}, {"_oneshot", c_oneshot}, {"allreduce", c_allreduce}, {"barrier", c_barrier}, {"destroy", c_release},
-    {"device", c_device}, {"handle", c_handle}, {"rank", c_rank}, {"reduce", c_reduce}, {"size", c_size}, {NULL, NULL}};
+    {"_bench_raw", c_bench_raw}, {"_oneshot", c_oneshot}, {"allreduce", c_allreduce}, {"barrier", c_barrier},
+    {"destroy", c_release}, {"device", c_device}, {"handle", c_handle}, {"rank", c_rank}, {"reduce", c_reduce},
+    {"size", c_size}, {NULL, NULL}};
 const luaL_Reg lgr_comm_meta[] = {
     {"__close", c_release}, {"__gc", c_release}, {"__tostring", c_tostring}, {NULL, NULL}};

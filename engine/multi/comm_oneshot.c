@@ -72,18 +72,21 @@ void gr_oneshot_offer(gr_context *on, int rank, int size, gr_oneshot **o, void *
     memcpy(rec, &r, sizeof r);
 }
 
+/* Rank q's record among every rank's, GR_ONESHOT_RECORD_BYTES apart. */
+static const record *record_of(const void *recs, int q) {
+    return (const record *)((const char *)recs + (size_t)q * GR_ONESHOT_RECORD_BYTES);
+}
+
 int gr_oneshot_join(gr_context *on, gr_oneshot *o, const void *recs, int size) {
     if (!o || size != o->size) return 0;
-    const record *mine = (const record *)((const char *)recs + (size_t)o->rank * GR_ONESHOT_RECORD_BYTES);
-    for (int q = 0; q < size; q++) {
-        const record *r = (const record *)((const char *)recs + (size_t)q * GR_ONESHOT_RECORD_BYTES);
-        if (!r->want || strncmp(r->host, mine->host, sizeof r->host) != 0) return 0;
-    }
+    const record *mine = record_of(recs, o->rank);
+    for (int q = 0; q < size; q++)
+        if (!record_of(recs, q)->want || strncmp(record_of(recs, q)->host, mine->host, sizeof mine->host) != 0)
+            return 0;
     void *all[GR_ONESHOT_RANKS];
     for (int q = 0; q < size; q++) {
-        const record *r = (const record *)((const char *)recs + (size_t)q * GR_ONESHOT_RECORD_BYTES);
         if (q == o->rank) all[q] = o->box;
-        else if (gr_dev_ipc_open(r->handle, &o->opened[q]) != 0) return 0;
+        else if (gr_dev_ipc_open(record_of(recs, q)->handle, &o->opened[q]) != 0) return 0;
         else all[q] = o->opened[q];
     }
     if (gr_mem_alloc(on, GR_MEM_DEVICE, sizeof all, (void **)&o->boxes) != GR_OK) return 0;
