@@ -10,6 +10,9 @@ What it checks
     carry NaN, infinities and signed zeros in some cases.
   - acc = "float64", ddof, gpu_to_gpu (the sum family), every op's own error where its single call has
     one (an empty buffer's mean).
+  - Repeated calls, interleaved: sets of one, two and three accumulators (a tuple of at most 32 bytes comes
+    back as the kernel's reply, a wider one after its flag), the same ops in another order, another acc --
+    each op still its single call's, so a kernel found again is never another set's.
   - gr.describe: count is #b, the rest the single calls' values.
   - With segment, offsets and axis: each op's result buffers, byte for byte the single calls'.
   - Along segments, offsets and rows, where the ops fuse (one launch of the segmented fused kernel on the
@@ -126,6 +129,31 @@ describe("gr.reduce with opts.ops", function()
           for k, x in pairs(opts) do one[k] = x end
           local r = table.pack(gr.reduce(v, one))
           same_buffers(got[op], r.n > 1 and { r[1], r[2] } or r[1], d .. " " .. op)
+        end
+      end
+    end
+  end)
+
+  it("repeated calls: tuples of one, two and three accumulators, each op in its place, acc and order apart", function()
+    -- On the GPU a repeated set finds its kernel without writing its source again, and the call waits for
+    -- the tuple as a single call waits for its value: sets of at most 32 bytes of accumulators come back
+    -- as the kernel's reply, wider ones after its flag. Each set is called three times, interleaved with
+    -- the others, so a reused kernel is never another set's.
+    local sets = {
+      { "sum", "mean" },                        -- one accumulator, shared
+      { "min", "max" }, { "max", "min" },       -- two, the order kept apart
+      { "sum", "min" }, { "count", "argmax" },
+      { "sum", "min", "max" }, { "sum", "min", "max", "count", "mean", "std" },
+    }
+    for _, d in ipairs({ "float32", "float64", "int32", "bfloat16", "uint8" }) do
+      local b = data(d, 70001, 11, true)
+      for round = 1, 3 do
+        for _, ops in ipairs(sets) do
+          check(b, ops, nil, string.format("%s round %d {%s}", d, round, table.concat(ops, ", ")))
+        end
+        if FLOATS[d] then
+          check(b, { "sum", "mean", "std" }, { acc = "float64" }, d .. " acc float64, round " .. round)
+          check(b, { "sum", "mean", "std" }, nil, d .. " acc default, round " .. round)
         end
       end
     end

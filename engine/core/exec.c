@@ -113,6 +113,14 @@ static gr_status wait_flag(gr_context *ctx, gr_slot *slot) {
     return GR_OK;
 }
 
+gr_status gr_exec_wait_single(gr_context *ctx, gr_slot *slot, void *stream, const void **value) {
+    slot->stream = stream;
+    gr_status st = wait_flag(ctx, slot);
+    /* the flag follows the fenced store to final_out; a reply is in the result area now (replied) */
+    *value = *gr_slot_flag(slot) ? slot->host : slot->result;
+    return st;
+}
+
 gr_status gr_exec_finish(gr_context *ctx, const gr_run *run, gr_slot *slot, gr_result *out) {
     if (slot->flagged) {
         gr_status st = wait_flag(ctx, slot);

@@ -23,6 +23,11 @@ gr_status gr_exec(gr_context *ctx, const gr_inputs *in, const gr_run *run, void 
  * chunks, whose values stay on the device, and graphs. */
 gr_status gr_exec_single_to(gr_context *ctx, const gr_inputs *in, uint64_t first, const gr_run *run, void *scratch,
                             unsigned *counter, void *final_out, void *stream);
+/* Waits for a pass gr_exec_single_to queued on stream with slot's counter and final_out = slot->host,
+ * after gr_slot_lower: spinning, as a synchronous reduction waits, until the last block replies (a value
+ * of at most 32 bytes) or raises the flag after its fenced store (a wider one). *value is then where the
+ * value lies: the slot's result area for a reply, slot->host for the flag. */
+gr_status gr_exec_wait_single(gr_context *ctx, gr_slot *slot, void *stream, const void **value);
 /* The result of n elements from `count` accumulators of the run's kernel at slot->dev (then 256 spare
  * bytes, and slot->host of their size), combined in order on ctx's stream and waited for: by the host,
  * or by one block of the kernel's own where the host cannot (run->device_combine). `what` names the

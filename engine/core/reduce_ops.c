@@ -164,12 +164,15 @@ static gr_status run_fused(gr_context *ctx, gr_buffer *b, const gr_options *o, c
     gr_slot *slot;
     if ((st = gr_slot_acquire(ctx, run.plan.dev_bytes, run.plan.acc_size, &slot)) != GR_OK) return st;
     void *stream = stream_of(ctx, o);
+    gr_slot_lower(slot);
     st = queue_fused(ctx, b, &run, slot, stream);
-    int rc = gr_dev_stream_sync(stream);
-    if (st == GR_OK && rc) st = gr_fail_dev(ctx, rc, "the fused ops' kernel");
+    const void *tuple = NULL;
+    /* spun for, as a single call is, rather than a stream synchronisation */
+    if (st == GR_OK) st = gr_exec_wait_single(ctx, slot, stream, &tuple);
+    else gr_dev_stream_sync(stream);            /* let anything queued drain before the slot's reuse */
     for (int k = 0; k < count && st == GR_OK; k++)
         if (at[k].off >= 0) {
-            results[k] = tuple_result(ops[k], slot->host, at[k], b->dtype, b->n, o->ddof);
+            results[k] = tuple_result(ops[k], tuple, at[k], b->dtype, b->n, o->ddof);
             done[k] = 1;
         }
     gr_slot_release(ctx, slot);
