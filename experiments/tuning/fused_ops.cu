@@ -27,18 +27,53 @@ struct CountV : gr::Count {};
  * the value and its bits are the chain's), then one combine into the running value */
 struct MinT : gr::Min<float> {};
 struct MaxT : gr::Max<float> {};
-/* min / max in two compares and a select: b wins iff (b beyond a, or b NaN) and a is not NaN */
-struct MinC : gr::Min<float> {
-    static __device__ float combine(float a, float b) {
-        bool take;
+/* min / max in two compares and a select: b wins iff (b beyond a, or b NaN) and a is not NaN -- the same
+ * choice as GR_EXTREME's three tests, spelled so that ptxas can emit FSETP.GTU/LTU, FSETP.NUM and FSEL */
+template <bool kMin> GR_DEV float extreme2(float a, float b) {
+    unsigned take;
+    if (kMin)
         asm("{ .reg .pred p, q; setp.ltu.f32 p, %2, %1; setp.num.f32 q, %1, %1; and.pred p, p, q; selp.u32 %0, 1, 0, p; }"
-            : "=r"(*(unsigned *)&take) : "f"(a), "f"(b));
-        return take ? b : a;
-    }
+            : "=r"(take) : "f"(a), "f"(b));
+    else
+        asm("{ .reg .pred p, q; setp.gtu.f32 p, %2, %1; setp.num.f32 q, %1, %1; and.pred p, p, q; selp.u32 %0, 1, 0, p; }"
+            : "=r"(take) : "f"(a), "f"(b));
+    return take ? b : a;
+}
+struct MinC : gr::Min<float> {
+    static __device__ float combine(float a, float b) { return extreme2<true>(a, b); }
 };
 struct MaxC : gr::Max<float> {
+    static __device__ float combine(float a, float b) { return extreme2<false>(a, b); }
+};
+/* the same two compares in plain C++, in the chain as the engine folds (no tree) */
+struct MinP : gr::Min<float> {
+    static __device__ float combine(float a, float b) { return (!(b >= a) && a == a) ? b : a; }
+};
+struct MaxP : gr::Max<float> {
     static __device__ float combine(float a, float b) { return (!(b <= a) && a == a) ? b : a; }
 };
+namespace gr {
+template <> struct ThreadAcc<MinP, float> : ThreadAcc<Min<float>, float> {
+    using type = float;
+    static GR_DEV type fold(type a, const Vec16<float> &r, u64) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) a = MinP::combine(a, r.v[k]);
+        return a;
+    }
+    static GR_DEV type fold1(type a, float x, u64) { return MinP::combine(a, x); }
+    static GR_DEV type merge(type a, type b) { return MinP::combine(a, b); }
+};
+template <> struct ThreadAcc<MaxP, float> : ThreadAcc<Max<float>, float> {
+    using type = float;
+    static GR_DEV type fold(type a, const Vec16<float> &r, u64) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) a = MaxP::combine(a, r.v[k]);
+        return a;
+    }
+    static GR_DEV type fold1(type a, float x, u64) { return MaxP::combine(a, x); }
+    static GR_DEV type merge(type a, type b) { return MaxP::combine(a, b); }
+};
+}  // namespace gr
 /* Welford: the weights 4/(n+4) and n*4/(n+4) from a 32-bit count and a correctly rounded reciprocal
  * (4 * RN(1/m) = RN(4/m): the same bits as the division) */
 struct WelfordR : gr::Welford<float> {};
@@ -276,6 +311,7 @@ int main() {
     run<Tuple<Sum<float>, Min<float>, Max<float>, CountV, W>>("six, count per vector", &six);
     run<Tuple<Sum<float>, MinT, MaxT, Count, W>>("six, min/max trees", &six);
     run<Tuple<Sum<float>, MinC, MaxC, Count, W>>("six, min/max 2-compare trees", &six);
+    run<Tuple<Sum<float>, MinP, MaxP, Count, W>>("six, min/max 2-compare chain (C++)", &six);
     run<Tuple<Sum<float>, Min<float>, Max<float>, Count, WelfordR>>("six, welford rcp", &six);
     run<Tuple<Sum<float>, MinT, MaxT, CountV, WelfordR>>("six, all three", &six);
     run<Tuple<Sum<float>, MinC, MaxC, CountV, WelfordR>>("six, all three (2-compare)", &six);
