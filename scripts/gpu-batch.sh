@@ -7,8 +7,9 @@
 #   scripts/gpu-batch.sh [test] [fuzz] [memcheck-specs] [run] [bench] [sanitize]     (default: test bench)
 #   fuzz: the differential fuzz with FUZZ_CASES cases (default 30000) and FUZZ_SEED (default the spec's), then
 #     gr.dot's fuzz (spec/dot_fuzz_spec.lua) with a tenth as many, the several-input operators' fuzz
-#     (spec/several_inputs_spec.lua) with a hundredth as many per path, and reductions by key's
-#     (spec/reduce_by_key_spec.lua) with a hundredth as many;
+#     (spec/several_inputs_spec.lua) with a hundredth as many per path, reductions by key's
+#     (spec/reduce_by_key_spec.lua) with a hundredth as many, and several results in one pass
+#     (spec/several_ops_fuzz_spec.lua: opts.ops against the single calls) with a tenth as many;
 #   memcheck-specs: compute-sanitizer memcheck over the specs of error paths (faults, hardening, and/or bits),
 #     of the segmented kernels (segments_spec) and of user operators' reductions (operator_reduce_spec);
 #   compare: the tree in .baseline/ (a `git archive BASE` unpacked there, carried with the call) built too,
@@ -271,7 +272,12 @@ for step in $steps; do
           env GPUREDUCE_BY_KEY_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 100 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
               $LUA $BUSTED -o spec/support/summary_output.lua --filter=fuzz spec/reduce_by_key_spec.lua \
               > "$OUT/by-key-fuzz.log" 2>&1
-          echo "by_key fuzz: $(tail -1 "$OUT/by-key-fuzz.log")" >> "$OUT/summary.txt" ;;
+          echo "by_key fuzz: $(tail -1 "$OUT/by-key-fuzz.log")" >> "$OUT/summary.txt"
+          # several results in one pass (spec/several_ops_fuzz_spec.lua), a tenth as many cases
+          env GPUREDUCE_OPS_FUZZ_CASES=$(( ${FUZZ_CASES:-30000} / 10 )) ${FUZZ_SEED:+GPUREDUCE_FUZZ_SEED=$FUZZ_SEED} \
+              $LUA $BUSTED -o spec/support/summary_output.lua spec/several_ops_fuzz_spec.lua > "$OUT/ops-fuzz.log" 2>&1
+          echo "ops fuzz: $(grep -E '^several ops fuzz:' "$OUT/ops-fuzz.log" | tail -1); $(tail -1 "$OUT/ops-fuzz.log")" \
+              >> "$OUT/summary.txt" ;;
     memcheck-specs)
           compute-sanitizer --tool memcheck --error-exitcode 99 --print-limit 20 $LUA $BUSTED \
               -o spec/support/summary_output.lua spec/faults_spec.lua spec/hardening_spec.lua \

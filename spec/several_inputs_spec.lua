@@ -1091,19 +1091,7 @@ local function fuzz_case(index, path)
   local what = string.format("%s {%s} %s", e.spec.name, table.concat(dtypes, ","), form)
   local ok, problem = pcall(function()
     if form == "whole" or form == "segment" or form == "offsets" then
-      local n, opts
-      if form == "segment" then
-        local size = ({ 1, 2, 3, 5, 8, 16, 17, 33, 100, 1000 })[rng(10)]
-        n, opts = size * rng(1, math.max(1, math.min(60, 20000 // size))), { segment = size }
-      else
-        n = rng(4) == 1 and rng(0, 70000) or EDGES[rng(#EDGES)]
-      end
-      if form == "offsets" then
-        local bounds = {}
-        for k = 1, rng(2, 12) do bounds[k] = rng(0, n) end
-        table.sort(bounds)
-        opts = { offsets = bounds }
-      end
+      local n, opts = H.fuzz_layout(rng, form, EDGES, 20000, 70000)
       local skews = {}
       for j = 1, #dtypes do skews[j] = rng(0, 7) end
       what = what .. string.format(" n=%d skews {%s}", n, table.concat(skews, ","))

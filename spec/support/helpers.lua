@@ -293,6 +293,23 @@ function M.changed(base, changes)
   return t
 end
 
+--- A fuzz case's length and layout, drawn with rng. "segment": a segment size from a fixed list and whole
+--- segments of it, at most seg_most elements; otherwise a length from `edges`, or one time in four any up to
+--- `most`; "offsets" adds 2 to 12 sorted bounds within it. Returns n and {segment = size}, {offsets = bounds}
+--- (a Lua list) or nil.
+function M.fuzz_layout(rng, form, edges, seg_most, most)
+  if form == "segment" then
+    local size = ({ 1, 2, 3, 5, 8, 16, 17, 33, 100, 1000 })[rng(10)]
+    return size * rng(1, math.max(1, math.min(60, seg_most // size))), { segment = size }
+  end
+  local n = rng(4) == 1 and rng(0, most) or edges[rng(#edges)]
+  if form ~= "offsets" then return n, nil end
+  local bounds = {}
+  for k = 1, rng(2, 12) do bounds[k] = rng(0, n) end
+  table.sort(bounds)
+  return n, { offsets = bounds }
+end
+
 --- What the context holds once the garbage and the pool's idle scratch are given back, as a string to
 -- compare before and after a call that an injected fault failed (it must leave nothing held).
 function M.held()
