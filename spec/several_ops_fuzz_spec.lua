@@ -56,8 +56,10 @@ local function families()
     if not set then
       set = {}
       for _, op in ipairs(ops) do if math.random() < 0.3 then set[#set + 1] = op end end
-      if #set < 2 then set = { ops[math.random(#ops)], "count" } end
-      if set[1] == "count" then set = { "count", "asum" } end
+      if #set < 2 then
+        local op = ops[math.random(#ops)]
+        set = { op, op == "count" and "asum" or "count" }
+      end
     end
     local dtypes = gr.dtypes()
     out[f] = { ops = set, dtype = dtypes[math.random(#dtypes)] }
