@@ -45,35 +45,13 @@ struct MinC : gr::Min<float> {
 struct MaxC : gr::Max<float> {
     static __device__ float combine(float a, float b) { return extreme2<false>(a, b); }
 };
-/* the same two compares in plain C++, in the chain as the engine folds (no tree) */
+/* the same two compares in plain C++, folded in the engine's chain (the generic ThreadAcc: no tree) */
 struct MinP : gr::Min<float> {
     static __device__ float combine(float a, float b) { return (!(b >= a) && a == a) ? b : a; }
 };
 struct MaxP : gr::Max<float> {
     static __device__ float combine(float a, float b) { return (!(b <= a) && a == a) ? b : a; }
 };
-namespace gr {
-template <> struct ThreadAcc<MinP, float> : ThreadAcc<Min<float>, float> {
-    using type = float;
-    static GR_DEV type fold(type a, const Vec16<float> &r, u64) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) a = MinP::combine(a, r.v[k]);
-        return a;
-    }
-    static GR_DEV type fold1(type a, float x, u64) { return MinP::combine(a, x); }
-    static GR_DEV type merge(type a, type b) { return MinP::combine(a, b); }
-};
-template <> struct ThreadAcc<MaxP, float> : ThreadAcc<Max<float>, float> {
-    using type = float;
-    static GR_DEV type fold(type a, const Vec16<float> &r, u64) {
-#pragma unroll
-        for (int k = 0; k < 4; k++) a = MaxP::combine(a, r.v[k]);
-        return a;
-    }
-    static GR_DEV type fold1(type a, float x, u64) { return MaxP::combine(a, x); }
-    static GR_DEV type merge(type a, type b) { return MaxP::combine(a, b); }
-};
-}  // namespace gr
 /* Welford: the weights 4/(n+4) and n*4/(n+4) from a 32-bit count and a correctly rounded reciprocal
  * (4 * RN(1/m) = RN(4/m): the same bits as the division) */
 struct WelfordR : gr::Welford<float> {};
