@@ -14,8 +14,9 @@
  * A row reduction is the same order with C the rows and R their length (P = 0: a thread reads 16 bytes
  * along its row), so a result has the same bits whichever way its elements lie in memory.
  * How a thread folds one column of its run (RunFold): element by element, except var/std of floats (the
- * rows in aligned eights, one Chan merge each) and min, max, argmin, argmax of small floats (the running
- * value kept widened) -- the same steps in every form, so the bits still depend on R alone.
+ * rows in aligned eights, one Chan merge each), min and max of small floats (the running value kept
+ * widened) and argmin/argmax of every type (the running value widened, its row's place in the run) --
+ * the same steps in every form, so the bits still depend on R alone.
  * Narrow rows (C * element < 16 bytes, rows back to back) are read a vector of several rows at a time
  * (P = C, the vector's q = 16 / (C * element) rows in order), so a (2^27, 2) matrix reads 16 bytes a load.
  * Where a thread's run is one stretch of memory (narrow rows whose every column it takes, up to 32 bytes a
@@ -64,6 +65,11 @@ template <class Op, class In> GR_DEV void fold_one(typename Op::acc_t &acc, cons
 /* Loads in flight per thread: a run's loads are issued kUnroll at a time, then folded in order. */
 constexpr int kColUnroll = 8;
 
+/* Says that row r of a main loop is a multiple of 8 (runs start at multiples of kColRows and the loops
+ * step by multiples of 8), so that a fold's place among its eights (var's r & 7) is known at compile
+ * time: without it every element tested its place and var's merge was inlined at every element. */
+#define GR_ALIGNED_ROW(r) __builtin_assume(((r) & 7u) == 0)
+
 /* How a thread folds one column of its run into that column's accumulator: element by element
  * (fold_one), except var/std of floats below. Every form of fold_columns hands a column's rows to add in
  * ascending order, from a multiple of kColRows, and calls finish after the run's last row. */
@@ -95,7 +101,7 @@ template <class Acc> struct RunFold<Sum<Acc>> {
 
 /* min and max of small floats: the running value kept widened beside it, so each element is widened
  * once; the choices of Min/Max::combine (GR_EXTREME: a NaN in stays, a NaN wins, else the strictly more
- * extreme). The accumulator is the identity when a run starts. */
+ * extreme). The accumulator is the identity when a run starts (argmin/argmax below rely on it too). */
 template <class T, bool kMin> struct ExtremeFold {
     Wide<T> w = wide(kMin ? Min<T>::identity() : Max<T>::identity());
     template <class In> GR_DEV void add(T &acc, const In &x, u64) {
@@ -111,25 +117,34 @@ template <class T, bool kMin> struct ExtremeFold {
 template <SmallFormat F> struct RunFold<Min<SmallFloat<F>>> : ExtremeFold<SmallFloat<F>, true> {};
 template <SmallFormat F> struct RunFold<Max<SmallFloat<F>>> : ExtremeFold<SmallFloat<F>, false> {};
 
-/* argmin / argmax of small floats: the rows come in ascending order, each after the running index (or
- * the identity's, which loses every tie), so GR_RETURN_ARG's choice is: a NaN in stays, a NaN wins, else
- * the strictly more extreme, or an equal one against the identity -- with the running value kept
- * widened. bfloat16 columns: 0.80x the time of the generic combine; the same fold over float32 (nothing
- * to widen) measured 0.71-0.84x along rows but 1.05-1.13x down columns, so other types keep fold_one
- * (H200, experiments/shapes.lua). */
-template <SmallFormat F, bool kMin> struct RunFold<ArgExtreme<SmallFloat<F>, kMin>> {
-    using T = SmallFloat<F>;
-    float w = float(ArgExtreme<T, kMin>::identity().value);
-    template <class In> GR_DEV void add(ArgAcc<T> &acc, const In &x, u64 r) {
-        const T v = T(x);
-        const float b = float(v);       /* the shift of wide() measured 1.03-1.18x slower here (H100) */
-        if (!(w != w) && (b != b || (kMin ? b < w : b > w) || (b == w && acc.index == GR_NO_INDEX))) {
-            acc.index = r;
-            acc.value = v;
+/* argmin / argmax: the rows come in ascending order, so GR_RETURN_ARG's choice against the running
+ * element is: the run's first element, else a NaN in stays, a NaN wins, else the strictly more extreme.
+ * The running value is kept widened and its row as its place in the run (a run is rows [r0, r0 +
+ * kColRows), r0 a multiple of kColRows), and the accumulator is formed once, at the run's end: the
+ * generic combine compared and selected 64-bit indexes at every element (0.60-0.83x the time down
+ * columns, float32 and bfloat16, H200). */
+template <class T, bool kMin> struct RunFold<ArgExtreme<T, kMin>> {
+    static constexpr unsigned kNone = unsigned(kColRows);      /* no element yet */
+    Wide<T> w;
+    T v;                                /* the element itself, read where wide() does not give it back */
+    unsigned at = kNone;                /* its row's place in the run */
+    template <class In> GR_DEV void add(ArgAcc<T> &, const In &x, u64 r) {
+        const T val = T(x);
+        const Wide<T> b = wide(val);
+        if (at == kNone || (!(w != w) && (b != b || (kMin ? b < w : b > w)))) {
             w = b;
+            v = val;
+            at = unsigned(r) & unsigned(kColRows - 1);
         }
     }
-    GR_DEV void finish(ArgAcc<T> &, u64) {}
+    GR_DEV void finish(ArgAcc<T> &acc, u64 r1) {
+        if (at == kNone) return;
+        T value;
+        if constexpr (is_same_v<T, bf16>) value = bf16::of_bits(__float_as_uint(w) >> 16);   /* wide()'s shift back */
+        else if constexpr (is_small_float_v<T>) value = v;
+        else value = w;
+        acc = ArgAcc<T>{((r1 - 1) & ~u64(kColRows - 1)) | at, value};     /* acc was the identity */
+    }
 };
 
 /* Rounded float steps that the compiler may not fuse or reorder, for the eights below. */
@@ -170,7 +185,10 @@ template <class F> struct RunFold<Welford<F>> {
         if (r1 & 7u) merge(acc, unsigned(r1 & 7u));
     }
     GR_DEV void merge(WelfordAcc<F> &acc, unsigned n) {
-        const F q = div_rn(s1, F(n));           /* the mean's offset from x0 (exact for n = 8) */
+        /* the mean's offset from x0: a quotient by a power of two rounds the same value as the product
+         * by its inverse (exact), which is cheaper */
+        const F q = (n & (n - 1)) == 0 ? mul_rn(s1, n == 8 ? F(0.125) : n == 4 ? F(0.25) : n == 2 ? F(0.5) : F(1))
+                                       : div_rn(s1, F(n));
         F m2 = sub_rn(s2, mul_rn(s1, q));
         m2 = m2 < F(0) ? F(0) : m2;             /* rounding below zero; NaN stays */
         acc = gr_welford_merge(acc, WelfordAcc<F>{u64(n), add_rn(x0, q), m2});
@@ -208,6 +226,7 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
         u64 r = r0;
         if ((reinterpret_cast<uptr>(base + r0) & 15) == 0) {
             for (; r + kColUnroll * kV <= r1; r += kColUnroll * kV) {
+                GR_ALIGNED_ROW(r);
                 Vec w[kColUnroll];
 #pragma unroll
                 for (int u = 0; u < kColUnroll; u++) w[u] = *reinterpret_cast<const Vec *>(base + r + u * kV);
@@ -226,6 +245,7 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
     } else if constexpr (kP == 1) {
         u64 r = r0;
         for (; r + kColUnroll <= r1; r += kColUnroll) {
+            GR_ALIGNED_ROW(r);
             In x[kColUnroll];
 #pragma unroll
             for (int u = 0; u < kColUnroll; u++) x[u] = base[(long long)(r + u) * a.sr];
@@ -241,6 +261,7 @@ GR_DEV void fold_columns(const ColArgs &a, const In *base, u64 r0, u64 r1, typen
         struct alignas(kBytes) Vec { In v[kV]; };
         u64 r = r0;
         for (; r + kU * q <= r1; r += kU * q) {
+            GR_ALIGNED_ROW(r);
             Vec w[kU];
 #pragma unroll
             for (int u = 0; u < kU; u++) w[u] = *reinterpret_cast<const Vec *>(base + (long long)(r + u * q) * a.sr);
@@ -320,6 +341,7 @@ GR_DEV void fold_staged(const In *lane_at, bool whole, uint4 *stage, u64 r0, typ
     constexpr int kVecs = kColRows * kPer * int(sizeof(In)) / 16;      /* a run's vectors */
     static_assert(kVecs % kStageVecs == 0 && kStageVecs % kRowVecs == 0, "a run is whole stages of whole rows");
     struct alignas(16) Vec { In v[kV]; };
+    GR_ALIGNED_ROW(r0);
     const unsigned lane = threadIdx.x & 31u;
     const unsigned wholes = __ballot_sync(0xffffffffu, whole);
     const unsigned long long mine = reinterpret_cast<unsigned long long>(lane_at);
